@@ -1,0 +1,47 @@
+// Counter layout shared by the dataplane (single writer per core) and every reader (replay's
+// JSON, `floodgate run`'s summary, later the control plane). Names come from one list each, so
+// the struct fields, JSON keys and metric names can never drift apart.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/parse.h"
+
+namespace floodgate {
+
+// Per worker core.
+#define FG_WORKER_COUNTERS(X)                                                     \
+    X(packets)           /* frames decided */                                     \
+    X(passed)            /* frames passed, for any reason */                      \
+    X(dropped)           /* frames dropped, for any reason */                     \
+    X(malformed)         /* bad L3/L4 headers: dropped */                         \
+    X(non_ip)            /* not IPv4/IPv6: passed unjudged */                     \
+    X(allow_hits)        /* source in an allow prefix: passed, no rule checked */ \
+    X(block_hits)        /* source in a block prefix: dropped */                  \
+    X(rate_limited)      /* dropped because an enforcing rule refused */          \
+    X(table_commit_lost) /* admitted, but the key's slot was gone and the table full */
+
+// Per rule, per worker core.
+#define FG_RULE_COUNTERS(X)                                                                \
+    X(matched)           /* packets this rule's match held for */                          \
+    X(passed)            /* ... of which the packet was passed */                          \
+    X(refused)           /* ... of which this rule was the first enforcing refuser */      \
+    X(shadow_refused)    /* shadow mode: would have refused (the packet was not held) */   \
+    X(table_full_shared) /* new key found the table full: used the rule's shared bucket */ \
+    X(table_full_pass)   /* new key found the table full: passed (on_table_full: pass) */  \
+    X(table_full_drop)   /* new key found the table full: refused (on_table_full: drop) */
+
+struct alignas(64) WorkerCounters {
+#define FG_X(name) uint64_t name = 0;
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+    uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
+};
+
+struct alignas(64) RuleCounters {
+#define FG_X(name) uint64_t name = 0;
+    FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+};
+
+}  // namespace floodgate

@@ -1,0 +1,129 @@
+#include "dataplane/limit_table.h"
+
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <x86intrin.h>
+
+#include <cstdlib>
+
+namespace floodgate {
+
+HashSeed random_hash_seed() {
+    HashSeed s{};
+    if (getrandom(s.k, sizeof s.k, 0) != static_cast<ssize_t>(sizeof s.k)) {
+        for (auto &k : s.k) k = __rdtsc() * 0x9e3779b97f4a7c15ull;
+    }
+    for (auto &k : s.k) k |= 1;  // odd multipliers never zero the product
+    return s;
+}
+
+TableMemory heap_table_memory() {
+    TableMemory m;
+    m.alloc = [](size_t bytes, void *) -> void * {
+        void *p = std::aligned_alloc(4096, (bytes + 4095) & ~size_t{4095});
+        if (p == nullptr) return nullptr;
+        madvise(p, bytes, MADV_HUGEPAGE);  // big tables: fewer TLB misses, when THP allows
+        std::memset(p, 0, bytes);
+        return p;
+    };
+    m.free = [](void *p, void *) { std::free(p); };
+    return m;
+}
+
+namespace {
+uint64_t buckets_for(uint64_t entries) {
+    uint64_t slots = entries + entries / 20 + kSlotsPerBucket;  // 5% cuckoo slack
+    uint64_t buckets = slots / kSlotsPerBucket;
+    return buckets < 2 ? 2 : buckets;
+}
+}  // namespace
+
+uint64_t LimitTable::bytes_for(uint64_t entries) {
+    return buckets_for(entries) * sizeof(LimitBucket);
+}
+
+LimitTable::LimitTable(uint64_t entries, const HashSeed &seed, TableMemory mem)
+    : n_buckets_(buckets_for(entries)), capacity_(entries), seed_(seed), mem_(mem) {
+    buckets_ = static_cast<LimitBucket *>(mem_.alloc(n_buckets_ * sizeof(LimitBucket), mem_.ctx));
+}
+
+LimitTable::~LimitTable() {
+    if (buckets_ != nullptr) mem_.free(buckets_, mem_.ctx);
+}
+
+uint64_t LimitTable::alternate_bucket(const LimitEntry &e, uint64_t current) const {
+    uint64_t h = keyed_hash(seed_, e.addr_hi, e.addr_lo, e.tag);
+    uint64_t a = first_bucket(h);
+    return a == current ? second_bucket(h) : a;
+}
+
+LimitEntry *LimitTable::claim(LimitEntry *slot, const LimitKey &k) {
+    if (slot->tat_ns != 0) {  // an expired key: its slot is reused
+        ++stats_.reclaims;
+        --stats_.occupancy;
+    }
+    slot->addr_hi = k.addr_hi;
+    slot->addr_lo = k.addr_lo;
+    slot->tag = k.tag;
+    slot->tat_ns = 0;
+    return slot;
+}
+
+LimitEntry *LimitTable::insert(const LimitKey &k, uint64_t h, uint64_t now_ns) {
+    // Breadth-first search for a free slot, over at most kMaxNodes buckets reachable by moving
+    // one entry to its other bucket at each step (depth 2 from the two home buckets).
+    constexpr unsigned kMaxNodes = 2 + 2 * kSlotsPerBucket + 2 * kSlotsPerBucket * kSlotsPerBucket;
+    struct Node {
+        uint64_t bucket;
+        int parent;            // index into nodes, -1 for the two home buckets
+        unsigned parent_slot;  // the entry in the parent's bucket that would move here
+    };
+    Node nodes[kMaxNodes];
+    unsigned n_nodes = 0;
+    nodes[n_nodes++] = {first_bucket(h), -1, 0};
+    nodes[n_nodes++] = {second_bucket(h), -1, 0};
+
+    for (unsigned i = 0; i < n_nodes; ++i) {
+        LimitBucket &b = buckets_[nodes[i].bucket];
+        for (unsigned s = 0; s < kSlotsPerBucket; ++s) {
+            if (b.slot[s].tat_ns > now_ns) continue;
+            // Free slot found: shift entries along the path, from the end back to the root.
+            LimitEntry *free_slot = &b.slot[s];
+            if (free_slot->tat_ns != 0) {
+                ++stats_.reclaims;
+                --stats_.occupancy;
+                free_slot->tat_ns = 0;
+            }
+            for (unsigned at = i; nodes[at].parent >= 0; at = nodes[at].parent) {
+                LimitEntry *from =
+                    &buckets_[nodes[nodes[at].parent].bucket].slot[nodes[at].parent_slot];
+                *free_slot = *from;
+                free_slot = from;
+            }
+            free_slot->tat_ns = 0;  // its content moved down the path
+            return claim(free_slot, k);
+        }
+        // Every slot live: queue the other bucket of each entry, if there is room to look.
+        for (unsigned s = 0; s < kSlotsPerBucket && n_nodes < kMaxNodes; ++s)
+            nodes[n_nodes++] = {alternate_bucket(b.slot[s], nodes[i].bucket), static_cast<int>(i),
+                                s};
+    }
+    ++stats_.full_events;
+    return nullptr;
+}
+
+void LimitTable::sweep(uint64_t now_ns, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        LimitBucket &b = buckets_[sweep_cursor_];
+        for (auto &e : b.slot) {
+            if (e.tat_ns != 0 && e.tat_ns <= now_ns) {
+                e.tat_ns = 0;
+                --stats_.occupancy;
+                ++stats_.reclaims;
+            }
+        }
+        if (++sweep_cursor_ == n_buckets_) sweep_cursor_ = 0;
+    }
+}
+
+}  // namespace floodgate

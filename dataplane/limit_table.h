@@ -1,0 +1,153 @@
+// Per-core limiter state: one GCRA TAT per (rule, source key), in a fixed-capacity bucketized
+// cuckoo hash table. Written by exactly one core, so there are no locks or atomics.
+//
+// Why not rte_hash: its hash functions (CRC32, jhash) with a seed are not keyed in a way that
+// stops an attacker choosing colliding sources (CRC collisions do not depend on the seed), it
+// keeps keys and a separate data pointer in two places (two cache misses, more bytes per key),
+// and it cannot treat an expired TAT as a free slot, which is how this table reclaims
+// millions of one-packet spoofed sources without a delete per key. perf/bench_decision.cpp
+// measures the two side by side.
+//
+// Layout: 128-byte buckets of four 32-byte entries; each key may live in one of two buckets
+// (two choices from one keyed hash), so a lookup touches at most two buckets, which are
+// prefetched a burst ahead. Insertion moves entries along a short cuckoo path when both
+// buckets are full, which lets the table fill to about 95% of its slots.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "dataplane/keyed_hash.h"
+
+namespace floodgate {
+
+// A rule's view of a source: the address masked to the rule's prefix length, plus which rule
+// and family it belongs to (the same address under two rules is two independent keys).
+struct LimitKey {
+    uint64_t addr_hi;  // address bytes 0-7, as loaded from memory (host order of raw bytes)
+    uint64_t addr_lo;  // address bytes 8-15
+    uint32_t tag;      // rule index << 8 | IP family
+};
+
+struct LimitEntry {
+    uint64_t addr_hi;
+    uint64_t addr_lo;
+    // Theoretical arrival time. 0: slot never held a live key. <= now: expired, and exactly
+    // equivalent to an absent key, so the slot is free for any key.
+    uint64_t tat_ns;
+    uint32_t tag;
+    uint32_t reserved;
+
+    bool holds(const LimitKey &k) const {
+        return ((addr_hi ^ k.addr_hi) | (addr_lo ^ k.addr_lo) | (tag ^ k.tag)) == 0;
+    }
+};
+static_assert(sizeof(LimitEntry) == 32, "the README documents 32 bytes per entry");
+
+inline constexpr unsigned kSlotsPerBucket = 4;
+
+struct alignas(128) LimitBucket {
+    LimitEntry slot[kSlotsPerBucket];
+};
+static_assert(sizeof(LimitBucket) == 128);
+
+struct LimitTableStats {
+    uint64_t occupancy = 0;    // slots holding a TAT (live, or expired and not yet reclaimed)
+    uint64_t reclaims = 0;     // expired entries cleared by the sweep or reused by an insert
+    uint64_t full_events = 0;  // inserts refused because both buckets and every path were live
+};
+
+// Where the table's memory comes from: rte_zmalloc_socket in the dataplane, the heap in tests.
+struct TableMemory {
+    void *(*alloc)(size_t bytes, void *ctx) = nullptr;  // must return 128-byte aligned, zeroed
+    void (*free)(void *p, void *ctx) = nullptr;
+    void *ctx = nullptr;
+};
+TableMemory heap_table_memory();
+
+class LimitTable {
+  public:
+    // Sizes the table so that `entries` keys fit with room for the cuckoo slack (5%).
+    LimitTable(uint64_t entries, const HashSeed &seed, TableMemory mem = heap_table_memory());
+    ~LimitTable();
+    LimitTable(const LimitTable &) = delete;
+    LimitTable &operator=(const LimitTable &) = delete;
+
+    bool ok() const { return buckets_ != nullptr; }
+    static uint64_t bytes_for(uint64_t entries);
+
+    uint64_t hash(const LimitKey &k) const {
+        return keyed_hash(seed_, k.addr_hi, k.addr_lo, k.tag);
+    }
+
+    void prefetch(uint64_t h) const {
+        const LimitBucket *a = &buckets_[first_bucket(h)];
+        const LimitBucket *b = &buckets_[second_bucket(h)];
+        __builtin_prefetch(a);
+        __builtin_prefetch(reinterpret_cast<const char *>(a) + 64);
+        __builtin_prefetch(b);
+        __builtin_prefetch(reinterpret_cast<const char *>(b) + 64);
+    }
+
+    // The entry holding k, or nullptr.
+    LimitEntry *find(const LimitKey &k, uint64_t h) {
+        LimitBucket *a = &buckets_[first_bucket(h)];
+        for (auto &e : a->slot)
+            if (e.holds(k)) return &e;
+        LimitBucket *b = &buckets_[second_bucket(h)];
+        for (auto &e : b->slot)
+            if (e.holds(k)) return &e;
+        return nullptr;
+    }
+
+    // Claims a free slot for k (not present) at now_ns, moving live entries along a cuckoo
+    // path if needed. The slot gets k with TAT 0 (a fresh key); the caller stores the TAT
+    // with commit(). Returns nullptr when every candidate slot is live: live entries are
+    // never evicted.
+    LimitEntry *insert(const LimitKey &k, uint64_t h, uint64_t now_ns);
+
+    // Stores a TAT for k in e (from find or insert). Inserts made later for the same packet may
+    // have reused or moved e, so it is checked and looked up again when it no longer holds k.
+    // Returns false when k found no room any more.
+    bool commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns, uint64_t now_ns) {
+        if (!e->holds(k)) [[unlikely]] {
+            e = find(k, h);
+            if (e == nullptr) e = insert(k, h, now_ns);
+            if (e == nullptr) return false;
+        }
+        stats_.occupancy += e->tat_ns == 0;
+        e->tat_ns = tat_ns;
+        return true;
+    }
+
+    // Clears expired entries in the next n_buckets buckets (round robin), so that occupancy
+    // tracks live keys even where no insert happens to reuse the slots.
+    void sweep(uint64_t now_ns, uint32_t n_buckets);
+
+    const LimitTableStats &stats() const { return stats_; }
+    uint64_t capacity() const { return capacity_; }
+    uint64_t slots() const { return n_buckets_ * kSlotsPerBucket; }
+
+  private:
+    // Maps 32 hash bits onto [0, n_buckets) without a division (Lemire's fast range).
+    uint64_t first_bucket(uint64_t h) const {
+        return (static_cast<uint64_t>(static_cast<uint32_t>(h)) * n_buckets_) >> 32;
+    }
+    uint64_t second_bucket(uint64_t h) const {
+        uint64_t a = first_bucket(h);
+        uint64_t b = ((h >> 32) * n_buckets_) >> 32;
+        return b != a ? b : (a + 1 == n_buckets_ ? 0 : a + 1);
+    }
+    uint64_t alternate_bucket(const LimitEntry &e, uint64_t current) const;
+    LimitEntry *claim(LimitEntry *slot, const LimitKey &k);
+
+    LimitBucket *buckets_ = nullptr;
+    uint64_t n_buckets_ = 0;
+    uint64_t capacity_ = 0;
+    uint64_t sweep_cursor_ = 0;
+    HashSeed seed_;
+    TableMemory mem_;
+    LimitTableStats stats_;
+};
+
+}  // namespace floodgate

@@ -1,0 +1,76 @@
+// Packet parsing: Ethernet, up to four 802.1Q/802.1ad tags, IPv4 or IPv6 (with a bounded walk
+// of the extension-header chain), then TCP/UDP ports and flags or the ICMP type.
+// A plain function over bytes so it can be unit-tested and fuzzed without DPDK.
+#pragma once
+
+#include <cstdint>
+
+namespace floodgate {
+
+enum class ParseStatus : uint8_t {
+    ip,         // an IPv4 or IPv6 packet whose L3 (and L4, when present) headers are valid
+    non_ip,     // ARP, LLDP, ...: not ours to judge
+    malformed,  // bad or truncated L3/L4 header: dropped and counted
+};
+
+// Why a frame was malformed, for counters and tests. One list, never renumbered.
+#define FG_MALFORMED_REASONS(X) \
+    X(none)                     \
+    X(eth_truncated)            \
+    X(vlan_truncated)           \
+    X(too_many_vlan_tags)       \
+    X(ipv4_truncated)           \
+    X(ipv4_bad_version)         \
+    X(ipv4_bad_ihl)             \
+    X(ipv4_bad_total_length)    \
+    X(ipv6_truncated)           \
+    X(ipv6_bad_version)         \
+    X(ipv6_bad_payload_length)  \
+    X(ipv6_ext_truncated)       \
+    X(ipv6_ext_chain_too_long)  \
+    X(l4_truncated)
+
+enum class MalformedReason : uint8_t {
+#define FG_X(name) name,
+    FG_MALFORMED_REASONS(FG_X)
+#undef FG_X
+        count
+};
+
+const char *malformed_reason_name(MalformedReason r);
+
+enum : uint8_t {
+    kTcpFin = 0x01,
+    kTcpSyn = 0x02,
+    kTcpRst = 0x04,
+    kTcpPsh = 0x08,
+    kTcpAck = 0x10,
+    kTcpUrg = 0x20,
+    kTcpEce = 0x40,
+    kTcpCwr = 0x80,
+};
+
+inline constexpr unsigned kMaxVlanTags = 4;
+inline constexpr unsigned kMaxIpv6ExtHeaders = 8;
+
+struct PacketInfo {
+    uint8_t family = 0;     // 4 or 6 when status is ip
+    uint8_t l4_proto = 0;   // upper-layer protocol (after the IPv6 extension chain)
+    bool has_l4 = false;    // false for non-first fragments and protocols we do not parse
+    bool fragment = false;  // any fragment (first or not)
+    uint8_t tcp_flags = 0;
+    uint8_t icmp_type = 0;
+    uint16_t src_port = 0;  // host order
+    uint16_t dst_port = 0;
+    uint16_t l3_offset = 0;  // bytes from the frame start to the IP header
+    uint8_t vlan_tags = 0;
+    MalformedReason malformed = MalformedReason::none;
+    alignas(8) uint8_t src[16];  // network order; IPv4 in the first 4 bytes, the rest zero
+    alignas(8) uint8_t dst[16];
+};
+
+// Parses frame[0, frame_len). IP lengths are taken from the IPv4 total length / IPv6 payload
+// length; trailing bytes after them (Ethernet padding) are ignored.
+ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out);
+
+}  // namespace floodgate

@@ -1,0 +1,62 @@
+// Classic libpcap files (microsecond or nanosecond timestamps, either byte order), read and
+// written record by record for `floodgate replay`. Output records keep the input's timestamps
+// and lengths, so passed frames come out byte for byte as they went in.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace floodgate {
+
+struct PcapRecord {
+    uint64_t ts_ns = 0;
+    uint32_t ts_sec = 0;   // as stored, for writing back unchanged
+    uint32_t ts_frac = 0;  // microseconds or nanoseconds, per the file's precision
+    uint32_t orig_len = 0;
+    std::vector<uint8_t> data;  // the captured bytes (incl_len of them)
+};
+
+class PcapReader {
+  public:
+    // Opens and checks the file header; on failure ok() is false and error() says why.
+    explicit PcapReader(const std::string &path);
+    ~PcapReader();
+    bool ok() const { return file_ != nullptr && error_.empty(); }
+    const std::string &error() const { return error_; }
+    bool nanosecond() const { return nanosecond_; }
+    uint32_t linktype() const { return linktype_; }
+    uint32_t snaplen() const { return snaplen_; }
+    // Reads the next record into *r. False at the end of the file or on error (see error()).
+    bool next(PcapRecord *r);
+
+  private:
+    uint32_t fix(uint32_t v) const { return swapped_ ? __builtin_bswap32(v) : v; }
+    std::FILE *file_ = nullptr;
+    std::string path_;
+    std::string error_;
+    bool swapped_ = false;
+    bool nanosecond_ = false;
+    uint32_t linktype_ = 1;
+    uint32_t snaplen_ = 65535;
+    uint64_t record_ = 0;
+};
+
+class PcapWriter {
+  public:
+    PcapWriter(const std::string &path, bool nanosecond, uint32_t linktype, uint32_t snaplen);
+    ~PcapWriter();
+    bool ok() const { return file_ != nullptr && error_.empty(); }
+    const std::string &error() const { return error_; }
+    void write(const PcapRecord &r);
+    // Flushes and closes; false (with error()) if anything failed to reach the file.
+    bool close();
+
+  private:
+    std::FILE *file_ = nullptr;
+    std::string path_;
+    std::string error_;
+};
+
+}  // namespace floodgate

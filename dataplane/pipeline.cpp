@@ -1,0 +1,136 @@
+#include "dataplane/pipeline.h"
+
+namespace floodgate {
+
+Pipeline::Pipeline(const RuleSet *rules, LimitTable *table)
+    : rules_(rules),
+      table_(table),
+      rule_counters_(rules->rules().size()),
+      top_refused_(rules->rules().size()),
+      overflow_tat_ns_(rules->rules().size(), 0),
+      checks_(kMaxBurst * (rules->rules().size() + 1)) {}
+
+bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
+    RuleCounters &rc = rule_counters_[r.index];
+    switch (r.on_table_full) {
+        case TableFullPolicy::pass:
+            ++rc.table_full_pass;
+            return true;
+        case TableFullPolicy::drop:
+            ++rc.table_full_drop;
+            return false;
+        case TableFullPolicy::shared:
+            break;
+    }
+    // Every key without room shares one bucket with the rule's own rate and burst: a
+    // table-filling flood is held to one source's allowance instead of running unlimited.
+    ++rc.table_full_shared;
+    return gcra_admit(r.profile, overflow_tat_ns_[r.index], now_ns, &c->new_tat_ns);
+}
+
+Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_checks,
+                             uint64_t now_ns) {
+    const std::vector<CompiledRule> &rules = rules_->rules();
+    int blamed = -1;
+    // Check every matching rule first; nothing is stored until the verdict is known, so a
+    // refused packet spends no rule's budget.
+    for (unsigned i = 0; i < n_checks; ++i) {
+        Check &c = checks[i];
+        const CompiledRule &r = rules[c.rule];
+        c.entry = table_->find(c.key, c.hash);
+        if (c.entry == nullptr) c.entry = table_->insert(c.key, c.hash, now_ns);
+        if (c.entry != nullptr)
+            c.admitted = gcra_admit(r.profile, c.entry->tat_ns, now_ns, &c.new_tat_ns);
+        else
+            c.admitted = check_table_full(r, &c, now_ns);
+
+        RuleCounters &rc = rule_counters_[c.rule];
+        ++rc.matched;
+        if (c.admitted) continue;
+        top_refused_[c.rule].add(c.key.addr_hi, c.key.addr_lo, info.family,
+                                 r.key_len[info.family == 6], c.hash);
+        if (r.shadow)
+            ++rc.shadow_refused;
+        else if (blamed < 0)
+            blamed = c.rule;
+    }
+
+    if (blamed >= 0) {
+        ++rule_counters_[blamed].refused;
+        ++counters_.rate_limited;
+        return Verdict::drop;
+    }
+    for (unsigned i = 0; i < n_checks; ++i) {
+        Check &c = checks[i];
+        ++rule_counters_[c.rule].passed;
+        if (!c.admitted) continue;  // a shadow rule's would-be refusal stores nothing
+        if (c.entry == nullptr) {
+            if (rules[c.rule].on_table_full == TableFullPolicy::shared)
+                overflow_tat_ns_[c.rule] = c.new_tat_ns;
+        } else if (!table_->commit(c.entry, c.key, c.hash, c.new_tat_ns, now_ns)) {
+            ++counters_.table_commit_lost;
+        }
+    }
+    return Verdict::pass;
+}
+
+void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                      const uint64_t *now_ns, Verdict *verdicts) {
+    const std::vector<CompiledRule> &rules = rules_->rules();
+
+    // Stage 1: parse, classify, and key every (packet, rule) pair; prefetch the table buckets
+    // so that stage 2 finds them in cache.
+    unsigned n_checks = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        first_check_[i] = static_cast<uint16_t>(n_checks);
+        PacketInfo &info = infos_[i];
+        status_[i] = parse_packet(frames[i], lens[i], &info);
+        if (status_[i] != ParseStatus::ip) continue;
+        prefix_[i] = rules_->classify_source(info);
+        if (prefix_[i] != PrefixVerdict::none) continue;
+        for (const CompiledRule &r : rules) {
+            if (!rule_matches(r, info)) continue;
+            Check &c = checks_[n_checks++];
+            c.rule = r.index;
+            c.key = rule_key(r, info);
+            c.hash = table_->hash(c.key);
+            table_->prefetch(c.hash);
+        }
+    }
+    first_check_[n] = static_cast<uint16_t>(n_checks);
+
+    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one).
+    for (uint16_t i = 0; i < n; ++i) {
+        Verdict v;
+        switch (status_[i]) {
+            case ParseStatus::malformed:
+                ++counters_.malformed;
+                ++counters_.malformed_by_reason[static_cast<unsigned>(infos_[i].malformed)];
+                v = Verdict::drop;
+                break;
+            case ParseStatus::non_ip:
+                ++counters_.non_ip;
+                v = Verdict::pass;
+                break;
+            case ParseStatus::ip:
+            default:
+                if (prefix_[i] == PrefixVerdict::allow) {
+                    ++counters_.allow_hits;
+                    v = Verdict::pass;
+                } else if (prefix_[i] == PrefixVerdict::block) {
+                    ++counters_.block_hits;
+                    v = Verdict::drop;
+                } else {
+                    v = decide_one(infos_[i], &checks_[first_check_[i]],
+                                   first_check_[i + 1] - first_check_[i], now_ns[i]);
+                }
+                break;
+        }
+        verdicts[i] = v;
+        ++counters_.packets;
+        ++(v == Verdict::pass ? counters_.passed : counters_.dropped);
+    }
+    if (n > 0) table_->sweep(now_ns[n - 1], kSweepBucketsPerBurst);
+}
+
+}  // namespace floodgate

@@ -1,0 +1,198 @@
+#include "dataplane/replay.h"
+
+#include <getopt.h>
+#include <rte_malloc.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "control/config.h"
+#include "dataplane/eal.h"
+#include "dataplane/pcap_file.h"
+#include "dataplane/pipeline.h"
+#include "dataplane/stats_json.h"
+
+namespace floodgate {
+
+namespace {
+
+// Replay uses a fixed hash seed so that even where the table fills up, which keys find room
+// is the same on every run. A live dataplane draws a secret one (random_hash_seed()).
+constexpr HashSeed kReplaySeed = {
+    {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull}};
+
+struct ReplayOptions {
+    std::string config, in, pass, drop, stats;
+    bool quiet = false;
+};
+
+void usage(std::FILE *to) {
+    std::fputs(
+        "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
+        "                        [--drop DROP.pcap] [--stats STATS.json] [--quiet]\n"
+        "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
+        "and writes the passed (and dropped) frames unchanged, in order.\n",
+        to);
+}
+
+bool parse_options(int argc, char **argv, ReplayOptions *o) {
+    static const option longopts[] = {
+        {"config", required_argument, nullptr, 'c'}, {"in", required_argument, nullptr, 'i'},
+        {"pass", required_argument, nullptr, 'p'},   {"drop", required_argument, nullptr, 'd'},
+        {"stats", required_argument, nullptr, 's'},  {"quiet", no_argument, nullptr, 'q'},
+        {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "c:i:p:d:s:qh", longopts, nullptr)) != -1;) {
+        switch (c) {
+            case 'c':
+                o->config = optarg;
+                break;
+            case 'i':
+                o->in = optarg;
+                break;
+            case 'p':
+                o->pass = optarg;
+                break;
+            case 'd':
+                o->drop = optarg;
+                break;
+            case 's':
+                o->stats = optarg;
+                break;
+            case 'q':
+                o->quiet = true;
+                break;
+            case 'h':
+                usage(stdout);
+                std::exit(0);
+            default:
+                return false;
+        }
+    }
+    if (optind != argc) {
+        std::fprintf(stderr, "floodgate replay: unexpected argument '%s'\n", argv[optind]);
+        return false;
+    }
+    if (o->config.empty() || o->in.empty() || o->pass.empty()) {
+        std::fputs("floodgate replay: --config, --in and --pass are required\n", stderr);
+        return false;
+    }
+    return true;
+}
+
+TableMemory dpdk_table_memory() {
+    TableMemory m;
+    m.alloc = [](size_t bytes, void *) { return rte_zmalloc("fg_limit_table", bytes, 128); };
+    m.free = [](void *p, void *) { rte_free(p); };
+    return m;
+}
+
+// DPDK memory an offline run needs: the limiter table, the prefix tables (rte_lpm and rte_lpm6
+// each take a 64 MiB tbl24 plus tbl8 groups), and headroom for the EAL itself.
+uint64_t dpdk_memory_mb(const Config &config) {
+    bool v4 = false, v6 = false;
+    for (const auto *list : {&config.allow, &config.block})
+        for (const Prefix &p : *list) (p.family == 4 ? v4 : v6) = true;
+    return (LimitTable::bytes_for(config.table_entries_per_core) >> 20) + (v4 ? 80 : 0) +
+           (v6 ? 80 : 0) + 64;
+}
+
+int fail(const std::string &message) {
+    std::fprintf(stderr, "floodgate replay: %s\n", message.c_str());
+    return 1;
+}
+
+// Runs the trace through one pipeline; returns false with *error on an I/O failure.
+bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter *drop,
+               std::string *error) {
+    std::vector<PcapRecord> burst(kMaxBurst);
+    const uint8_t *frames[kMaxBurst];
+    uint32_t lens[kMaxBurst];
+    uint64_t now_ns[kMaxBurst];
+    Verdict verdicts[kMaxBurst];
+    uint64_t clock_ns = 0;
+    for (;;) {
+        uint16_t n = 0;
+        while (n < kMaxBurst && in.next(&burst[n])) {
+            // Captures are not always in time order; the limiter's clock never runs backwards.
+            clock_ns = std::max(clock_ns, burst[n].ts_ns);
+            frames[n] = burst[n].data.data();
+            lens[n] = static_cast<uint32_t>(burst[n].data.size());
+            now_ns[n] = clock_ns;
+            ++n;
+        }
+        if (!in.error().empty()) {
+            *error = in.error();
+            return false;
+        }
+        if (n == 0) return true;
+        pipeline.decide(frames, lens, n, now_ns, verdicts);
+        for (uint16_t i = 0; i < n; ++i) {
+            if (verdicts[i] == Verdict::pass)
+                pass.write(burst[i]);
+            else if (drop != nullptr)
+                drop->write(burst[i]);
+        }
+    }
+}
+
+}  // namespace
+
+int replay_main(int argc, char **argv) {
+    ReplayOptions opt;
+    if (!parse_options(argc, argv, &opt)) {
+        usage(stderr);
+        return 2;
+    }
+
+    Config config;
+    try {
+        config = load_config(opt.config);
+    } catch (const ConfigError &e) {
+        return fail(e.what());
+    }
+
+    PcapReader in(opt.in);
+    if (!in.ok()) return fail(in.error());
+    PcapWriter pass(opt.pass, in.nanosecond(), in.linktype(), in.snaplen());
+    if (!pass.ok()) return fail(pass.error());
+    std::unique_ptr<PcapWriter> drop;
+    if (!opt.drop.empty()) {
+        drop = std::make_unique<PcapWriter>(opt.drop, in.nanosecond(), in.linktype(), in.snaplen());
+        if (!drop->ok()) return fail(drop->error());
+    }
+
+    Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config))));
+    if (!eal.ok()) return fail(eal.error());
+
+    int rc = 0;
+    {
+        std::string error;
+        std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
+        if (!rules) return fail(error);
+        LimitTable table(config.table_entries_per_core, kReplaySeed, dpdk_table_memory());
+        if (!table.ok())
+            return fail("cannot allocate the limiter table (" +
+                        std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
+                        " bytes)");
+        Pipeline pipeline(rules.get(), &table);
+
+        if (!run_trace(in, pipeline, pass, drop.get(), &error)) rc = fail(error);
+        if (!pass.close()) rc = fail(pass.error());
+        if (drop && !drop->close()) rc = fail(drop->error());
+
+        nlohmann::ordered_json stats = stats_to_json({&pipeline});
+        if (!opt.stats.empty()) {
+            std::ofstream out(opt.stats);
+            out << stats.dump(2) << "\n";
+            out.close();
+            if (!out) rc = fail(opt.stats + ": cannot write stats");
+        }
+        if (!opt.quiet) std::fputs(stats_summary(stats).c_str(), stdout);
+    }
+    return rc;
+}
+
+}  // namespace floodgate

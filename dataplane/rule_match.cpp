@@ -1,0 +1,38 @@
+#include "dataplane/rule_match.h"
+
+namespace floodgate {
+
+namespace {
+void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
+    IpAddr ones;
+    ones.fill(0xff);
+    mask_addr(&ones, len);
+    std::memcpy(hi, ones.data(), 8);
+    std::memcpy(lo, ones.data() + 8, 8);
+}
+}  // namespace
+
+CompiledRule compile_rule(const Rule &r, uint16_t index) {
+    CompiledRule c;
+    c.name = r.name;
+    c.index = index;
+    c.has_proto = r.match.proto.has_value();
+    c.proto = r.match.proto.value_or(0);
+    c.dst_ports = r.match.dst_ports;
+    c.src_ports = r.match.src_ports;
+    c.src = r.match.src;
+    c.dst = r.match.dst;
+    c.tcp_flags = r.match.tcp_flags;
+    c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
+                      (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;
+    c.key_len[0] = r.key_ipv4_len;
+    c.key_len[1] = r.key_ipv6_len;
+    key_masks(r.key_ipv4_len, &c.key_mask_hi[0], &c.key_mask_lo[0]);
+    key_masks(r.key_ipv6_len, &c.key_mask_hi[1], &c.key_mask_lo[1]);
+    c.profile = gcra_profile(r.interval_ns(), r.burst_pkts);
+    c.shadow = r.mode == RuleMode::shadow;
+    c.on_table_full = r.on_table_full;
+    return c;
+}
+
+}  // namespace floodgate

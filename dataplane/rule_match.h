@@ -1,0 +1,90 @@
+// A rule compiled for the hot path: its match conditions, its source-key masks and its GCRA
+// profile. Plain data with no DPDK types, so matching and keying are unit-testable.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "control/config.h"
+#include "dataplane/gcra.h"
+#include "dataplane/limit_table.h"
+#include "dataplane/parse.h"
+
+namespace floodgate {
+
+inline constexpr uint8_t kProtoTcp = 6;
+inline constexpr uint8_t kProtoUdp = 17;
+
+struct CompiledRule {
+    std::string name;
+    uint16_t index = 0;
+
+    // Match. has_proto: l4_proto must equal proto. ports_need_l4: the rule names ports or TCP
+    // flags, so a packet without a parsed TCP/UDP header cannot match.
+    bool has_proto = false;
+    uint8_t proto = 0;
+    bool ports_need_l4 = false;
+    std::vector<PortRange> dst_ports;
+    std::vector<PortRange> src_ports;
+    std::vector<Prefix> src;
+    std::vector<Prefix> dst;
+    TcpFlagMatch tcp_flags;
+
+    // Key: the source masked per family; [0] IPv4, [1] IPv6. Masks are in raw memory byte order,
+    // like LimitKey's words.
+    uint8_t key_len[2] = {32, 64};
+    uint64_t key_mask_hi[2] = {};
+    uint64_t key_mask_lo[2] = {};
+
+    GcraProfile profile;
+    bool shadow = false;
+    TableFullPolicy on_table_full = TableFullPolicy::shared;
+};
+
+CompiledRule compile_rule(const Rule &r, uint16_t index);
+
+namespace detail {
+inline bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
+    for (const PortRange &r : ranges)
+        if (port >= r.lo && port <= r.hi) return true;
+    return false;
+}
+inline bool in_prefixes(const std::vector<Prefix> &prefixes, uint8_t family, const uint8_t *addr) {
+    IpAddr a;
+    std::memcpy(a.data(), addr, 16);
+    for (const Prefix &p : prefixes)
+        if (prefix_contains(p, family, a)) return true;
+    return false;
+}
+}  // namespace detail
+
+inline bool rule_matches(const CompiledRule &r, const PacketInfo &p) {
+    if (r.has_proto && p.l4_proto != r.proto) return false;
+    if (r.ports_need_l4) {
+        if (!p.has_l4 || (p.l4_proto != kProtoTcp && p.l4_proto != kProtoUdp)) return false;
+        if (!r.dst_ports.empty() && !detail::in_ranges(r.dst_ports, p.dst_port)) return false;
+        if (!r.src_ports.empty() && !detail::in_ranges(r.src_ports, p.src_port)) return false;
+        if ((r.tcp_flags.must_set | r.tcp_flags.must_clear) != 0) {
+            if (p.l4_proto != kProtoTcp) return false;
+            if ((p.tcp_flags & r.tcp_flags.must_set) != r.tcp_flags.must_set) return false;
+            if ((p.tcp_flags & r.tcp_flags.must_clear) != 0) return false;
+        }
+    }
+    if (!r.src.empty() && !detail::in_prefixes(r.src, p.family, p.src)) return false;
+    if (!r.dst.empty() && !detail::in_prefixes(r.dst, p.family, p.dst)) return false;
+    return true;
+}
+
+// The rule's key for this packet's source.
+inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
+    unsigned f = p.family == 6;
+    uint64_t hi, lo;
+    std::memcpy(&hi, p.src, 8);
+    std::memcpy(&lo, p.src + 8, 8);
+    return LimitKey{hi & r.key_mask_hi[f], lo & r.key_mask_lo[f],
+                    static_cast<uint32_t>(r.index) << 8 | p.family};
+}
+
+}  // namespace floodgate

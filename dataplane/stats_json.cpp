@@ -1,0 +1,104 @@
+#include "dataplane/stats_json.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace floodgate {
+
+namespace {
+std::string key_prefix(const HeavyHitter &h) {
+    IpAddr a{};
+    std::memcpy(a.data(), &h.addr_hi, 8);
+    std::memcpy(a.data() + 8, &h.addr_lo, 8);
+    return format_addr(h.family, a) + "/" + std::to_string(h.prefix_len);
+}
+}  // namespace
+
+nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores) {
+    using nlohmann::ordered_json;
+    WorkerCounters total;
+    LimitTableStats table;
+    uint64_t capacity = 0, memory_bytes = 0;
+    for (const Pipeline *p : cores) {
+        const WorkerCounters &c = p->counters();
+#define FG_X(name) total.name += c.name;
+        FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+        for (unsigned i = 0; i < static_cast<unsigned>(MalformedReason::count); ++i)
+            total.malformed_by_reason[i] += c.malformed_by_reason[i];
+        table.occupancy += p->table().stats().occupancy;
+        table.reclaims += p->table().stats().reclaims;
+        table.full_events += p->table().stats().full_events;
+        capacity += p->table().capacity();
+        memory_bytes += LimitTable::bytes_for(p->table().capacity());
+    }
+
+    ordered_json j;
+#define FG_X(name) j[#name] = total.name;
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+    ordered_json reasons = ordered_json::object();
+    for (unsigned i = 1; i < static_cast<unsigned>(MalformedReason::count); ++i)
+        if (total.malformed_by_reason[i] != 0)
+            reasons[malformed_reason_name(static_cast<MalformedReason>(i))] =
+                total.malformed_by_reason[i];
+    j["malformed_reasons"] = reasons;
+    j["table"] = {{"capacity", capacity},
+                  {"occupancy", table.occupancy},
+                  {"reclaims", table.reclaims},
+                  {"full_events", table.full_events},
+                  {"bytes_per_entry", sizeof(LimitEntry)},
+                  {"memory_bytes", memory_bytes}};
+
+    ordered_json rules = ordered_json::array();
+    if (!cores.empty()) {
+        const auto &compiled = cores[0]->rules().rules();
+        for (size_t r = 0; r < compiled.size(); ++r) {
+            RuleCounters sum;
+            HeavyHitters top;
+            for (const Pipeline *p : cores) {
+                const RuleCounters &c = p->rule_counters()[r];
+#define FG_X(name) sum.name += c.name;
+                FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+                top.merge(p->top_refused()[r]);
+            }
+            ordered_json rule;
+            rule["name"] = compiled[r].name;
+            rule["mode"] = compiled[r].shadow ? "shadow" : "enforce";
+#define FG_X(name) rule[#name] = sum.name;
+            FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+            ordered_json offenders = ordered_json::array();
+            for (const HeavyHitter &h : top.top(kTopRefusedReported))
+                offenders.push_back(
+                    {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
+            rule["top_refused"] = offenders;
+            rules.push_back(rule);
+        }
+    }
+    j["rules"] = rules;
+    return j;
+}
+
+std::string stats_summary(const nlohmann::ordered_json &s) {
+    std::ostringstream o;
+    o << "packets " << s["packets"] << ": passed " << s["passed"] << ", dropped " << s["dropped"]
+      << " (rate-limited " << s["rate_limited"] << ", blocked " << s["block_hits"] << ", malformed "
+      << s["malformed"] << ")\n";
+    o << "  allow-listed " << s["allow_hits"] << ", non-IP passed " << s["non_ip"] << "; table "
+      << s["table"]["occupancy"] << "/" << s["table"]["capacity"] << " keys, "
+      << s["table"]["reclaims"] << " reclaimed, " << s["table"]["full_events"] << " full\n";
+    for (const auto &[reason, n] : s["malformed_reasons"].items())
+        o << "  malformed " << reason << ": " << n << "\n";
+    for (const auto &r : s["rules"]) {
+        o << "rule " << r["name"].get<std::string>() << " (" << r["mode"].get<std::string>()
+          << "): matched " << r["matched"] << ", passed " << r["passed"] << ", refused "
+          << r["refused"] << ", shadow-refused " << r["shadow_refused"] << "\n";
+        for (const auto &t : r["top_refused"])
+            o << "    " << t["source"].get<std::string>() << "  refused " << t["count"] << "\n";
+    }
+    return o.str();
+}
+
+}  // namespace floodgate

@@ -1,0 +1,20 @@
+// The stats document written by `floodgate replay --stats` (and by `floodgate run` on exit):
+// every core's counters summed, per-rule counters, table state and the top refused sources.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dataplane/pipeline.h"
+
+namespace floodgate {
+
+inline constexpr unsigned kTopRefusedReported = 10;
+
+nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores);
+
+// A few lines for people: totals, why packets were dropped, per rule, top offenders.
+std::string stats_summary(const nlohmann::ordered_json &stats);
+
+}  // namespace floodgate
