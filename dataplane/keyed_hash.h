@@ -21,9 +21,11 @@ inline uint64_t hash_mix(uint64_t a, uint64_t b) {
     return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
 }
 
+// The seed is folded into wyhash's well-mixed constants, so that even a weak seed (tests use
+// small numbers) still gives well-spread multipliers.
 inline uint64_t keyed_hash(const HashSeed &s, uint64_t w0, uint64_t w1, uint64_t w2) {
-    uint64_t h = hash_mix(w0 ^ s.k[0], w1 ^ s.k[1]);
-    return hash_mix(h ^ w2 ^ s.k[2], s.k[3]);
+    uint64_t h = hash_mix(w0 ^ s.k[0] ^ 0xa0761d6478bd642full, w1 ^ s.k[1] ^ 0xe7037ed1a0b428dbull);
+    return hash_mix(h ^ w2 ^ s.k[2] ^ 0x8ebc6af09c88c6e3ull, s.k[3] ^ 0x589965cc75374cc3ull);
 }
 
 }  // namespace floodgate

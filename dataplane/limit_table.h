@@ -11,7 +11,7 @@
 // Layout: 128-byte buckets of four 32-byte entries; each key may live in one of two buckets
 // (two choices from one keyed hash), so a lookup touches at most two buckets, which are
 // prefetched a burst ahead. Insertion moves entries along a short cuckoo path when both
-// buckets are full, which lets the table fill to about 95% of its slots.
+// buckets are full; 10% spare slots make sure the configured number of keys always fits.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +67,7 @@ TableMemory heap_table_memory();
 
 class LimitTable {
   public:
-    // Sizes the table so that `entries` keys fit with room for the cuckoo slack (5%).
+    // Sizes the table so that `entries` live keys fit (plus 10% spare slots for cuckoo paths).
     LimitTable(uint64_t entries, const HashSeed &seed, TableMemory mem = heap_table_memory());
     ~LimitTable();
     LimitTable(const LimitTable &) = delete;

@@ -1,0 +1,525 @@
+#include "control/config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+namespace floodgate {
+
+namespace {
+
+std::string error_text(const std::string &file, int line, const std::string &field,
+                       const std::string &reason) {
+    std::string text = file;
+    if (line > 0) text += ":" + std::to_string(line);
+    text += ": ";
+    // Errors about the file as a whole (unreadable, YAML syntax) have no field.
+    if (!field.empty()) text += field + ": ";
+    return text + reason;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::string file, int line, std::string field, const std::string &reason)
+    : std::runtime_error(error_text(file, line, field, reason)),
+      file_(std::move(file)),
+      line_(line),
+      field_(std::move(field)) {}
+
+namespace {
+
+// A rules file is a few kilobytes; the cap only stops "--config /dev/zero" from eating memory.
+constexpr size_t kMaxConfigFileBytes = 16u << 20;
+
+// Rates are "N/unit"; the period of each unit in nanoseconds.
+constexpr std::pair<std::string_view, uint64_t> kRateUnits[] = {
+    {"s", 1'000'000'000ull},
+    {"min", 60'000'000'000ull},
+    {"h", 3'600'000'000'000ull},
+};
+
+// burst * interval is the GCRA tolerance that the limiter adds to 64-bit timestamps; keeping
+// it below 2^62 ns leaves headroom for that sum.
+constexpr uint64_t kMaxBurstWindowNs = 1ull << 62;
+static_assert(kMaxBurstPkts * 3'600'000'000'000ull < kMaxBurstWindowNs,
+              "with today's units the window check never fires; it guards longer units");
+
+// TCP header flag bits, RFC 9293 section 3.1 and RFC 3168 (ECE, CWR).
+constexpr std::pair<std::string_view, uint8_t> kTcpFlags[] = {
+    {"fin", 0x01}, {"syn", 0x02}, {"rst", 0x04}, {"psh", 0x08},
+    {"ack", 0x10}, {"urg", 0x20}, {"ece", 0x40}, {"cwr", 0x80},
+};
+
+constexpr std::pair<std::string_view, uint8_t> kProtoNames[] = {
+    {"tcp", 6},
+    {"udp", 17},
+    {"icmp", 1},
+    {"icmpv6", 58},
+};
+
+constexpr std::pair<std::string_view, RuleAction> kActions[] = {{"drop", RuleAction::drop}};
+constexpr std::pair<std::string_view, RuleMode> kModes[] = {
+    {"enforce", RuleMode::enforce},
+    {"shadow", RuleMode::shadow},
+};
+constexpr std::pair<std::string_view, TableFullPolicy> kTableFull[] = {
+    {"shared", TableFullPolicy::shared},
+    {"pass", TableFullPolicy::pass},
+    {"drop", TableFullPolicy::drop},
+};
+
+constexpr uint8_t kProtoTcp = 6;
+constexpr uint8_t kProtoUdp = 17;
+
+constexpr size_t kMaxRuleNameLen = 64;
+
+// 1-based line of a node, 0 when yaml-cpp has no position for it.
+int line_of(const YAML::Node &node) {
+    return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+}
+
+const char *describe(const YAML::Node &node) {
+    switch (node.Type()) {
+        case YAML::NodeType::Scalar:
+            return "a scalar";
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Map:
+            return "a map";
+        default:
+            return "nothing";
+    }
+}
+
+std::string_view name_of(std::string_view name) {
+    return name;
+}
+template <typename T>
+std::string_view name_of(const std::pair<std::string_view, T> &entry) {
+    return entry.first;
+}
+
+// "a, b, c", for the "expected one of" part of messages: from a list of names or from the
+// names of a {name, value} table.
+template <typename Range>
+std::string join_names(const Range &range) {
+    std::string out;
+    for (const auto &entry : range) {
+        if (!out.empty()) out += ", ";
+        out += name_of(entry);
+    }
+    return out;
+}
+
+// A value together with where it is: its field path for messages and the line to report. An
+// empty value ("limit:" followed by nothing) has the position of whatever comes after it, so
+// it carries the line of its key instead.
+struct Field {
+    YAML::Node node;
+    std::string path;
+    int line = 0;
+};
+
+// The entries of one map, already checked against the field names the format allows.
+struct Fields {
+    Field self;
+    std::vector<std::pair<std::string, Field>> entries;
+
+    const Field *find(std::string_view name) const {
+        for (const auto &[key, field] : entries)
+            if (key == name) return &field;
+        return nullptr;
+    }
+};
+
+// Parses and validates one document. Every check throws ConfigError at the first problem, with
+// the path and line of the node that caused it.
+class ConfigParser {
+  public:
+    explicit ConfigParser(const std::string &file) : file_(file) {}
+
+    Config parse(const YAML::Node &root) {
+        Config cfg;
+        cfg.path = file_;
+        const Field top{root, "", line_of(root)};
+        // An empty file (or one with only comments) is a valid config with the defaults.
+        if (root.IsNull()) return cfg;
+        if (!root.IsMap())
+            fail(top, std::string("the top level must be a map, found ") + describe(root));
+        const Fields f = fields(top, {"allow", "block", "table", "rules"});
+
+        std::vector<Field> allow_items;
+        std::vector<Field> block_items;
+        if (const Field *allow = f.find("allow")) allow_items = items(*allow, true);
+        if (const Field *block = f.find("block")) block_items = items(*block, true);
+        for (const Field &item : allow_items) cfg.allow.push_back(prefix(item));
+        for (const Field &item : block_items) cfg.block.push_back(prefix(item));
+        // Listing a prefix in both says two opposite things; refuse rather than pick one.
+        for (size_t b = 0; b < cfg.block.size(); ++b) {
+            for (size_t a = 0; a < cfg.allow.size(); ++a) {
+                if (cfg.block[b] == cfg.allow[a]) {
+                    fail(block_items[b], format_prefix(cfg.block[b]) + " is also in " +
+                                             allow_items[a].path + " (line " +
+                                             std::to_string(allow_items[a].line) + ")");
+                }
+            }
+        }
+
+        if (const Field *table = f.find("table")) {
+            const Fields t = fields(*table, {"entries_per_core"});
+            if (const Field *entries = t.find("entries_per_core"))
+                cfg.table_entries_per_core = integer(*entries, 1, kMaxTableEntriesPerCore);
+        }
+
+        if (const Field *rules = f.find("rules")) {
+            const std::vector<Field> rule_items = items(*rules, true);
+            if (rule_items.size() > kMaxRules) {
+                fail(rule_items[kMaxRules],
+                     "too many rules (at most " + std::to_string(kMaxRules) + ")");
+            }
+            for (const Field &item : rule_items) cfg.rules.push_back(rule(item, cfg.rules));
+        }
+        return cfg;
+    }
+
+  private:
+    [[noreturn]] void fail(const Field &at, const std::string &reason) const {
+        throw ConfigError(file_, at.line, at.path, reason);
+    }
+
+    // Path and line of a field that is absent, reported at the map that should hold it.
+    static Field child(const Field &map, std::string_view name) {
+        const std::string path =
+            map.path.empty() ? std::string(name) : map.path + "." + std::string(name);
+        return Field{YAML::Node(), path, map.line};
+    }
+
+    Fields fields(const Field &map, std::initializer_list<std::string_view> allowed) const {
+        if (!map.node.IsMap()) fail(map, std::string("map expected, found ") + describe(map.node));
+        Fields out{map, {}};
+        for (const auto &kv : map.node) {
+            const YAML::Node &key = kv.first;
+            const YAML::Node &value = kv.second;
+            if (!key.IsScalar()) fail(map, "field names must be plain words");
+            const std::string &name = key.Scalar();
+            Field entry{value, child(map, name).path, line_of(value.IsNull() ? key : value)};
+            if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+                entry.line = line_of(key);
+                fail(entry, "unknown field (expected one of: " + join_names(allowed) + ")");
+            }
+            // yaml-cpp keeps both entries of a repeated key; refuse instead of using one.
+            if (out.find(name) != nullptr) {
+                entry.line = line_of(key);
+                fail(entry, "field given twice");
+            }
+            out.entries.emplace_back(name, std::move(entry));
+        }
+        return out;
+    }
+
+    const Field &require(const Fields &f, std::string_view name) const {
+        const Field *field = f.find(name);
+        if (field == nullptr) fail(child(f.self, name), "missing required field");
+        return *field;
+    }
+
+    // Elements of a list. When null_is_empty, an empty value counts as an empty list, so that
+    // "rules:" with every entry commented out still loads.
+    std::vector<Field> items(const Field &list, bool null_is_empty) const {
+        std::vector<Field> out;
+        if (null_is_empty && list.node.IsNull()) return out;
+        if (!list.node.IsSequence())
+            fail(list, std::string("list expected, found ") + describe(list.node));
+        size_t i = 0;
+        for (const YAML::Node &node : list.node) {
+            out.push_back(Field{node, list.path + "[" + std::to_string(i) + "]",
+                                node.IsNull() ? list.line : line_of(node)});
+            ++i;
+        }
+        return out;
+    }
+
+    // A value that may be written alone or as a list: "53" or "[53, 80]". An empty list is
+    // refused because in RuleMatch it would mean "any", the opposite of what it looks like.
+    std::vector<Field> one_or_more(const Field &field) const {
+        if (!field.node.IsSequence()) return {field};
+        std::vector<Field> out = items(field, false);
+        if (out.empty()) fail(field, "empty list (leave the field out to match any)");
+        return out;
+    }
+
+    const std::string &scalar(const Field &field) const {
+        if (!field.node.IsScalar())
+            fail(field, std::string("scalar expected, found ") + describe(field.node));
+        return field.node.Scalar();
+    }
+
+    // A decimal integer in [lo, hi]. Parsed here rather than with yaml-cpp's as<>() to decide
+    // exactly what is accepted (digits only) and what the message says.
+    uint64_t integer(const Field &field, uint64_t lo, uint64_t hi) const {
+        return integer_text(field, scalar(field), lo, hi);
+    }
+
+    uint64_t integer_text(const Field &field, std::string_view text, uint64_t lo,
+                          uint64_t hi) const {
+        const std::string range = " (" + std::to_string(lo) + "-" + std::to_string(hi) + ")";
+        uint64_t value = 0;
+        const bool negative = !text.empty() && text[0] == '-';
+        const std::string_view digits = negative ? text.substr(1) : text;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (digits.empty() || end != digits.data() + digits.size() ||
+            (ec != std::errc() && ec != std::errc::result_out_of_range))
+            fail(field, "'" + std::string(text) + "' is not an integer");
+        if (negative || ec == std::errc::result_out_of_range || value < lo || value > hi)
+            fail(field, std::string(text) + " is out of range" + range);
+        return value;
+    }
+
+    template <typename T, size_t N>
+    T choice(const Field &field, const std::pair<std::string_view, T> (&options)[N]) const {
+        const std::string &text = scalar(field);
+        for (const auto &[name, value] : options)
+            if (name == text) return value;
+        fail(field, "unknown value '" + text + "' (expected one of: " + join_names(options) + ")");
+    }
+
+    Prefix prefix(const Field &field) const {
+        std::string why;
+        std::optional<Prefix> p = parse_prefix(scalar(field), &why);
+        if (!p) fail(field, why);
+        return *p;
+    }
+
+    // "53" or "1000-2000", both ends inclusive.
+    PortRange port_range(const Field &field) const {
+        const std::string &text = scalar(field);
+        const size_t dash = text.find('-', 1);  // from 1, so "-5" reads as a bad number
+        if (dash == std::string::npos) {
+            const auto port = static_cast<uint16_t>(integer_text(field, text, 0, 65535));
+            return PortRange{port, port};
+        }
+        const std::string_view view = text;
+        const auto lo = static_cast<uint16_t>(integer_text(field, view.substr(0, dash), 0, 65535));
+        const auto hi = static_cast<uint16_t>(integer_text(field, view.substr(dash + 1), 0, 65535));
+        if (lo > hi) fail(field, "port range '" + text + "' ends below its start");
+        return PortRange{lo, hi};
+    }
+
+    std::vector<PortRange> ports(const Field &field) const {
+        std::vector<PortRange> out;
+        for (const Field &item : one_or_more(field)) out.push_back(port_range(item));
+        return out;
+    }
+
+    std::vector<Prefix> prefixes(const Field &field) const {
+        std::vector<Prefix> out;
+        for (const Field &item : one_or_more(field)) out.push_back(prefix(item));
+        return out;
+    }
+
+    uint8_t proto(const Field &field) const {
+        const std::string &text = scalar(field);
+        for (const auto &[name, number] : kProtoNames)
+            if (name == text) return number;
+        if (!text.empty() && text[0] >= '0' && text[0] <= '9')
+            return static_cast<uint8_t>(integer(field, 0, 255));
+        fail(field, "unknown protocol '" + text + "' (expected " + join_names(kProtoNames) +
+                        " or a number 0-255)");
+    }
+
+    // "syn !ack": names separated by spaces or commas; "!" means the flag must be clear.
+    TcpFlagMatch tcp_flags(const Field &field) const {
+        const std::string &text = scalar(field);
+        TcpFlagMatch m;
+        size_t pos = 0;
+        bool any = false;
+        while (pos < text.size()) {
+            const size_t end = text.find_first_of(" ,", pos);
+            std::string_view word = std::string_view(text).substr(pos, end - pos);
+            pos = end == std::string::npos ? text.size() : end + 1;
+            if (word.empty()) continue;
+            const bool clear = word[0] == '!';
+            if (clear) word.remove_prefix(1);
+            uint8_t bit = 0;
+            for (const auto &[name, flag] : kTcpFlags)
+                if (name == word) bit = flag;
+            if (bit == 0) {
+                fail(field, "unknown TCP flag '" + std::string(word) + "' (expected " +
+                                join_names(kTcpFlags) + ", each optionally prefixed with '!')");
+            }
+            (clear ? m.must_clear : m.must_set) |= bit;
+            any = true;
+        }
+        if (!any) fail(field, "no TCP flags given");
+        if ((m.must_set & m.must_clear) != 0)
+            fail(field, "a flag is both required and excluded ('x' and '!x')");
+        return m;
+    }
+
+    RuleMatch match(const Field &field) const {
+        const Fields f =
+            fields(field, {"proto", "dst_port", "src_port", "src", "dst", "tcp_flags"});
+        RuleMatch m;
+        if (const Field *p = f.find("proto")) m.proto = proto(*p);
+        const Field *dst_port = f.find("dst_port");
+        const Field *src_port = f.find("src_port");
+        if (dst_port != nullptr) m.dst_ports = ports(*dst_port);
+        if (src_port != nullptr) m.src_ports = ports(*src_port);
+        if (const Field *src = f.find("src")) m.src = prefixes(*src);
+        if (const Field *dst = f.find("dst")) m.dst = prefixes(*dst);
+        const Field *flags = f.find("tcp_flags");
+        if (flags != nullptr) m.tcp_flags = tcp_flags(*flags);
+
+        // Ports exist only in TCP and UDP headers; a port condition with another protocol
+        // could never match, which is surely not what the operator meant.
+        const Field *any_port = dst_port != nullptr ? dst_port : src_port;
+        if (any_port != nullptr && m.proto && *m.proto != kProtoTcp && *m.proto != kProtoUdp) {
+            fail(*any_port,
+                 "ports need proto tcp or udp (proto is " + std::to_string(*m.proto) + ")");
+        }
+        if (flags != nullptr) {
+            if (m.proto && *m.proto != kProtoTcp)
+                fail(*flags,
+                     "tcp_flags needs proto tcp (proto is " + std::to_string(*m.proto) + ")");
+            m.proto = kProtoTcp;
+        }
+        return m;
+    }
+
+    // "10/s", "30/min", "1/h".
+    void rate(const Field &field, Rule *r) const {
+        const std::string &text = scalar(field);
+        const size_t slash = text.find('/');
+        if (slash == std::string::npos)
+            fail(field, "'" + text + "' has no unit (write N/s, N/min or N/h)");
+        const std::string_view view = text;
+        const std::string_view count_text = view.substr(0, slash);
+        const std::string_view unit = view.substr(slash + 1);
+        uint64_t count = 0;
+        auto [end, ec] =
+            std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+        if (count_text.empty() || end != count_text.data() + count_text.size() ||
+            ec != std::errc() || count == 0)
+            fail(field, "'" + text + "': the count must be a whole number of packets >= 1");
+        uint64_t period_ns = 0;
+        for (const auto &[name, ns] : kRateUnits)
+            if (name == unit) period_ns = ns;
+        if (period_ns == 0) {
+            fail(field, "'" + text + "': unknown unit '" + std::string(unit) + "' (expected " +
+                            join_names(kRateUnits) + ")");
+        }
+        // The limiter counts whole nanoseconds between packets.
+        if (count > period_ns)
+            fail(field, "'" + text + "' is faster than one packet per nanosecond");
+        r->rate_count = count;
+        r->rate_period_ns = period_ns;
+    }
+
+    void limit(const Field &field, Rule *r) const {
+        const Fields f = fields(field, {"rate", "burst"});
+        rate(require(f, "rate"), r);
+        r->burst_pkts = static_cast<uint32_t>(integer(require(f, "burst"), 1, kMaxBurstPkts));
+        if (r->interval_ns() > kMaxBurstWindowNs / r->burst_pkts)
+            fail(field, "burst * interval exceeds 2^62 ns; lower the burst or raise the rate");
+    }
+
+    void key(const Field &field, Rule *r) const {
+        const Fields f = fields(field, {"ipv4", "ipv6"});
+        if (const Field *v4 = f.find("ipv4"))
+            r->key_ipv4_len = static_cast<uint8_t>(integer(*v4, 0, 32));
+        if (const Field *v6 = f.find("ipv6"))
+            r->key_ipv6_len = static_cast<uint8_t>(integer(*v6, 0, 128));
+    }
+
+    // Names appear in metrics labels and CLI output, hence the plain character set.
+    std::string rule_name(const Field &field) const {
+        const std::string &name = scalar(field);
+        if (name.empty() || name.size() > kMaxRuleNameLen)
+            fail(field, "name must be 1-" + std::to_string(kMaxRuleNameLen) + " characters");
+        for (char c : name) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+            if (!ok) fail(field, "name '" + name + "' may use only A-Z a-z 0-9 _ . -");
+        }
+        return name;
+    }
+
+    Rule rule(const Field &field, const std::vector<Rule> &earlier) const {
+        const Fields f =
+            fields(field, {"name", "match", "key", "limit", "action", "mode", "on_table_full"});
+        Rule r;
+        r.line = field.line;
+        const Field &name = require(f, "name");
+        r.name = rule_name(name);
+        for (const Rule &e : earlier) {
+            if (e.name == r.name) {
+                fail(name, "duplicate rule name '" + r.name + "' (first used on line " +
+                               std::to_string(e.line) + ")");
+            }
+        }
+        if (const Field *m = f.find("match")) r.match = match(*m);
+        if (const Field *k = f.find("key")) key(*k, &r);
+        limit(require(f, "limit"), &r);
+        if (const Field *a = f.find("action")) r.action = choice(*a, kActions);
+        if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
+        if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);
+        return r;
+    }
+
+    const std::string &file_;
+};
+
+}  // namespace
+
+Config parse_config(const std::string &yaml_text, const std::string &file_name) {
+    try {
+        const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+        if (docs.empty()) return ConfigParser(file_name).parse(YAML::Node());
+        // A second document would otherwise be ignored without a word.
+        if (docs.size() > 1)
+            throw ConfigError(file_name, line_of(docs[1]), "", "more than one YAML document");
+        return ConfigParser(file_name).parse(docs[0]);
+    } catch (const YAML::Exception &e) {
+        // Syntax errors; the mark is 0-based.
+        throw ConfigError(file_name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+    }
+}
+
+Config load_config(const std::string &path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;  // before the allocations below can touch it
+        throw ConfigError(path, 0, "", std::string("cannot open: ") + strerror(err));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { close(fd); }
+    } closer{fd};
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int err = errno;
+            throw ConfigError(path, 0, "", std::string("cannot read: ") + strerror(err));
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() > kMaxConfigFileBytes) {
+            throw ConfigError(path, 0, "",
+                              "larger than " + std::to_string(kMaxConfigFileBytes) + " bytes");
+        }
+    }
+    return parse_config(text, path);
+}
+
+}  // namespace floodgate

@@ -1,0 +1,149 @@
+// floodgate-gen: writes generated traffic as pcap files, for the demo and for load tests.
+//
+//   floodgate-gen demo --out demo.pcap      a 10-second mixed attack on legitimate traffic
+//
+// Deterministic (fixed seed): the same command writes the same bytes. Addresses are inside
+// 198.18.0.0/15 and 2001:db8::/32 only.
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/pcap_io.h"
+#include "tests/pkt_builder.h"
+
+namespace {
+
+using floodgate::test::Frame;
+using floodgate::test::PacketBuilder;
+
+constexpr uint64_t kSecond = 1000000000;
+
+// A stream of frames at a fixed interval between start and stop (packet time, ns).
+struct Stream {
+    uint64_t next_ns;
+    uint64_t interval_ns;
+    uint64_t stop_ns;
+    std::function<Frame(uint64_t n)> make;
+    uint64_t sent = 0;
+};
+
+std::string v4(unsigned a, unsigned b) {
+    return "198." + std::to_string(18 + a / 256) + "." + std::to_string(a % 256) + "." +
+           std::to_string(b);
+}
+
+int demo(const std::string &out) {
+    std::vector<Stream> streams;
+    // Legitimate users: 20 clients, DNS at 2/s and TCP traffic at 40/s each, for 10 s.
+    for (unsigned c = 0; c < 20; ++c) {
+        std::string src = v4(1, 10 + c);
+        streams.push_back({c * 1000000ull, kSecond / 2, 10 * kSecond, [src](uint64_t n) {
+                               return PacketBuilder()
+                                   .ipv4(src, "198.18.100.53")
+                                   .udp(static_cast<uint16_t>(30000 + n % 1000), 53)
+                                   .payload(30)
+                                   .build();
+                           }});
+        streams.push_back({c * 1000000ull, kSecond / 40, 10 * kSecond, [src](uint64_t) {
+                               return PacketBuilder()
+                                   .ipv4(src, "198.18.100.80")
+                                   .tcp(45000, 443, 0x10)
+                                   .payload(100)
+                                   .build();
+                           }});
+    }
+    // DNS flood from one source: 2,000 queries/s from t = 2 s to 7 s.
+    streams.push_back({2 * kSecond, kSecond / 2000, 7 * kSecond, [](uint64_t n) {
+                           return PacketBuilder()
+                               .ipv4("198.18.66.6", "198.18.100.53")
+                               .udp(static_cast<uint16_t>(1024 + n % 60000), 53)
+                               .payload(30)
+                               .build();
+                       }});
+    // SYN flood from spoofed sources all over 198.19.0.0/16: 4,000/s, t = 3 s to 8 s.
+    streams.push_back({3 * kSecond, kSecond / 4000, 8 * kSecond, [](uint64_t n) {
+                           uint64_t h = n * 0x9e3779b97f4a7c15ull;
+                           std::string src = "198.19." + std::to_string((h >> 8) & 255) + "." +
+                                             std::to_string((h >> 16) & 255);
+                           return PacketBuilder()
+                               .ipv4(src, "198.18.100.80")
+                               .tcp(static_cast<uint16_t>(h >> 32), 443, 0x02)
+                               .build();
+                       }});
+    // ICMP flood from one source: 500/s, t = 1 s to 9 s.
+    streams.push_back(
+        {1 * kSecond, kSecond / 500, 9 * kSecond, [](uint64_t) {
+             return PacketBuilder().ipv4("198.18.77.7", "198.18.100.1").icmp(8).payload(56).build();
+         }});
+    // IPv6 flood rotating through one /64: 1,000/s, t = 4 s to 9 s; limited as one source.
+    streams.push_back(
+        {4 * kSecond, kSecond / 1000, 9 * kSecond, [](uint64_t n) {
+             char src[64];
+             std::snprintf(src, sizeof src, "2001:db8:66:1:%x:%x::1",
+                           static_cast<unsigned>(n & 0xffff), static_cast<unsigned>(n >> 16));
+             return PacketBuilder().ipv6(src, "2001:db8:100::53").udp(5353, 53).payload(30).build();
+         }});
+    // A blocked network probing (198.19.255.0/24 is in the default block list): 50/s.
+    streams.push_back({0, kSecond / 50, 10 * kSecond, [](uint64_t n) {
+                           return PacketBuilder()
+                               .ipv4("198.19.255." + std::to_string(1 + n % 200), "198.18.100.22")
+                               .tcp(50000, 22, 0x02)
+                               .build();
+                       }});
+    // Broken frames (bad IHL) and ARP, 2/s each.
+    streams.push_back({kSecond / 3, kSecond / 2, 10 * kSecond, [](uint64_t) {
+                           return PacketBuilder()
+                               .ipv4("198.18.9.9", "198.18.100.53")
+                               .ipv4_ihl(3)
+                               .udp(1, 53)
+                               .build();
+                       }});
+    streams.push_back(
+        {kSecond / 5, kSecond / 2, 10 * kSecond, [](uint64_t) {
+             return PacketBuilder().eth(floodgate::test::kEtherTypeArp).payload(28).build();
+         }});
+
+    // Merge the streams in time order (ties: stream order), so the trace is deterministic.
+    auto later = [&](size_t a, size_t b) {
+        return streams[a].next_ns != streams[b].next_ns ? streams[a].next_ns > streams[b].next_ns
+                                                        : a > b;
+    };
+    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+    for (size_t i = 0; i < streams.size(); ++i) heap.push(i);
+    floodgate::test::PcapWriter w(out, floodgate::test::PcapPrecision::nano);
+    while (!heap.empty()) {
+        size_t i = heap.top();
+        heap.pop();
+        Stream &s = streams[i];
+        w.write(s.next_ns, s.make(s.sent++));
+        s.next_ns += s.interval_ns;
+        if (s.next_ns < s.stop_ns) heap.push(i);
+    }
+    w.close();
+    std::printf("wrote %llu frames to %s\n", static_cast<unsigned long long>(w.records_written()),
+                out.c_str());
+    return 0;
+}
+
+void usage(std::FILE *to) {
+    std::fputs("usage: floodgate-gen demo --out FILE.pcap\n", to);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc == 4 && std::strcmp(argv[1], "demo") == 0 && std::strcmp(argv[2], "--out") == 0) {
+        try {
+            return demo(argv[3]);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "floodgate-gen: %s\n", e.what());
+            return 1;
+        }
+    }
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,687 @@
+#include "control/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace floodgate {
+namespace {
+
+constexpr const char *kFile = "rules.yaml";
+
+// One refused config: where the error must point. The line is 1-based, 0 for "no line".
+struct ErrorCase {
+    const char *description;
+    std::string yaml;
+    int line;
+    const char *field;
+    const char *reason;  // a piece of the message
+};
+
+void expect_errors(const std::vector<ErrorCase> &cases) {
+    for (const ErrorCase &c : cases) {
+        SCOPED_TRACE(c.description);
+        try {
+            parse_config(c.yaml, kFile);
+            ADD_FAILURE() << "accepted:\n" << c.yaml;
+        } catch (const ConfigError &e) {
+            EXPECT_EQ(e.file(), kFile);
+            EXPECT_EQ(e.line(), c.line) << e.what();
+            EXPECT_EQ(e.field(), c.field) << e.what();
+            const std::string what = e.what();
+            std::string where = std::string(kFile) + ":" + std::to_string(c.line) + ": ";
+            if (*c.field != '\0') where += std::string(c.field) + ": ";
+            EXPECT_EQ(what.rfind(where, 0), 0u) << what;
+            EXPECT_NE(what.find(c.reason), std::string::npos) << what;
+        }
+    }
+}
+
+// The smallest valid rule body, to keep the cases about the field under test.
+const std::string kLimit = "limit: { rate: 1/s, burst: 1 }";
+
+// A config holding one rule "r" whose match is the given flow map.
+std::string rule_with_match(const std::string &match) {
+    return "rules:\n  - name: r\n    match: " + match + "\n    " + kLimit + "\n";
+}
+
+TEST(ConfigError, FormatsFileLineFieldReason) {
+    const ConfigError e("a.yaml", 3, "rules[1].limit.rate", "bad rate");
+    EXPECT_STREQ(e.what(), "a.yaml:3: rules[1].limit.rate: bad rate");
+    EXPECT_EQ(e.file(), "a.yaml");
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_EQ(e.field(), "rules[1].limit.rate");
+    EXPECT_STREQ(ConfigError("a.yaml", 0, "allow", "x").what(), "a.yaml: allow: x");
+    EXPECT_STREQ(ConfigError("a.yaml", 7, "", "syntax").what(), "a.yaml:7: syntax");
+}
+
+TEST(ConfigErrors, YamlSyntax) {
+    expect_errors({
+        {"unclosed flow list", "rules: [dns\n", 2, "", "end of sequence flow not found"},
+        {"unclosed flow map", "allow: []\ntable: { entries_per_core: 5\n", 3, "",
+         "end of map flow not found"},
+        {"map value on a map value", "allow: []\nblock: a: b\n", 2, "", "illegal map value"},
+        {"bad indentation", "rules:\n  - name: a\n   limit: x\n", 3, "",
+         "end of sequence not found"},
+    });
+}
+
+TEST(ConfigErrors, TopLevelNotAMap) {
+    expect_errors({
+        {"list", "- allow\n- block\n", 1, "", "the top level must be a map, found a list"},
+        {"scalar", "\n\nhello\n", 3, "", "the top level must be a map, found a scalar"},
+        {"second document", "rules: []\n---\nrules: []\n", 3, "", "more than one YAML document"},
+    });
+}
+
+TEST(ConfigErrors, UnknownField) {
+    expect_errors({
+        {"top level", "allow: []\nrulez: []\n", 2, "rulez",
+         "unknown field (expected one of: allow, block, table, rules)"},
+        {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
+        {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
+         "expected one of: name, match, key, limit, action, mode, on_table_full"},
+        {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
+         "unknown field"},
+        {"match in block style",
+         "rules:\n  - name: a\n    match:\n      proto: udp\n      dport: 53\n    " + kLimit + "\n",
+         5, "rules[0].match.dport", "unknown field"},
+        {"key", "rules:\n  - name: a\n    key: { ip4: 24 }\n    " + kLimit + "\n", 3,
+         "rules[0].key.ip4", "expected one of: ipv4, ipv6"},
+        {"limit", "rules:\n  - name: a\n    limit: { rate: 1/s, burst: 1, ceil: 2 }\n", 3,
+         "rules[0].limit.ceil", "expected one of: rate, burst"},
+        {"field name is a list", "? [a]\n: 1\n", 1, "", "field names must be plain words"},
+    });
+}
+
+TEST(ConfigErrors, DuplicateField) {
+    expect_errors({
+        {"top level", "allow: []\nblock: []\nallow: []\n", 3, "allow", "field given twice"},
+        {"rule", "rules:\n  - name: a\n    name: b\n    " + kLimit + "\n", 3, "rules[0].name",
+         "field given twice"},
+    });
+}
+
+TEST(ConfigErrors, WrongNodeType) {
+    expect_errors({
+        {"allow is a scalar", "allow: 192.0.2.0/24\n", 1, "allow", "list expected, found a scalar"},
+        {"allow entry is a list", "allow:\n  - [192.0.2.0/24]\n", 2, "allow[0]",
+         "scalar expected, found a list"},
+        {"block is a map", "block: { a: 1 }\n", 1, "block", "list expected, found a map"},
+        {"table is a scalar", "table: 5\n", 1, "table", "map expected, found a scalar"},
+        {"table is empty", "allow: []\ntable:\nrules: []\n", 2, "table",
+         "map expected, found nothing"},
+        {"rules is a map", "rules: { name: a }\n", 1, "rules", "list expected, found a map"},
+        {"rule is a scalar", "rules:\n  - dns\n", 2, "rules[0]", "map expected, found a scalar"},
+        {"rule is empty", "rules:\n  -\n  - name: x\n", 2, "rules[0]",
+         "map expected, found nothing"},
+        {"name is a list", "rules:\n  - name: [a]\n    " + kLimit + "\n", 2, "rules[0].name",
+         "scalar expected, found a list"},
+        {"match is a list", rule_with_match("[udp]"), 3, "rules[0].match",
+         "map expected, found a list"},
+        {"match is empty", "rules:\n  - name: a\n    match:\n    " + kLimit + "\n", 3,
+         "rules[0].match", "map expected, found nothing"},
+        {"limit is a scalar", "rules:\n  - name: a\n    limit: 10/s\n", 3, "rules[0].limit",
+         "map expected, found a scalar"},
+        {"rate is a list", "rules:\n  - name: a\n    limit: { rate: [10/s], burst: 1 }\n", 3,
+         "rules[0].limit.rate", "scalar expected, found a list"},
+        {"mode is a map", "rules:\n  - name: a\n    " + kLimit + "\n    mode: { a: 1 }\n", 4,
+         "rules[0].mode", "scalar expected, found a map"},
+        {"port is a map", rule_with_match("{ dst_port: [53, { lo: 1 }] }"), 3,
+         "rules[0].match.dst_port[1]", "scalar expected, found a map"},
+    });
+}
+
+TEST(ConfigErrors, MissingRequiredField) {
+    expect_errors({
+        {"name", "rules:\n  - " + kLimit + "\n", 2, "rules[0].name", "missing required field"},
+        {"limit", "rules:\n  - name: a\n  - name: b\n", 2, "rules[0].limit",
+         "missing required field"},
+        {"rate", "rules:\n  - name: a\n    limit:\n      burst: 5\n", 4, "rules[0].limit.rate",
+         "missing required field"},
+        {"burst",
+         "rules:\n  - name: a\n    " + kLimit + "\n  - name: b\n    limit: { rate: 1/s }\n", 5,
+         "rules[1].limit.burst", "missing required field"},
+    });
+}
+
+TEST(ConfigErrors, BadRuleName) {
+    const std::string long_name(65, 'a');
+    auto named = [](const std::string &name) {
+        return "rules:\n  - " + kLimit + "\n    name: " + name + "\n";
+    };
+    expect_errors({
+        {"empty", named("\"\""), 3, "rules[0].name", "name must be 1-64 characters"},
+        {"65 characters", named(long_name), 3, "rules[0].name", "name must be 1-64 characters"},
+        {"space", named("\"a b\""), 3, "rules[0].name", "may use only A-Z a-z 0-9 _ . -"},
+        {"slash", named("dns/1"), 3, "rules[0].name", "may use only"},
+        {"non-ASCII", named("d\xc3\xa9j\xc3\xa0"), 3, "rules[0].name", "may use only"},
+    });
+}
+
+TEST(ConfigErrors, DuplicateRuleName) {
+    expect_errors({
+        {"third rule repeats the first", R"(rules:
+  - name: a
+    limit: { rate: 1/s, burst: 1 }
+  - name: b
+    limit: { rate: 1/s, burst: 1 }
+  - limit: { rate: 1/s, burst: 1 }
+    name: a
+)",
+         7, "rules[2].name", "duplicate rule name 'a' (first used on line 2)"},
+    });
+}
+
+TEST(ConfigErrors, BadPrefix) {
+    expect_errors({
+        {"host bits in allow[3]",
+         "allow: [192.0.2.0/24, 198.51.100.0/24, 2001:db8::/32, 10.0.0.1/8]\n", 1, "allow[3]",
+         "host bits are set below /8 (did you mean 10.0.0.0/8?)"},
+        {"not an address", "block:\n  - 203.0.113.0/24\n  - example.com\n", 3, "block[1]",
+         "'example.com' is not an IPv4 address"},
+        {"junk length", "block: [203.0.113.0/2x]\n", 1, "block[0]", "is not a number"},
+        {"bad IPv6", "allow: [2001:db8::g/64]\n", 1, "allow[0]", "is not an IPv6 address"},
+        {"match.src", rule_with_match("{ src: bogus }"), 3, "rules[0].match.src",
+         "not an IPv4 address"},
+        {"match.dst list", rule_with_match("{ dst: [192.0.2.0/24, 192.0.2.300] }"), 3,
+         "rules[0].match.dst[1]", "not an IPv4 address"},
+        {"empty src list", rule_with_match("{ src: [] }"), 3, "rules[0].match.src", "empty list"},
+    });
+}
+
+TEST(ConfigErrors, PrefixLengthOutOfRange) {
+    expect_errors({
+        {"IPv4 /33", "allow:\n  - 192.0.2.0/33\n", 2, "allow[0]", "out of range for IPv4 (0-32)"},
+        {"IPv6 /129", "block:\n  - 2001:db8:bad::/48\n  - 2001:db8:bad::/129\n", 3, "block[1]",
+         "out of range for IPv6 (0-128)"},
+        {"in match.dst", rule_with_match("{ dst: 192.0.2.0/99 }"), 3, "rules[0].match.dst",
+         "out of range for IPv4"},
+    });
+}
+
+TEST(ConfigErrors, PrefixInAllowAndBlock) {
+    expect_errors({
+        {"same IPv6 prefix written differently",
+         "allow: [192.0.2.0/24, 2001:db8::/32]\n"
+         "block:\n"
+         "  - 198.51.100.0/24\n"
+         "  - 2001:DB8:0::/32\n",
+         4, "block[1]", "2001:db8::/32 is also in allow[1] (line 1)"},
+    });
+}
+
+TEST(ConfigErrors, TableEntries) {
+    expect_errors({
+        {"zero", "table: { entries_per_core: 0 }\n", 1, "table.entries_per_core",
+         "0 is out of range (1-1073741824)"},
+        {"above 2^30", "table:\n  entries_per_core: 1073741825\n", 2, "table.entries_per_core",
+         "out of range"},
+        {"negative", "table: { entries_per_core: -1 }\n", 1, "table.entries_per_core",
+         "out of range"},
+        {"suffix", "table: { entries_per_core: 1M }\n", 1, "table.entries_per_core",
+         "'1M' is not an integer"},
+        {"hex", "table: { entries_per_core: 0x100 }\n", 1, "table.entries_per_core",
+         "not an integer"},
+        {"huge", "table: { entries_per_core: 99999999999999999999999 }\n", 1,
+         "table.entries_per_core", "out of range"},
+    });
+}
+
+TEST(ConfigErrors, KeyLengths) {
+    auto keyed = [](const std::string &key) {
+        return "rules:\n  - name: a\n    " + kLimit + "\n    key: " + key + "\n";
+    };
+    expect_errors({
+        {"ipv4 33", keyed("{ ipv4: 33 }"), 4, "rules[0].key.ipv4", "33 is out of range (0-32)"},
+        {"ipv4 -1", keyed("{ ipv4: -1 }"), 4, "rules[0].key.ipv4", "out of range (0-32)"},
+        {"ipv6 129", keyed("{ ipv6: 129 }"), 4, "rules[0].key.ipv6", "out of range (0-128)"},
+        {"ipv6 text", keyed("{ ipv6: /64 }"), 4, "rules[0].key.ipv6", "not an integer"},
+    });
+}
+
+TEST(ConfigErrors, BadRate) {
+    struct RateCase {
+        const char *rate;
+        const char *reason;
+    };
+    const RateCase rates[] = {
+        {"0/s", "whole number of packets >= 1"},
+        {"-1/s", "whole number of packets >= 1"},
+        {"1.5/s", "whole number of packets >= 1"},
+        {"ten/s", "whole number of packets >= 1"},
+        {"/s", "whole number of packets >= 1"},
+        {"99999999999999999999/s", "whole number of packets >= 1"},
+        {"10", "'10' has no unit"},
+        {"10/", "unknown unit '' (expected s, min, h)"},
+        {"10/d", "unknown unit 'd'"},
+        {"10/sec", "unknown unit 'sec'"},
+        {"10/ s", "unknown unit ' s'"},
+        {"1000000001/s", "faster than one packet per nanosecond"},
+        {"60000000001/min", "faster than one packet per nanosecond"},
+        {"3600000000001/h", "faster than one packet per nanosecond"},
+    };
+    std::vector<ErrorCase> cases;
+    for (const RateCase &r : rates) {
+        cases.push_back({r.rate,
+                         "rules:\n  - name: a\n    " + kLimit + "\n  - name: b\n    limit:\n" +
+                             "      burst: 5\n      rate: \"" + r.rate + "\"\n",
+                         7, "rules[1].limit.rate", r.reason});
+    }
+    expect_errors(cases);
+}
+
+TEST(ConfigErrors, BadBurst) {
+    auto burst = [](const std::string &b) {
+        return "rules:\n  - name: a\n    limit: { rate: 1/s, burst: " + b + " }\n";
+    };
+    expect_errors({
+        {"zero", burst("0"), 3, "rules[0].limit.burst", "0 is out of range (1-1048576)"},
+        {"above max", burst("1048577"), 3, "rules[0].limit.burst", "out of range"},
+        {"negative", burst("-3"), 3, "rules[0].limit.burst", "out of range"},
+        {"fraction", burst("2.5"), 3, "rules[0].limit.burst", "not an integer"},
+        {"list", burst("[5]"), 3, "rules[0].limit.burst", "scalar expected"},
+    });
+}
+
+TEST(ConfigErrors, BadEnumValue) {
+    auto with = [](const std::string &line) {
+        return "rules:\n  - name: a\n    " + kLimit + "\n    " + line + "\n";
+    };
+    expect_errors({
+        {"mode", with("mode: dryrun"), 4, "rules[0].mode",
+         "unknown value 'dryrun' (expected one of: enforce, shadow)"},
+        {"mode is case-sensitive", with("mode: Enforce"), 4, "rules[0].mode", "unknown value"},
+        {"action", with("action: pass"), 4, "rules[0].action",
+         "unknown value 'pass' (expected one of: drop)"},
+        {"on_table_full", with("on_table_full: bucket"), 4, "rules[0].on_table_full",
+         "(expected one of: shared, pass, drop)"},
+        {"proto name", rule_with_match("{ proto: sctp }"), 3, "rules[0].match.proto",
+         "unknown protocol 'sctp' (expected tcp, udp, icmp, icmpv6 or a number 0-255)"},
+        {"proto 256", rule_with_match("{ proto: 256 }"), 3, "rules[0].match.proto",
+         "256 is out of range (0-255)"},
+        {"proto -1", rule_with_match("{ proto: -1 }"), 3, "rules[0].match.proto",
+         "unknown protocol '-1'"},
+    });
+}
+
+TEST(ConfigErrors, BadPorts) {
+    expect_errors({
+        {"above 65535", rule_with_match("{ dst_port: 65536 }"), 3, "rules[0].match.dst_port",
+         "65536 is out of range (0-65535)"},
+        {"range backwards", rule_with_match("{ src_port: \"2000-1000\" }"), 3,
+         "rules[0].match.src_port", "port range '2000-1000' ends below its start"},
+        {"range without end", rule_with_match("{ dst_port: [53, \"100-\"] }"), 3,
+         "rules[0].match.dst_port[1]", "'' is not an integer"},
+        {"third element", rule_with_match("{ dst_port: [53, \"1000-2000\", 70000] }"), 3,
+         "rules[0].match.dst_port[2]", "70000 is out of range"},
+        {"three parts", rule_with_match("{ dst_port: 1-2-3 }"), 3, "rules[0].match.dst_port",
+         "'2-3' is not an integer"},
+        {"negative", rule_with_match("{ dst_port: -5 }"), 3, "rules[0].match.dst_port",
+         "-5 is out of range"},
+        {"empty list", rule_with_match("{ dst_port: [] }"), 3, "rules[0].match.dst_port",
+         "empty list"},
+        {"ports with icmp",
+         "rules:\n  - name: a\n    match:\n      proto: icmp\n      src_port: 7\n    " + kLimit +
+             "\n",
+         5, "rules[0].match.src_port", "ports need proto tcp or udp (proto is 1)"},
+        {"ports with proto 47", rule_with_match("{ proto: 47, dst_port: 1723 }"), 3,
+         "rules[0].match.dst_port", "ports need proto tcp or udp (proto is 47)"},
+    });
+}
+
+TEST(ConfigErrors, BadTcpFlags) {
+    expect_errors({
+        {"set and cleared", rule_with_match("{ tcp_flags: \"syn ack !syn\" }"), 3,
+         "rules[0].match.tcp_flags", "both required and excluded"},
+        {"unknown flag", rule_with_match("{ tcp_flags: \"syn,fin,bogus\" }"), 3,
+         "rules[0].match.tcp_flags",
+         "unknown TCP flag 'bogus' (expected fin, syn, rst, psh, ack, urg, ece, cwr"},
+        {"upper case", rule_with_match("{ tcp_flags: SYN }"), 3, "rules[0].match.tcp_flags",
+         "unknown TCP flag 'SYN'"},
+        {"bare !", rule_with_match("{ tcp_flags: \"syn !\" }"), 3, "rules[0].match.tcp_flags",
+         "unknown TCP flag ''"},
+        {"empty", rule_with_match("{ tcp_flags: \" , \" }"), 3, "rules[0].match.tcp_flags",
+         "no TCP flags given"},
+        {"with udp",
+         "rules:\n  - name: a\n    match:\n      tcp_flags: syn\n      proto: udp\n    " + kLimit +
+             "\n",
+         4, "rules[0].match.tcp_flags", "tcp_flags needs proto tcp (proto is 17)"},
+    });
+}
+
+TEST(ConfigErrors, TooManyRules) {
+    std::string yaml = "rules:\n";
+    for (size_t i = 0; i <= kMaxRules; ++i)
+        yaml += "  - { name: r" + std::to_string(i) + ", " + kLimit + " }\n";
+    expect_errors({
+        {"257 rules", yaml, 2 + static_cast<int>(kMaxRules), "rules[256]",
+         "too many rules (at most 256)"},
+    });
+}
+
+// A file name of this process's own, so that concurrent test runs do not share files.
+std::string temp_path(const char *name) {
+    return testing::TempDir() + "floodgate-test-" + std::to_string(getpid()) + "-" + name;
+}
+
+TEST(ConfigErrors, FileErrorsNameTheFile) {
+    const std::string missing = temp_path("no-such-file.yaml");
+    try {
+        load_config(missing);
+        ADD_FAILURE() << "loaded a missing file";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(e.file(), missing);
+        EXPECT_EQ(e.line(), 0);
+        EXPECT_EQ(e.field(), "");
+        EXPECT_EQ(std::string(e.what()), missing + ": cannot open: No such file or directory");
+    }
+
+    // A directory opens but cannot be read.
+    try {
+        load_config(testing::TempDir());
+        ADD_FAILURE() << "loaded a directory";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(e.line(), 0);
+        EXPECT_NE(std::string(e.what()).find("cannot read"), std::string::npos) << e.what();
+    }
+
+    const std::string path = temp_path("bad.yaml");
+    std::ofstream(path) << "rules:\n  - name: a\n    limit: { rate: 10/s, burst: 0 }\n";
+    try {
+        load_config(path);
+        ADD_FAILURE() << "accepted burst 0";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(e.file(), path);
+        EXPECT_EQ(e.line(), 3);
+        EXPECT_EQ(e.field(), "rules[0].limit.burst");
+        EXPECT_EQ(std::string(e.what()).rfind(path + ":3: rules[0].limit.burst: ", 0), 0u);
+    }
+    std::remove(path.c_str());
+}
+
+// Positive cases.
+
+TEST(Config, EmptyDocumentGivesDefaults) {
+    for (const char *yaml : {"", "# nothing but a comment\n", "---\n", "~\n", "rules:\n",
+                             "allow:\nblock:\nrules: []\n"}) {
+        SCOPED_TRACE(yaml);
+        const Config cfg = parse_config(yaml, kFile);
+        EXPECT_EQ(cfg.path, kFile);
+        EXPECT_TRUE(cfg.allow.empty());
+        EXPECT_TRUE(cfg.block.empty());
+        EXPECT_TRUE(cfg.rules.empty());
+        EXPECT_EQ(cfg.table_entries_per_core, 1u << 20);
+    }
+    EXPECT_EQ(parse_config("").path, "<string>");
+}
+
+TEST(Config, RuleDefaults) {
+    const Config cfg = parse_config("\n\nrules:\n  - name: a\n    " + kLimit + "\n");
+    ASSERT_EQ(cfg.rules.size(), 1u);
+    const Rule &r = cfg.rules[0];
+    EXPECT_EQ(r.name, "a");
+    EXPECT_EQ(r.line, 4);
+    EXPECT_FALSE(r.match.proto.has_value());
+    EXPECT_TRUE(r.match.dst_ports.empty());
+    EXPECT_TRUE(r.match.src_ports.empty());
+    EXPECT_TRUE(r.match.src.empty());
+    EXPECT_TRUE(r.match.dst.empty());
+    EXPECT_EQ(r.match.tcp_flags.must_set, 0);
+    EXPECT_EQ(r.match.tcp_flags.must_clear, 0);
+    EXPECT_EQ(r.key_ipv4_len, 32);
+    EXPECT_EQ(r.key_ipv6_len, 64);
+    EXPECT_EQ(r.action, RuleAction::drop);
+    EXPECT_EQ(r.mode, RuleMode::enforce);
+    EXPECT_EQ(r.on_table_full, TableFullPolicy::shared);
+}
+
+Prefix prefix(const char *text) {
+    std::string why;
+    const std::optional<Prefix> p = parse_prefix(text, &why);
+    EXPECT_TRUE(p.has_value()) << why;
+    return p.value_or(Prefix{});
+}
+
+TEST(Config, EveryFieldParses) {
+    const Config cfg = parse_config(R"(# all fields
+allow: [192.0.2.0/24, 198.51.100.7]
+block:
+  - 203.0.113.0/24
+  - 2001:db8:bad::/48
+  - 192.0.2.0/25         # more specific than an allow entry: not a conflict
+table: { entries_per_core: 4096 }
+rules:
+  - name: web.in_1-A
+    match:
+      proto: tcp
+      dst_port: [80, "8000-8099", 443]
+      src_port: "1024-65535"
+      src: [198.51.100.0/24, "2001:db8:1::/48"]
+      dst: 192.0.2.80
+      tcp_flags: "syn, !ack !rst"
+    key: { ipv4: 24, ipv6: 48 }
+    limit: { rate: 30/min, burst: 20 }
+    action: drop
+    mode: shadow
+    on_table_full: pass
+  - name: other
+    match: { proto: 47 }
+    key: { ipv4: 0, ipv6: 128 }
+    limit: { rate: 1/h, burst: 1048576 }
+    mode: enforce
+    on_table_full: drop
+)",
+                                    kFile);
+    EXPECT_EQ(cfg.path, kFile);
+    EXPECT_EQ(cfg.allow, (std::vector<Prefix>{prefix("192.0.2.0/24"), prefix("198.51.100.7/32")}));
+    EXPECT_EQ(cfg.block, (std::vector<Prefix>{prefix("203.0.113.0/24"), prefix("2001:db8:bad::/48"),
+                                              prefix("192.0.2.0/25")}));
+    EXPECT_EQ(cfg.table_entries_per_core, 4096u);
+    ASSERT_EQ(cfg.rules.size(), 2u);
+
+    const Rule &web = cfg.rules[0];
+    EXPECT_EQ(web.name, "web.in_1-A");
+    EXPECT_EQ(web.line, 9);
+    EXPECT_EQ(web.match.proto, 6);
+    ASSERT_EQ(web.match.dst_ports.size(), 3u);
+    EXPECT_EQ(web.match.dst_ports[0].lo, 80);
+    EXPECT_EQ(web.match.dst_ports[0].hi, 80);
+    EXPECT_EQ(web.match.dst_ports[1].lo, 8000);
+    EXPECT_EQ(web.match.dst_ports[1].hi, 8099);
+    EXPECT_EQ(web.match.dst_ports[2].lo, 443);
+    EXPECT_EQ(web.match.dst_ports[2].hi, 443);
+    ASSERT_EQ(web.match.src_ports.size(), 1u);
+    EXPECT_EQ(web.match.src_ports[0].lo, 1024);
+    EXPECT_EQ(web.match.src_ports[0].hi, 65535);
+    EXPECT_EQ(web.match.src,
+              (std::vector<Prefix>{prefix("198.51.100.0/24"), prefix("2001:db8:1::/48")}));
+    EXPECT_EQ(web.match.dst, (std::vector<Prefix>{prefix("192.0.2.80/32")}));
+    EXPECT_EQ(web.match.tcp_flags.must_set, 0x02);           // SYN
+    EXPECT_EQ(web.match.tcp_flags.must_clear, 0x10 | 0x04);  // ACK, RST
+    EXPECT_EQ(web.key_ipv4_len, 24);
+    EXPECT_EQ(web.key_ipv6_len, 48);
+    EXPECT_EQ(web.rate_count, 30u);
+    EXPECT_EQ(web.rate_period_ns, 60'000'000'000u);
+    EXPECT_EQ(web.burst_pkts, 20u);
+    EXPECT_EQ(web.interval_ns(), 2'000'000'000u);
+    EXPECT_EQ(web.action, RuleAction::drop);
+    EXPECT_EQ(web.mode, RuleMode::shadow);
+    EXPECT_EQ(web.on_table_full, TableFullPolicy::pass);
+
+    const Rule &other = cfg.rules[1];
+    EXPECT_EQ(other.name, "other");
+    EXPECT_EQ(other.line, 22);
+    EXPECT_EQ(other.match.proto, 47);
+    EXPECT_EQ(other.key_ipv4_len, 0);
+    EXPECT_EQ(other.key_ipv6_len, 128);
+    EXPECT_EQ(other.rate_period_ns, 3'600'000'000'000u);
+    EXPECT_EQ(other.burst_pkts, kMaxBurstPkts);
+    EXPECT_EQ(other.mode, RuleMode::enforce);
+    EXPECT_EQ(other.on_table_full, TableFullPolicy::drop);
+}
+
+TEST(Config, Rates) {
+    struct RateCase {
+        const char *rate;
+        uint64_t count;
+        uint64_t period_ns;
+        uint64_t interval_ns;
+    };
+    const RateCase cases[] = {
+        {"10/s", 10, 1'000'000'000, 100'000'000},
+        {"30/min", 30, 60'000'000'000, 2'000'000'000},
+        {"1/h", 1, 3'600'000'000'000, 3'600'000'000'000},
+        {"3/s", 3, 1'000'000'000, 333'333'333},  // rounded down: never below the rate
+        {"1000000000/s", 1'000'000'000, 1'000'000'000, 1},
+        {"3600000000000/h", 3'600'000'000'000, 3'600'000'000'000, 1},
+    };
+    for (const RateCase &c : cases) {
+        SCOPED_TRACE(c.rate);
+        const Config cfg = parse_config(std::string("rules:\n  - name: a\n    limit: { rate: ") +
+                                        c.rate + ", burst: 1 }\n");
+        ASSERT_EQ(cfg.rules.size(), 1u);
+        EXPECT_EQ(cfg.rules[0].rate_count, c.count);
+        EXPECT_EQ(cfg.rules[0].rate_period_ns, c.period_ns);
+        EXPECT_EQ(cfg.rules[0].interval_ns(), c.interval_ns);
+    }
+}
+
+TEST(Config, MatchForms) {
+    struct MatchCase {
+        const char *match;
+        std::optional<uint8_t> proto;
+        size_t dst_ports;
+        uint8_t must_set;
+        uint8_t must_clear;
+    };
+    const MatchCase cases[] = {
+        {"{ proto: udp, dst_port: 53 }", 17, 1, 0, 0},
+        {"{ proto: icmp }", 1, 0, 0, 0},
+        {"{ proto: icmpv6 }", 58, 0, 0, 0},
+        {"{ proto: 0 }", 0, 0, 0, 0},
+        {"{ proto: 255 }", 255, 0, 0, 0},
+        {"{ proto: \"17\", dst_port: \"53\" }", 17, 1, 0, 0},  // quoted numbers are numbers
+        {"{ dst_port: 53 }", std::nullopt, 1, 0, 0},           // ports alone: TCP or UDP
+        {"{ dst_port: [\"0-65535\"] }", std::nullopt, 1, 0, 0},
+        {"{ tcp_flags: syn }", 6, 0, 0x02, 0},  // tcp_flags implies tcp
+        {"{ tcp_flags: \"syn !ack\" }", 6, 0, 0x02, 0x10},
+        {"{ proto: 6, tcp_flags: \"!syn,!fin\" }", 6, 0, 0, 0x03},
+        {"{ tcp_flags: \"fin syn rst psh ack urg ece cwr\" }", 6, 0, 0xff, 0},
+        {"{ tcp_flags: \"!fin !syn !rst !psh !ack !urg !ece !cwr\" }", 6, 0, 0, 0xff},
+        {"{ tcp_flags: \"syn syn\" }", 6, 0, 0x02, 0},
+        {"{ tcp_flags: rst, dst_port: 179 }", 6, 1, 0x04, 0},
+        {"{}", std::nullopt, 0, 0, 0},
+    };
+    for (const MatchCase &c : cases) {
+        SCOPED_TRACE(c.match);
+        const Config cfg = parse_config(rule_with_match(c.match));
+        ASSERT_EQ(cfg.rules.size(), 1u);
+        const RuleMatch &m = cfg.rules[0].match;
+        EXPECT_EQ(m.proto, c.proto);
+        EXPECT_EQ(m.dst_ports.size(), c.dst_ports);
+        EXPECT_EQ(m.tcp_flags.must_set, c.must_set);
+        EXPECT_EQ(m.tcp_flags.must_clear, c.must_clear);
+    }
+}
+
+TEST(Config, AcceptsExactlyMaxRules) {
+    std::string yaml = "rules:\n";
+    for (size_t i = 0; i < kMaxRules; ++i)
+        yaml += "  - { name: r" + std::to_string(i) + ", " + kLimit + " }\n";
+    const Config cfg = parse_config(yaml);
+    ASSERT_EQ(cfg.rules.size(), kMaxRules);
+    EXPECT_EQ(cfg.rules.back().line, 1 + static_cast<int>(kMaxRules));
+}
+
+TEST(Config, LoadsFromFile) {
+    const std::string path = temp_path("good.yaml");
+    std::ofstream(path) << "rules:\n  - name: a\n    " << kLimit << "\n";
+    const Config cfg = load_config(path);
+    EXPECT_EQ(cfg.path, path);
+    ASSERT_EQ(cfg.rules.size(), 1u);
+    EXPECT_EQ(cfg.rules[0].line, 2);
+    std::remove(path.c_str());
+}
+
+// The shipped files. FLOODGATE_SRC is the source tree (meson sets it for tests that need it).
+std::string shipped(const char *name) {
+    const char *src = std::getenv("FLOODGATE_SRC");
+    return src == nullptr ? "" : std::string(src) + "/config/" + name;
+}
+
+const Rule *find_rule(const Config &cfg, const std::string &name) {
+    for (const Rule &r : cfg.rules)
+        if (r.name == name) return &r;
+    return nullptr;
+}
+
+TEST(ShippedConfig, DefaultLoads) {
+    const std::string path = shipped("default.yaml");
+    if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
+    const Config cfg = load_config(path);
+    EXPECT_EQ(cfg.allow, std::vector<Prefix>{prefix("192.0.2.0/24")});
+    EXPECT_EQ(cfg.block,
+              (std::vector<Prefix>{prefix("203.0.113.0/24"), prefix("2001:db8:bad::/48")}));
+    EXPECT_EQ(cfg.table_entries_per_core, 1048576u);
+    ASSERT_EQ(cfg.rules.size(), 4u);
+    EXPECT_EQ(cfg.rules[0].name, "dns");
+    EXPECT_EQ(cfg.rules[1].name, "syn");
+    EXPECT_EQ(cfg.rules[2].name, "icmp");
+    EXPECT_EQ(cfg.rules[3].name, "all");
+
+    const Rule &dns = cfg.rules[0];
+    EXPECT_EQ(dns.match.proto, 17);
+    ASSERT_EQ(dns.match.dst_ports.size(), 1u);
+    EXPECT_EQ(dns.match.dst_ports[0].lo, 53);
+    EXPECT_EQ(dns.interval_ns(), 100'000'000u);
+    EXPECT_EQ(dns.burst_pkts, 5u);
+
+    const Rule &syn = cfg.rules[1];
+    EXPECT_EQ(syn.match.proto, 6);
+    EXPECT_EQ(syn.match.tcp_flags.must_set, 0x02);
+    EXPECT_EQ(syn.match.tcp_flags.must_clear, 0x10);
+    EXPECT_EQ(syn.rate_count, 20u);
+    EXPECT_EQ(syn.burst_pkts, 10u);
+
+    const Rule &icmp = cfg.rules[2];
+    EXPECT_EQ(icmp.match.proto, 1);
+    EXPECT_EQ(icmp.rate_count, 5u);
+    EXPECT_EQ(icmp.burst_pkts, 5u);
+
+    const Rule &all = cfg.rules[3];
+    EXPECT_FALSE(all.match.proto.has_value());
+    EXPECT_EQ(all.key_ipv4_len, 32);
+    EXPECT_EQ(all.key_ipv6_len, 64);
+    EXPECT_EQ(all.rate_count, 1000u);
+    EXPECT_EQ(all.burst_pkts, 200u);
+    for (const Rule &r : cfg.rules) EXPECT_EQ(r.mode, RuleMode::enforce) << r.name;
+}
+
+TEST(ShippedConfig, ExampleFullLoads) {
+    const std::string path = shipped("example-full.yaml");
+    if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
+    const Config cfg = load_config(path);
+    bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false;
+    for (const Rule &r : cfg.rules) {
+        shadow = shadow || r.mode == RuleMode::shadow;
+        table_full_pass = table_full_pass || r.on_table_full == TableFullPolicy::pass;
+        table_full_drop = table_full_drop || r.on_table_full == TableFullPolicy::drop;
+        for (const PortRange &p : r.match.dst_ports) port_list = port_list || p.lo < p.hi;
+    }
+    EXPECT_TRUE(shadow);
+    EXPECT_TRUE(table_full_pass);
+    EXPECT_TRUE(table_full_drop);
+    EXPECT_TRUE(port_list);
+    EXPECT_FALSE(cfg.allow.empty());
+    EXPECT_FALSE(cfg.block.empty());
+    EXPECT_NE(find_rule(cfg, "web-from-partners"), nullptr);
+}
+
+}  // namespace
+}  // namespace floodgate

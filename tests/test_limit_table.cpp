@@ -1,0 +1,124 @@
+// The per-core limit table: exact lookups, expired entries reused, live entries never
+// evicted, and a full table reported rather than silently overwritten.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "dataplane/limit_table.h"
+
+namespace floodgate {
+namespace {
+
+constexpr HashSeed kSeed = {{1, 3, 5, 7}};
+
+LimitKey key(uint64_t i, uint32_t tag = 0x0004) {
+    return LimitKey{i * 0x100000001ull, ~i, tag};
+}
+
+LimitEntry *put(LimitTable &t, const LimitKey &k, uint64_t tat, uint64_t now) {
+    uint64_t h = t.hash(k);
+    LimitEntry *e = t.find(k, h);
+    if (e == nullptr) e = t.insert(k, h, now);
+    if (e != nullptr && !t.commit(e, k, h, tat, now)) return nullptr;
+    return e;
+}
+
+TEST(LimitTable, FindsWhatWasStored) {
+    LimitTable t(1000, kSeed);
+    ASSERT_TRUE(t.ok());
+    for (uint64_t i = 0; i < 500; ++i) ASSERT_NE(put(t, key(i), 1000 + i, 0), nullptr);
+    for (uint64_t i = 0; i < 500; ++i) {
+        LimitEntry *e = t.find(key(i), t.hash(key(i)));
+        ASSERT_NE(e, nullptr);
+        EXPECT_EQ(e->tat_ns, 1000 + i);
+    }
+    EXPECT_EQ(t.find(key(777), t.hash(key(777))), nullptr);
+    EXPECT_EQ(t.stats().occupancy, 500u);
+}
+
+TEST(LimitTable, SameAddressUnderTwoRulesIsTwoKeys) {
+    LimitTable t(100, kSeed);
+    put(t, key(1, 0x0004), 10, 0);
+    put(t, key(1, 0x0104), 20, 0);
+    EXPECT_EQ(t.find(key(1, 0x0004), t.hash(key(1, 0x0004)))->tat_ns, 10u);
+    EXPECT_EQ(t.find(key(1, 0x0104), t.hash(key(1, 0x0104)))->tat_ns, 20u);
+}
+
+TEST(LimitTable, FillsToCapacityWithLiveKeysThenReportsFull) {
+    const uint64_t capacity = 4096;
+    LimitTable t(capacity, kSeed);
+    std::vector<uint64_t> stored;
+    // Live at now = 0 (TAT 1000 > 0): nothing may be evicted.
+    for (uint64_t i = 0; i < capacity; ++i)
+        if (put(t, key(i), 1000, 0) != nullptr) stored.push_back(i);
+    EXPECT_EQ(stored.size(), capacity) << "the spare slots let the configured capacity fit";
+    EXPECT_EQ(t.stats().full_events, 0u);
+    for (uint64_t i = capacity; i < 2 * capacity; ++i)
+        if (put(t, key(i), 1000, 0) != nullptr) stored.push_back(i);
+    EXPECT_LE(stored.size(), t.slots());
+    EXPECT_GT(t.stats().full_events, 0u);
+    EXPECT_EQ(t.stats().occupancy, stored.size());
+    // Every key that was stored is still there with its TAT: a full table evicts nobody.
+    for (uint64_t i : stored) {
+        LimitEntry *e = t.find(key(i), t.hash(key(i)));
+        ASSERT_NE(e, nullptr) << i;
+        EXPECT_EQ(e->tat_ns, 1000u);
+    }
+}
+
+TEST(LimitTable, ExpiredEntriesAreReclaimedByInsert) {
+    LimitTable t(1024, kSeed);
+    // A million one-packet sources, each live for 10 ns, arriving 1 ns apart: at most ~10 are
+    // live at once, so the table never fills.
+    const uint64_t n = 1000000;
+    for (uint64_t i = 0; i < n; ++i) ASSERT_NE(put(t, key(i), i + 10, i), nullptr) << i;
+    EXPECT_EQ(t.stats().full_events, 0u);
+    EXPECT_GE(t.stats().reclaims, n - t.slots());
+    EXPECT_LE(t.stats().occupancy, t.slots());
+}
+
+TEST(LimitTable, SweepClearsExpiredEntries) {
+    LimitTable t(100, kSeed);
+    for (uint64_t i = 0; i < 50; ++i) put(t, key(i), 100, 0);
+    for (uint64_t i = 50; i < 60; ++i) put(t, key(i), 1000, 0);
+    EXPECT_EQ(t.stats().occupancy, 60u);
+    t.sweep(500, static_cast<uint32_t>(t.slots() / kSlotsPerBucket));
+    EXPECT_EQ(t.stats().occupancy, 10u);
+    EXPECT_EQ(t.stats().reclaims, 50u);
+    for (uint64_t i = 50; i < 60; ++i) EXPECT_EQ(t.find(key(i), t.hash(key(i)))->tat_ns, 1000u);
+}
+
+TEST(LimitTable, CommitFollowsAnEntryMovedBySameBurstInsert) {
+    // Claim a slot for k, then fill the table around it; commit must still land on k.
+    LimitTable t(64, kSeed);
+    LimitKey k = key(9999);
+    uint64_t h = t.hash(k);
+    LimitEntry *e = t.insert(k, h, 0);
+    ASSERT_NE(e, nullptr);
+    for (uint64_t i = 0; i < 64; ++i) put(t, key(i), 50, 0);
+    // The slot may now hold another key (k's TAT was 0, i.e. free) or have moved.
+    bool ok = t.commit(e, k, h, 77, 0);
+    LimitEntry *found = t.find(k, h);
+    if (ok) {
+        ASSERT_NE(found, nullptr);
+        EXPECT_EQ(found->tat_ns, 77u);
+    } else {
+        EXPECT_EQ(found, nullptr);
+    }
+    for (uint64_t i = 0; i < 64; ++i) {
+        LimitEntry *x = t.find(key(i), t.hash(key(i)));
+        if (x != nullptr) EXPECT_EQ(x->tat_ns, 50u);
+    }
+}
+
+TEST(LimitTable, DifferentSeedsPlaceKeysDifferently) {
+    LimitTable a(1 << 16, kSeed), b(1 << 16, HashSeed{{2, 4, 6, 8}});
+    int same = 0;
+    for (uint64_t i = 0; i < 1000; ++i)
+        same += (a.hash(key(i)) & 0xffff) == (b.hash(key(i)) & 0xffff);
+    EXPECT_LT(same, 20);
+}
+
+}  // namespace
+}  // namespace floodgate
