@@ -19,11 +19,18 @@ namespace {
 std::string error_text(const std::string &file, int line, const std::string &field,
                        const std::string &reason) {
     std::string text = file;
-    if (line > 0) text += ":" + std::to_string(line);
+    if (line > 0) {
+        text += ':';
+        text += std::to_string(line);
+    }
     text += ": ";
     // Errors about the file as a whole (unreadable, YAML syntax) have no field.
-    if (!field.empty()) text += field + ": ";
-    return text + reason;
+    if (!field.empty()) {
+        text += field;
+        text += ": ";
+    }
+    text += reason;
+    return text;
 }
 
 }  // namespace

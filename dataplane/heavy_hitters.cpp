@@ -56,15 +56,29 @@ void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_
         ++used_;
         return;
     }
-    // Replace the smallest counter. A linear scan of 64 counts stays in L1; it runs only for
-    // sources not already tracked.
-    unsigned min = 0;
-    for (unsigned i = 1; i < kCounters; ++i)
-        if (counters_[i].count < counters_[min].count) min = i;
-    index_remove(min);
-    uint64_t floor = counters_[min].count;
-    counters_[min] = {hi, lo, family, prefix_len, floor + 1, floor};
-    index_insert(min, hash);
+    // Replace a smallest counter. Many counters share the minimum count, so a cursor that
+    // walks on from the last replacement finds one in a step or two; the full rescan for a
+    // new minimum runs once per kCounters replacements at most (amortised O(1) per add).
+    unsigned victim = kCounters;
+    while (victim == kCounters) {
+        for (unsigned n = 0; n < kCounters; ++n) {
+            unsigned i = (cursor_ + n) % kCounters;
+            if (counters_[i].count == min_count_) {
+                victim = i;
+                break;
+            }
+        }
+        if (victim == kCounters) {
+            min_count_ = counters_[0].count;
+            for (unsigned i = 1; i < kCounters; ++i)
+                if (counters_[i].count < min_count_) min_count_ = counters_[i].count;
+        }
+    }
+    cursor_ = (victim + 1) % kCounters;
+    index_remove(victim);
+    uint64_t floor = counters_[victim].count;
+    counters_[victim] = {hi, lo, family, prefix_len, floor + 1, floor};
+    index_insert(victim, hash);
 }
 
 std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {

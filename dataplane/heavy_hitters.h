@@ -38,6 +38,8 @@ class HeavyHitters {
     uint64_t hashes_[kCounters] = {};
     int16_t index_[kIndexSlots] = {};  // counter + 1, 0 = empty
     unsigned used_ = 0;
+    uint64_t min_count_ = 0;  // no counter is below this once all are used
+    unsigned cursor_ = 0;     // where the search for a counter at min_count_ resumes
 };
 
 }  // namespace floodgate

