@@ -1,0 +1,234 @@
+// An independent, deliberately simple model of the pipeline's verdicts, for the scenario tests.
+// It shares nothing with dataplane/ (no parser, no LPM, no table, no GCRA code): it works on
+// what the traffic generator knows about each frame it built, and on the Config data types.
+// Plain maps and linear scans; clarity over speed.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "control/config.h"
+
+namespace floodgate::test {
+
+enum class FrameKind : uint8_t { ip, non_ip, malformed };
+
+// What the generator knows about one frame it built.
+struct ModelPacket {
+    uint64_t ts_ns = 0;
+    FrameKind kind = FrameKind::ip;
+    const char *malformed_reason = "";  // the parser's name for it, when kind is malformed
+    uint8_t family = 4;
+    IpAddr src{};  // IPv4 in the first 4 bytes, the rest zero
+    IpAddr dst{};
+    uint8_t proto = 0;    // after the IPv6 extension chain
+    bool has_l4 = false;  // false for non-first fragments and protocols without ports/type
+    uint16_t src_port = 0;
+    uint16_t dst_port = 0;
+    uint8_t tcp_flags = 0;
+};
+
+// A limiter key: the family and the source masked to the rule's key length.
+struct SourceKey {
+    uint8_t family = 4;
+    IpAddr addr{};
+    auto operator<=>(const SourceKey &) const = default;
+};
+
+struct SourceKeyHash {
+    size_t operator()(const SourceKey &k) const {
+        uint64_t a, b;
+        std::memcpy(&a, k.addr.data(), 8);
+        std::memcpy(&b, k.addr.data() + 8, 8);
+        uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + k.family) * 0xc2b2ae3d27d4eb4full;
+        return static_cast<size_t>(h ^ h >> 29);
+    }
+};
+
+struct ModelRuleCounters {
+    uint64_t matched = 0;
+    uint64_t passed = 0;
+    uint64_t refused = 0;  // packets this rule was the first enforce rule to refuse
+    uint64_t shadow_refused = 0;
+    // The refusals counted in `refused` and `shadow_refused`, per key (what top_refused shows).
+    std::map<SourceKey, uint64_t> refused_by_key;
+};
+
+struct ModelCounters {
+    uint64_t packets = 0;
+    uint64_t passed = 0;
+    uint64_t dropped = 0;
+    uint64_t malformed = 0;
+    uint64_t non_ip = 0;
+    uint64_t allow_hits = 0;
+    uint64_t block_hits = 0;
+    std::map<std::string, uint64_t> malformed_reasons;  // only reasons seen
+    std::vector<ModelRuleCounters> rules;               // in file order
+};
+
+struct ModelDecision {
+    bool pass = true;
+    int blamed_rule = -1;         // first refusing enforce rule, or -1
+    unsigned matching_rules = 0;  // rules whose match held
+    unsigned refusing_rules = 0;  // of those, enforce rules that would refuse
+};
+
+class ReferenceModel {
+  public:
+    explicit ReferenceModel(Config cfg) : cfg_(std::move(cfg)), tat_ns_(cfg_.rules.size()) {
+        counters_.rules.resize(cfg_.rules.size());
+    }
+
+    // Packets must come in file order (timestamps never decreasing, as replay reads them).
+    ModelDecision decide(const ModelPacket &p) {
+        ++counters_.packets;
+        if (p.kind == FrameKind::malformed) {
+            ++counters_.malformed;
+            ++counters_.malformed_reasons[p.malformed_reason];
+            return finish({.pass = false});
+        }
+        if (p.kind == FrameKind::non_ip) {
+            ++counters_.non_ip;
+            return finish({.pass = true});
+        }
+
+        // Longest prefix over allow and block together; a prefix is never in both lists.
+        int best_len = -1;
+        bool best_is_allow = false;
+        for (const bool allow : {true, false})
+            for (const Prefix &pfx : allow ? cfg_.allow : cfg_.block)
+                if (contains(pfx, p.family, p.src) && pfx.len > best_len) {
+                    best_len = pfx.len;
+                    best_is_allow = allow;
+                }
+        if (best_len >= 0) {
+            ++(best_is_allow ? counters_.allow_hits : counters_.block_hits);
+            return finish({.pass = best_is_allow});
+        }
+
+        // Check every matching rule, then commit only if all enforce rules admit.
+        struct Check {
+            size_t rule;
+            SourceKey key;
+            uint64_t tat_ns;  // max(stored TAT, now)
+            bool admit;
+        };
+        std::vector<Check> checks;
+        ModelDecision d;
+        SourceKey blamed_key;
+        for (size_t i = 0; i < cfg_.rules.size(); ++i) {
+            const Rule &r = cfg_.rules[i];
+            if (!matches(r.match, p)) continue;
+            ++counters_.rules[i].matched;
+            ++d.matching_rules;
+            const SourceKey key = source_key(r, p);
+            const uint64_t t_ns = r.interval_ns();
+            const uint64_t tau_ns = t_ns * r.burst_pkts;
+            const auto it = tat_ns_[i].find(key);
+            const uint64_t tat = std::max(it == tat_ns_[i].end() ? 0 : it->second, p.ts_ns);
+            const bool admit = tat + t_ns - p.ts_ns <= tau_ns;
+            checks.push_back({i, key, tat, admit});
+            if (!admit && r.mode == RuleMode::enforce) {
+                ++d.refusing_rules;
+                if (d.blamed_rule < 0) {
+                    d.blamed_rule = static_cast<int>(i);
+                    blamed_key = key;
+                }
+            }
+        }
+        d.pass = d.blamed_rule < 0;
+        for (const Check &c : checks) {
+            const Rule &r = cfg_.rules[c.rule];
+            ModelRuleCounters &rc = counters_.rules[c.rule];
+            if (!c.admit && r.mode == RuleMode::shadow) {
+                ++rc.shadow_refused;
+                ++rc.refused_by_key[c.key];
+            }
+            if (d.pass) {
+                ++rc.passed;
+                if (c.admit) tat_ns_[c.rule][c.key] = c.tat_ns + r.interval_ns();
+            }
+        }
+        if (!d.pass) {
+            ModelRuleCounters &rc = counters_.rules[static_cast<size_t>(d.blamed_rule)];
+            ++rc.refused;
+            ++rc.refused_by_key[blamed_key];
+        }
+        return finish(d);
+    }
+
+    const ModelCounters &counters() const { return counters_; }
+    const Config &config() const { return cfg_; }
+
+    static SourceKey source_key(const Rule &r, const ModelPacket &p) {
+        SourceKey k{p.family, p.src};
+        keep_first_bits(&k.addr, p.family == 4 ? r.key_ipv4_len : r.key_ipv6_len);
+        return k;
+    }
+
+  private:
+    ModelDecision finish(ModelDecision d) {
+        ++(d.pass ? counters_.passed : counters_.dropped);
+        return d;
+    }
+
+    static void keep_first_bits(IpAddr *a, unsigned bits) {
+        for (unsigned i = 0; i < 16; ++i) {
+            if (bits >= 8 * (i + 1)) continue;
+            const unsigned keep = bits > 8 * i ? bits - 8 * i : 0;  // 0..7 bits of this byte
+            (*a)[i] &= static_cast<uint8_t>(0xff00u >> keep);
+        }
+    }
+
+    static bool contains(const Prefix &pfx, uint8_t family, const IpAddr &addr) {
+        if (pfx.family != family) return false;
+        IpAddr a = addr;
+        keep_first_bits(&a, pfx.len);
+        return a == pfx.addr;
+    }
+
+    static bool any_contains(const std::vector<Prefix> &list, uint8_t family, const IpAddr &addr) {
+        return std::any_of(list.begin(), list.end(),
+                           [&](const Prefix &pfx) { return contains(pfx, family, addr); });
+    }
+
+    static bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
+        return std::any_of(ranges.begin(), ranges.end(),
+                           [&](const PortRange &r) { return r.lo <= port && port <= r.hi; });
+    }
+
+    static bool matches(const RuleMatch &m, const ModelPacket &p) {
+        if (m.proto && *m.proto != p.proto) return false;
+        // Ports exist only on TCP/UDP packets with an L4 header; a rule with ports never
+        // matches anything else.
+        const bool has_ports = p.has_l4 && (p.proto == 6 || p.proto == 17);
+        if (!m.dst_ports.empty() && !(has_ports && in_ranges(m.dst_ports, p.dst_port)))
+            return false;
+        if (!m.src_ports.empty() && !(has_ports && in_ranges(m.src_ports, p.src_port)))
+            return false;
+        if (!m.src.empty() && !any_contains(m.src, p.family, p.src)) return false;
+        if (!m.dst.empty() && !any_contains(m.dst, p.family, p.dst)) return false;
+        if (m.tcp_flags.must_set != 0 || m.tcp_flags.must_clear != 0) {
+            if (!(p.has_l4 && p.proto == 6)) return false;
+            if ((p.tcp_flags & m.tcp_flags.must_set) != m.tcp_flags.must_set) return false;
+            if ((p.tcp_flags & m.tcp_flags.must_clear) != 0) return false;
+        }
+        return true;
+    }
+
+    Config cfg_;
+    ModelCounters counters_;
+    // Per rule: TAT in ns per key. Entries are never removed; an expired one (TAT <= now)
+    // behaves exactly like an absent one, so keeping it changes no verdict.
+    std::vector<std::unordered_map<SourceKey, uint64_t, SourceKeyHash>> tat_ns_;
+};
+
+}  // namespace floodgate::test
