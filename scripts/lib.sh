@@ -1,0 +1,39 @@
+# Shared by the scripts in this folder: install what is missing, configure and build.
+# Sourced, not run. Works on a fresh Debian 12 machine as root (or with sudo available).
+set -euo pipefail
+
+FG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FG_BUILD="${FG_BUILD:-$FG_ROOT/build}"
+
+# Debian 12 packages the build, the tests and the tools need.
+FG_PACKAGES=(
+  build-essential meson ninja-build pkg-config python3
+  dpdk dpdk-dev libdpdk-dev libpcap-dev
+  libyaml-cpp-dev nlohmann-json3-dev
+  googletest libgtest-dev libbenchmark-dev
+  clang-format
+)
+
+fg_as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+fg_install_deps() {
+  local missing=()
+  for p in "${FG_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "==> installing: ${missing[*]}"
+    fg_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    fg_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+fg_build() {
+  if [ ! -f "$FG_BUILD/build.ninja" ]; then
+    meson setup "$FG_BUILD" "$FG_ROOT" --buildtype=release
+  fi
+  # Two jobs: the machines this runs on in CI have two cores.
+  ninja -C "$FG_BUILD" -j "${FG_JOBS:-2}"
+}
