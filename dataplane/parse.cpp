@@ -35,10 +35,13 @@ inline uint16_t load_be16(const uint8_t *p) {
 // L4 header of an unfragmented packet or first fragment; l4 points at it, len bytes are left
 // in the IP payload. A header cut short here is malformed: no stack would accept it, and
 // letting it through without ports would let a flood skip port-based rules.
-ParseStatus parse_l4(const uint8_t *l4, uint32_t len, PacketInfo *out) {
+ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, PacketInfo *out) {
+    // Header bytes must also have been captured (see parse_packet's captured_len).
+    auto captured = [&](uint32_t n) { return l4 + n <= cap_end; };
     switch (out->l4_proto) {
         case kProtoTcp: {
             if (len < 20) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(20)) return malformed(out, MalformedReason::capture_truncated);
             unsigned data_offset = (l4[12] >> 4) * 4u;
             if (data_offset < 20 || data_offset > len)
                 return malformed(out, MalformedReason::l4_truncated);
@@ -50,6 +53,7 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, PacketInfo *out) {
         }
         case kProtoUdp:
             if (len < 8) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(8)) return malformed(out, MalformedReason::capture_truncated);
             out->src_port = load_be16(l4);
             out->dst_port = load_be16(l4 + 2);
             out->has_l4 = true;
@@ -57,6 +61,7 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, PacketInfo *out) {
         case kProtoIcmp:
         case kProtoIcmpv6:
             if (len < 4) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(4)) return malformed(out, MalformedReason::capture_truncated);
             out->icmp_type = l4[0];
             out->has_l4 = true;
             return ParseStatus::ip;
@@ -67,12 +72,14 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, PacketInfo *out) {
 
 // RFC 791 header checks. The checksum is not verified: the receiving host does that, and a
 // bad checksum costs an attacker nothing extra, so it would only slow the hot path.
-ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, PacketInfo *out) {
+ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
     if (avail < 20) return malformed(out, MalformedReason::ipv4_truncated);
+    if (ip + 20 > cap_end) return malformed(out, MalformedReason::capture_truncated);
     if ((ip[0] >> 4) != 4) return malformed(out, MalformedReason::ipv4_bad_version);
     uint32_t ihl_bytes = (ip[0] & 0x0fu) * 4u;
     if (ihl_bytes < 20) return malformed(out, MalformedReason::ipv4_bad_ihl);
     if (ihl_bytes > avail) return malformed(out, MalformedReason::ipv4_truncated);
+    if (ip + ihl_bytes > cap_end) return malformed(out, MalformedReason::capture_truncated);
     uint32_t total_len = load_be16(ip + 2);
     if (total_len < ihl_bytes || total_len > avail)
         return malformed(out, MalformedReason::ipv4_bad_total_length);
@@ -87,12 +94,13 @@ ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, PacketInfo *out) {
     bool more_fragments = (frag & 0x2000u) != 0;
     out->fragment = frag_offset != 0 || more_fragments;
     if (frag_offset != 0) return ParseStatus::ip;  // only the first fragment carries L4
-    return parse_l4(ip + ihl_bytes, total_len - ihl_bytes, out);
+    return parse_l4(ip + ihl_bytes, total_len - ihl_bytes, cap_end, out);
 }
 
 // RFC 8200 section 4: walk the extension headers up to kMaxIpv6ExtHeaders of them.
-ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, PacketInfo *out) {
+ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
     if (avail < 40) return malformed(out, MalformedReason::ipv6_truncated);
+    if (ip + 40 > cap_end) return malformed(out, MalformedReason::capture_truncated);
     if ((ip[0] >> 4) != 6) return malformed(out, MalformedReason::ipv6_bad_version);
     uint32_t payload_len = load_be16(ip + 4);
     if (40 + payload_len > avail) return malformed(out, MalformedReason::ipv6_bad_payload_length);
@@ -111,6 +119,7 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, PacketInfo *out) {
         if (n == kMaxIpv6ExtHeaders)
             return malformed(out, MalformedReason::ipv6_ext_chain_too_long);
         if (left < 8) return malformed(out, MalformedReason::ipv6_ext_truncated);
+        if (p + 8 > cap_end) return malformed(out, MalformedReason::capture_truncated);
         uint32_t hdr_len;
         if (next == kIpv6Fragment) {
             hdr_len = 8;
@@ -131,7 +140,7 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, PacketInfo *out) {
         left -= hdr_len;
     }
     out->l4_proto = next;
-    return parse_l4(p, left, out);
+    return parse_l4(p, left, cap_end, out);
 }
 
 }  // namespace
@@ -146,7 +155,12 @@ const char *malformed_reason_name(MalformedReason r) {
     return i < static_cast<unsigned>(MalformedReason::count) ? kNames[i] : "unknown";
 }
 
-ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out) {
+ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
+                         uint32_t captured_len) {
+    // Lengths are judged against the frame as it was on the wire; header bytes are read only
+    // from what was captured.
+    if (captured_len > frame_len) captured_len = frame_len;
+    const uint8_t *cap_end = frame + captured_len;
     out->family = 0;
     out->l4_proto = 0;
     out->has_l4 = false;
@@ -161,12 +175,14 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     std::memset(out->dst, 0, sizeof out->dst);
 
     if (frame_len < 14) return malformed(out, MalformedReason::eth_truncated);
+    if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);
     uint32_t off = 12;
     uint16_t ether_type = load_be16(frame + off);
     while (ether_type == kEtherVlan || ether_type == kEtherQinq || ether_type == kEtherQinqOld) {
         if (out->vlan_tags == kMaxVlanTags)
             return malformed(out, MalformedReason::too_many_vlan_tags);
         if (frame_len < off + 4 + 2) return malformed(out, MalformedReason::vlan_truncated);
+        if (captured_len < off + 4 + 2) return malformed(out, MalformedReason::capture_truncated);
         off += 4;
         ++out->vlan_tags;
         ether_type = load_be16(frame + off);
@@ -176,9 +192,9 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
 
     switch (ether_type) {
         case kEtherIpv4:
-            return parse_ipv4(frame + off, frame_len - off, out);
+            return parse_ipv4(frame + off, frame_len - off, cap_end, out);
         case kEtherIpv6:
-            return parse_ipv6(frame + off, frame_len - off, out);
+            return parse_ipv6(frame + off, frame_len - off, cap_end, out);
         default:
             return ParseStatus::non_ip;
     }

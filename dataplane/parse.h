@@ -28,7 +28,8 @@ enum class ParseStatus : uint8_t {
     X(ipv6_bad_payload_length)  \
     X(ipv6_ext_truncated)       \
     X(ipv6_ext_chain_too_long)  \
-    X(l4_truncated)
+    X(l4_truncated)             \
+    X(capture_truncated)
 
 enum class MalformedReason : uint8_t {
 #define FG_X(name) name,
@@ -69,8 +70,12 @@ struct PacketInfo {
     alignas(8) uint8_t dst[16];
 };
 
-// Parses frame[0, frame_len). IP lengths are taken from the IPv4 total length / IPv6 payload
-// length; trailing bytes after them (Ethernet padding) are ignored.
-ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out);
+// Parses a frame of frame_len bytes on the wire. IP lengths are taken from the IPv4 total
+// length / IPv6 payload length; trailing bytes after them (Ethernet padding) are ignored.
+// captured_len (default: all of it) is how many bytes are present at frame: a capture cut by
+// its snap length is judged by its wire length, but a header beyond the captured bytes cannot
+// be read and is counted as capture_truncated.
+ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
+                         uint32_t captured_len = UINT32_MAX);
 
 }  // namespace floodgate

@@ -84,7 +84,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
-                      const uint64_t *now_ns, Verdict *verdicts) {
+                      const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens) {
     const std::vector<CompiledRule> &rules = rules_->rules();
 
     // Stage 1: parse, classify, and key every (packet, rule) pair; prefetch the table buckets
@@ -93,7 +93,8 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
     for (uint16_t i = 0; i < n; ++i) {
         first_check_[i] = static_cast<uint16_t>(n_checks);
         PacketInfo &info = infos_[i];
-        status_[i] = parse_packet(frames[i], lens[i], &info);
+        status_[i] = parse_packet(frames[i], lens[i], &info,
+                                  captured_lens != nullptr ? captured_lens[i] : lens[i]);
         if (status_[i] != ParseStatus::ip) continue;
         prefix_[i] = rules_->classify_source(info);
         if (prefix_[i] != PrefixVerdict::none) continue;

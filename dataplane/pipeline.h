@@ -29,9 +29,11 @@ class Pipeline {
     // rules and table must outlive the pipeline. The table belongs to this core alone.
     Pipeline(const RuleSet *rules, LimitTable *table);
 
-    // Decides frames[0..n) (n <= kMaxBurst); frame i arrived at now_ns[i].
+    // Decides frames[0..n) (n <= kMaxBurst); frame i was lens[i] bytes on the wire and arrived
+    // at now_ns[i]. captured_lens, when not null, says how many of those bytes are present
+    // (a replayed capture cut by its snap length); otherwise all of them are.
     void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
-                const uint64_t *now_ns, Verdict *verdicts);
+                const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
 
     const WorkerCounters &counters() const { return counters_; }
     const std::vector<RuleCounters> &rule_counters() const { return rule_counters_; }

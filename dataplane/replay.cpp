@@ -109,7 +109,8 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
                std::string *error) {
     std::vector<PcapRecord> burst(kMaxBurst);
     const uint8_t *frames[kMaxBurst];
-    uint32_t lens[kMaxBurst];
+    uint32_t wire_lens[kMaxBurst];
+    uint32_t captured_lens[kMaxBurst];
     uint64_t now_ns[kMaxBurst];
     Verdict verdicts[kMaxBurst];
     uint64_t clock_ns = 0;
@@ -119,7 +120,9 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
             // Captures are not always in time order; the limiter's clock never runs backwards.
             clock_ns = std::max(clock_ns, burst[n].ts_ns);
             frames[n] = burst[n].data.data();
-            lens[n] = static_cast<uint32_t>(burst[n].data.size());
+            captured_lens[n] = static_cast<uint32_t>(burst[n].data.size());
+            // A capture cut by its snap length keeps the wire length in orig_len.
+            wire_lens[n] = std::max(burst[n].orig_len, captured_lens[n]);
             now_ns[n] = clock_ns;
             ++n;
         }
@@ -128,7 +131,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
             return false;
         }
         if (n == 0) return true;
-        pipeline.decide(frames, lens, n, now_ns, verdicts);
+        pipeline.decide(frames, wire_lens, n, now_ns, verdicts, captured_lens);
         for (uint16_t i = 0; i < n; ++i) {
             if (verdicts[i] == Verdict::pass)
                 pass.write(burst[i]);

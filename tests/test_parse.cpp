@@ -563,6 +563,44 @@ TEST(ParseReasons, NamesFollowTheList) {
     EXPECT_NE(malformed_reason_name(MalformedReason::count), nullptr);
 }
 
+// A capture cut by its snap length: lengths are judged by the wire length, headers read only
+// from the captured bytes.
+TEST(ParseCapture, SnapLengthCutIsJudgedByWireLength) {
+    const Frame f =
+        PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1234, 53).payload(400).build();
+    const uint32_t wire = static_cast<uint32_t>(f.size());
+    PacketInfo info;
+    // 96 bytes captured hold every header: a valid packet with its ports.
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 96), ParseStatus::ip);
+    EXPECT_EQ(info.dst_port, 53);
+    // Without the wire length, the same 96 bytes look like a total length past the frame.
+    ASSERT_EQ(parse_packet(f.data(), 96, &info), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::ipv4_bad_total_length);
+    // 40 bytes captured end inside the UDP header: it cannot be read.
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 40), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::capture_truncated);
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 20), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::capture_truncated);
+}
+
+TEST(ParseCapture, Ipv6ExtensionChainCutByCapture) {
+    const Frame f = PacketBuilder()
+                        .ipv6("2001:db8::1", "2001:db8::2")
+                        .hop_by_hop()
+                        .routing(16)
+                        .udp(1, 53)
+                        .payload(300)
+                        .build();
+    const uint32_t wire = static_cast<uint32_t>(f.size());
+    PacketInfo info;
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 14 + 40 + 8 + 16 + 8), ParseStatus::ip);
+    EXPECT_EQ(info.dst_port, 53);
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 14 + 40 + 4), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::capture_truncated);
+    ASSERT_EQ(parse_packet(f.data(), wire, &info, 14 + 40 + 8 + 16 + 4), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::capture_truncated);
+}
+
 // What must hold for any input, valid or not.
 void expect_consistent(const Frame &frame, ParseStatus status, const PacketInfo &info) {
     const bool known = status == ParseStatus::ip || status == ParseStatus::non_ip ||
