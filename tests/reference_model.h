@@ -2,6 +2,10 @@
 // It shares nothing with dataplane/ (no parser, no LPM, no table, no GCRA code): it works on
 // what the traffic generator knows about each frame it built, and on the Config data types.
 // Plain maps and linear scans; clarity over speed.
+//
+// The limiter table is modelled only by how many live keys it holds (a key is live while its
+// TAT is after now; expired keys are the same as absent ones, and live ones are never evicted).
+// A new key that finds that many live keys, over all rules, meets its rule's on_table_full.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +62,10 @@ struct ModelRuleCounters {
     uint64_t passed = 0;
     uint64_t refused = 0;  // packets this rule was the first enforce rule to refuse
     uint64_t shadow_refused = 0;
+    // Packets whose key was new and found the table full, by the rule's on_table_full.
+    uint64_t table_full_shared = 0;
+    uint64_t table_full_pass = 0;
+    uint64_t table_full_drop = 0;
     // The refusals counted in `refused` and `shadow_refused`, per key (what top_refused shows).
     std::map<SourceKey, uint64_t> refused_by_key;
 };
@@ -70,6 +78,7 @@ struct ModelCounters {
     uint64_t non_ip = 0;
     uint64_t allow_hits = 0;
     uint64_t block_hits = 0;
+    uint64_t table_full_events = 0;                     // new keys that found no room
     std::map<std::string, uint64_t> malformed_reasons;  // only reasons seen
     std::vector<ModelRuleCounters> rules;               // in file order
 };
@@ -79,11 +88,23 @@ struct ModelDecision {
     int blamed_rule = -1;         // first refusing enforce rule, or -1
     unsigned matching_rules = 0;  // rules whose match held
     unsigned refusing_rules = 0;  // of those, enforce rules that would refuse
+    unsigned table_full = 0;      // of those, rules whose new key found the table full
 };
 
 class ReferenceModel {
   public:
-    explicit ReferenceModel(Config cfg) : cfg_(std::move(cfg)), tat_ns_(cfg_.rules.size()) {
+    static constexpr uint64_t kUnlimitedTable = ~0ull;
+
+    // table_live_keys: how many live keys the limiter table holds, over all rules. The model
+    // takes it as given, not from the `table:` section: how entries become slots is the
+    // dataplane's business. A packet that needs a new slot under two rules at once while the
+    // table is nearly full is outside the model (the dataplane's two claims may contend for
+    // one slot), so scenarios that fill the table give each packet one matching rule.
+    explicit ReferenceModel(Config cfg, uint64_t table_live_keys = kUnlimitedTable)
+        : cfg_(std::move(cfg)),
+          table_live_keys_(table_live_keys),
+          tat_ns_(cfg_.rules.size()),
+          overflow_tat_ns_(cfg_.rules.size(), 0) {
         counters_.rules.resize(cfg_.rules.size());
     }
 
@@ -118,25 +139,50 @@ class ReferenceModel {
         struct Check {
             size_t rule;
             SourceKey key;
-            uint64_t tat_ns;  // max(stored TAT, now)
+            uint64_t tat_ns;  // max(stored TAT, now); the rule's overflow TAT when table_full
             bool admit;
+            bool table_full;  // the key was new and found no room, so nothing of its own is kept
         };
         std::vector<Check> checks;
         ModelDecision d;
         SourceKey blamed_key;
+        const bool every_slot_live = live_keys(p.ts_ns) >= table_live_keys_;
         for (size_t i = 0; i < cfg_.rules.size(); ++i) {
             const Rule &r = cfg_.rules[i];
             if (!matches(r.match, p)) continue;
-            ++counters_.rules[i].matched;
+            ModelRuleCounters &rc = counters_.rules[i];
+            ++rc.matched;
             ++d.matching_rules;
             const SourceKey key = source_key(r, p);
-            const uint64_t t_ns = r.interval_ns();
-            const uint64_t tau_ns = t_ns * r.burst_pkts;
             const auto it = tat_ns_[i].find(key);
-            const uint64_t tat = std::max(it == tat_ns_[i].end() ? 0 : it->second, p.ts_ns);
-            const bool admit = tat + t_ns - p.ts_ns <= tau_ns;
-            checks.push_back({i, key, tat, admit});
-            if (!admit && r.mode == RuleMode::enforce) {
+            const uint64_t stored_ns = it == tat_ns_[i].end() ? 0 : it->second;
+            Check c{i, key, std::max(stored_ns, p.ts_ns), false, false};
+            if (stored_ns <= p.ts_ns && every_slot_live) {
+                // A new key (or an expired one: the same thing) and every slot live.
+                c.table_full = true;
+                ++d.table_full;
+                ++counters_.table_full_events;
+                switch (r.on_table_full) {
+                    case TableFullPolicy::pass:
+                        ++rc.table_full_pass;
+                        c.admit = true;
+                        break;
+                    case TableFullPolicy::drop:
+                        ++rc.table_full_drop;
+                        c.admit = false;
+                        break;
+                    case TableFullPolicy::shared:
+                        // One TAT per rule for every key without room, at the rule's own limit.
+                        ++rc.table_full_shared;
+                        c.tat_ns = std::max(overflow_tat_ns_[i], p.ts_ns);
+                        c.admit = gcra_admits(r, c.tat_ns, p.ts_ns);
+                        break;
+                }
+            } else {
+                c.admit = gcra_admits(r, c.tat_ns, p.ts_ns);
+            }
+            checks.push_back(c);
+            if (!c.admit && r.mode == RuleMode::enforce) {
                 ++d.refusing_rules;
                 if (d.blamed_rule < 0) {
                     d.blamed_rule = static_cast<int>(i);
@@ -154,7 +200,12 @@ class ReferenceModel {
             }
             if (d.pass) {
                 ++rc.passed;
-                if (c.admit) tat_ns_[c.rule][c.key] = c.tat_ns + r.interval_ns();
+                if (!c.admit) continue;
+                // A key without room keeps nothing; with `shared`, its rule's overflow TAT moves.
+                if (!c.table_full)
+                    tat_ns_[c.rule][c.key] = c.tat_ns + r.interval_ns();
+                else if (r.on_table_full == TableFullPolicy::shared)
+                    overflow_tat_ns_[c.rule] = c.tat_ns + r.interval_ns();
             }
         }
         if (!d.pass) {
@@ -178,6 +229,21 @@ class ReferenceModel {
     ModelDecision finish(ModelDecision d) {
         ++(d.pass ? counters_.passed : counters_.dropped);
         return d;
+    }
+
+    // GCRA with T = the rule's interval and tau = T * burst, for a TAT already max(TAT, now).
+    static bool gcra_admits(const Rule &r, uint64_t tat_ns, uint64_t now_ns) {
+        const uint64_t t_ns = r.interval_ns();
+        return tat_ns + t_ns - now_ns <= t_ns * r.burst_pkts;
+    }
+
+    // Keys of every rule whose TAT is after now, counted only when the table has a limit.
+    uint64_t live_keys(uint64_t now_ns) const {
+        if (table_live_keys_ == kUnlimitedTable) return 0;
+        uint64_t n = 0;
+        for (const auto &rule_tats : tat_ns_)
+            for (const auto &[key, tat_ns] : rule_tats) n += tat_ns > now_ns;
+        return n;
     }
 
     static void keep_first_bits(IpAddr *a, unsigned bits) {
@@ -225,10 +291,13 @@ class ReferenceModel {
     }
 
     Config cfg_;
+    uint64_t table_live_keys_;
     ModelCounters counters_;
     // Per rule: TAT in ns per key. Entries are never removed; an expired one (TAT <= now)
     // behaves exactly like an absent one, so keeping it changes no verdict.
     std::vector<std::unordered_map<SourceKey, uint64_t, SourceKeyHash>> tat_ns_;
+    // Per rule: the one TAT shared by keys that found the table full (on_table_full: shared).
+    std::vector<uint64_t> overflow_tat_ns_;
 };
 
 }  // namespace floodgate::test

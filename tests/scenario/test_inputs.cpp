@@ -1,0 +1,311 @@
+// Scenarios on what replay reads and writes: every kind of frame (malformed, non-IP, tagged,
+// fragments) with allow and block prefixes, the same trace twice, bad rules files, and the pcap
+// reader and writer the harness relies on.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/pcap_io.h"
+#include "tests/pkt_builder.h"
+#include "tests/scenario/harness.h"
+#include "tests/scenario/traffic.h"
+
+namespace floodgate::test {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Malformed and non-IP frames, VLAN and QinQ tags, allow and block prefixes, fragments,
+// nanosecond timestamps.
+
+constexpr const char *kRulesMixed =
+    R"(# allow and block share 198.19.0.0/16: the longest prefix decides.
+allow: [198.19.1.0/24, 2001:db8:ffff:1::/64]
+block: [198.19.0.0/16, 198.19.1.128/25, 2001:db8:ffff::/48]
+table: { entries_per_core: 4096 }
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 5/s, burst: 1 }
+  - name: all
+    key: { ipv4: 32, ipv6: 64 }
+    limit: { rate: 10/s, burst: 2 }
+)";
+
+// One of two IPv4 fragments of a UDP datagram to port 53 from 198.18.11.1.
+GenPacket udp_fragment(uint64_t ts_ns, bool first) {
+    GenPacket p = make_packet(ts_ns, flow4("198.18.11.1", kProtoUdp, 53));
+    PacketBuilder b;
+    b.ipv4(first4(p.info.src), first4(p.info.dst));
+    if (first) {
+        b.ipv4_fragment(0, true).udp(p.info.src_port, p.info.dst_port);
+    } else {
+        // A later fragment carries no L4 header, so the model sees no ports either.
+        b.ipv4_fragment(3, false).ip_proto(kProtoUdp);
+        p.info.has_l4 = false;
+        p.info.src_port = 0;
+        p.info.dst_port = 0;
+    }
+    p.frame = b.payload(16).build();
+    return p;
+}
+
+Traffic mixed_traffic() {
+    Traffic t;
+    const uint64_t s = kStartNs;
+    // Allowed, blocked, and blocked inside an allowed /24.
+    t.every(s + 101, per_second(100), 300, flow4("198.19.1.5", kProtoUdp, 53));
+    t.every(s + 203, per_second(20), 60, flow4("198.19.1.200", kProtoUdp, 53));
+    t.every(s + 307, per_second(20), 60, flow4("198.19.2.1", kProtoTcp, 80, kTcpSyn));
+    t.every(s + 401, per_second(50), 150, flow6("2001:db8:ffff:1::5", kProtoUdp, 53));
+    t.every(s + 503, per_second(20), 60, flow6("2001:db8:ffff:2::5", kProtoUdp, 53));
+    // Tagged traffic, limited like any other.
+    Flow tagged = flow4("198.18.9.9", kProtoUdp, 53);
+    tagged.vlan = 100;
+    t.every(s + 601, per_second(50), 150, tagged);
+    Flow double_tagged = flow6("2001:db8:9::9", kProtoTcp, 443, kTcpAck);
+    double_tagged.qinq = 200;
+    double_tagged.vlan = 100;
+    t.every(s + 709, per_second(30), 90, double_tagged);
+    t.every(s + 811, per_second(5), 15, flow4("198.18.10.1", kProtoTcp, 22, kTcpPsh | kTcpAck));
+    t.every(s + 907, per_second(15), 45, flow6("2001:db8:9:1::1", kProtoIcmpv6));
+    // Fragment pairs: the first has ports (dns matches), the second has none (only "all").
+    t.every(s + 1'009, per_second(20), 60, [](uint64_t ts) { return udp_fragment(ts, true); });
+    t.every(s + 1'009 + ms(1), per_second(20), 60,
+            [](uint64_t ts) { return udp_fragment(ts, false); });
+    // Not IP: passed and counted.
+    t.every(s + 1'103, ms(100), 30, [](uint64_t ts) {
+        return non_ip_frame(ts, PacketBuilder().eth(kEtherTypeArp).payload(28).build());
+    });
+    t.every(s + 1'201, ms(250), 12, [](uint64_t ts) {
+        return non_ip_frame(ts, PacketBuilder().eth(kEtherTypeArp).vlan(100).payload(28).build());
+    });
+    t.every(s + 1'301, sec(1), 3, [](uint64_t ts) {
+        return non_ip_frame(ts, PacketBuilder().eth(kEtherTypeLldp).payload(60).build());
+    });
+    // Malformed, some from allowed or blocked sources: parsing comes first.
+    const auto bad = [&t](uint64_t start, uint64_t period, size_t n, Frame f, const char *why) {
+        t.every(start, period, n, [&](uint64_t ts) { return malformed_frame(ts, f, why); });
+    };
+    bad(s + 1'409, ms(200), 15,
+        PacketBuilder().ipv4("198.19.1.5", "198.18.255.1").ipv4_ihl(4).udp(1, 53).build(),
+        "ipv4_bad_ihl");
+    bad(s + 1'511, ms(300), 10,
+        PacketBuilder().ipv6("2001:db8:9::9", "2001:db8::1").udp(1, 53).truncate(14 + 30).build(),
+        "ipv6_truncated");
+    bad(s + 1'601, ms(500), 6,
+        PacketBuilder()
+            .ipv4("198.19.2.1", "198.18.255.1")
+            .udp(1, 53)
+            .payload(20)
+            .truncate(14 + 30)
+            .build(),
+        "ipv4_bad_total_length");
+    bad(s + 1'703, ms(400), 8,
+        PacketBuilder().ipv4("198.18.9.9", "198.18.255.1").udp(1, 53).ipv4_total_length(24).build(),
+        "l4_truncated");
+    bad(s + 1'801, sec(1), 3,
+        PacketBuilder()
+            .qinq(1)
+            .vlan(2)
+            .vlan(3)
+            .vlan(4)
+            .vlan(5)
+            .ipv4("198.18.9.9", "198.18.0.1")
+            .udp(1, 53)
+            .build(),
+        "too_many_vlan_tags");
+    bad(s + 1'907, ms(700), 5,
+        PacketBuilder()
+            .ipv6("2001:db8:9::9", "2001:db8::1")
+            .udp(1, 53)
+            .ipv6_payload_length(900)
+            .build(),
+        "ipv6_bad_payload_length");
+    bad(s + 2'003, ms(900), 4,
+        PacketBuilder().ipv4("198.18.9.9", "198.18.0.1").ip_version(7).udp(1, 53).build(),
+        "ipv4_bad_version");
+    bad(s + 2'111, sec(1), 3, PacketBuilder().truncate(10).build(), "eth_truncated");
+    return t;
+}
+
+TEST_F(Scenario, MalformedNonIpTaggedAllowAndBlock) {
+    const Traffic t = mixed_traffic();
+    ASSERT_NO_FATAL_FAILURE(
+        run(kRulesMixed, t.generator(PcapPrecision::nano), PcapPrecision::nano));
+    const ModelCounters &c = model_->counters();
+    EXPECT_GT(c.allow_hits, 0u);
+    EXPECT_GT(c.block_hits, 0u);
+    EXPECT_EQ(c.malformed_reasons.size(), 8u);
+    EXPECT_EQ(c.non_ip, 45u);
+    for (const ModelRuleCounters &r : c.rules) EXPECT_GT(r.refused, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism: the same inputs give the same bytes out.
+
+TEST_F(Scenario, ReplayTwiceGivesIdenticalOutput) {
+    ASSERT_NO_FATAL_FAILURE(write_text("rules.yaml", kRulesMixed));
+    ASSERT_NO_FATAL_FAILURE(
+        write_trace(mixed_traffic().generator(PcapPrecision::nano), PcapPrecision::nano));
+    ASSERT_NO_FATAL_FAILURE(replay("_1"));
+    ASSERT_NO_FATAL_FAILURE(replay("_2"));
+    for (const char *name : {"pass", "drop"}) {
+        const std::string first = read_file(path(std::string(name) + "_1.pcap"));
+        EXPECT_GT(first.size(), 24u) << name << " holds no frames";
+        EXPECT_TRUE(first == read_file(path(std::string(name) + "_2.pcap"))) << name << " differs";
+    }
+    const std::string stats = read_file(path("stats_1.json"));
+    EXPECT_FALSE(stats.empty());
+    EXPECT_EQ(stats, read_file(path("stats_2.json")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bad config file: non-zero exit, and stderr names the file and the line.
+
+struct BadConfig {
+    const char *file;
+    const char *text;
+    int line;
+};
+
+const BadConfig kBadConfigs[] = {
+    {"zero_burst.yaml", R"(# line 1
+# line 2
+# line 3
+# line 4
+# line 5
+# line 6
+# line 7
+# line 8
+# line 9
+# line 10
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 10/s, burst: 0 }
+)",
+     14},
+    {"unknown_field.yaml", R"(rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 10/s, burst: 5 }
+  - name: web
+    match: { proto: tcp, dst_port: 443 }
+    limit: { rate: 10/s, burst: 5 }
+
+    colour: red
+)",
+     9},
+    {"duplicate_name.yaml", R"(block: [198.19.0.0/16]
+rules:
+  - name: dns
+    limit: { rate: 10/s, burst: 5 }
+  - name: other
+    limit: { rate: 10/s, burst: 5 }
+# the next rule reuses a name
+
+
+
+  - name: dns
+    limit: { rate: 1/s, burst: 1 }
+)",
+     11},
+};
+
+// True when text holds n as a whole number, not as part of a longer one.
+bool has_number(const std::string &text, int n) {
+    const std::string digits = std::to_string(n);
+    const auto is_digit = [&](size_t at) {
+        return at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0;
+    };
+    for (size_t at = text.find(digits); at != std::string::npos; at = text.find(digits, at + 1))
+        if ((at == 0 || !is_digit(at - 1)) && !is_digit(at + digits.size())) return true;
+    return false;
+}
+
+TEST_F(Scenario, BadConfigIsRefusedWithFileAndLine) {
+    ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
+    Traffic t;
+    t.every(kStartNs, ms(1), 3, flow4("198.18.0.1", kProtoUdp, 53));
+    ASSERT_NO_FATAL_FAILURE(write_trace(t.generator(PcapPrecision::micro), PcapPrecision::micro));
+    for (const BadConfig &bad : kBadConfigs) {
+        SCOPED_TRACE(bad.file);
+        ASSERT_NO_FATAL_FAILURE(write_text(bad.file, bad.text));
+        const ProcessResult r = run_replay(bad.file, "");
+        EXPECT_NE(r.exit_code, 0) << "stderr:\n" << r.err;
+        // Drop the directory part: its random name may hold digits.
+        std::string err = r.err;
+        const std::string dir = dir_.string();
+        for (size_t at; (at = err.find(dir)) != std::string::npos;) err.erase(at, dir.size());
+        EXPECT_NE(err.find(bad.file), std::string::npos) << "stderr:\n" << r.err;
+        EXPECT_TRUE(has_number(err, bad.line)) << "line " << bad.line << " not named; stderr:\n"
+                                               << r.err;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pcap reader and writer the scenarios rely on.
+
+class PcapIo : public Scenario {};
+
+TEST_F(PcapIo, RoundTripsBothPrecisions) {
+    const Frame a = PacketBuilder().ipv4("198.18.0.1", "198.18.0.2").udp(1, 2).build();
+    const Frame b = PacketBuilder().eth(kEtherTypeArp).payload(28).build();
+    for (const PcapPrecision precision : {PcapPrecision::micro, PcapPrecision::nano}) {
+        {
+            PcapWriter w(path("rt.pcap"), precision);
+            w.write(kStartNs + 123'456'789, a);
+            w.write(kStartNs + sec(2) + 5, b);
+            w.close();
+        }
+        const PcapFile f = read_pcap(path("rt.pcap"));
+        EXPECT_EQ(f.precision, precision);
+        EXPECT_EQ(f.linktype, kLinktypeEthernet);
+        ASSERT_EQ(f.records.size(), 2u);
+        const bool nano = precision == PcapPrecision::nano;
+        EXPECT_EQ(f.records[0].ts_ns, kStartNs + (nano ? 123'456'789 : 123'456'000));
+        EXPECT_EQ(f.records[1].ts_ns, kStartNs + sec(2) + (nano ? 5 : 0));
+        EXPECT_EQ(f.records[0].bytes, a);
+        EXPECT_EQ(f.records[1].bytes, b);
+    }
+}
+
+TEST_F(PcapIo, ReadsTheOtherByteOrder) {
+    // A big-endian nanosecond file: header, then one 3-byte record at 1 s + 7 ns.
+    const std::vector<uint8_t> file = {
+        0xa1, 0xb2, 0x3c, 0x4d, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0,  // magic, 2.4, zone, sigfigs
+        0,    0,    0xff, 0xff, 0, 0, 0, 1,                          // snaplen, linktype 1
+        0,    0,    0,    1,    0, 0, 0, 7, 0, 0, 0, 3, 0, 0, 0, 3,  // record header
+        0xaa, 0xbb, 0xcc};
+    write_text("be.pcap", std::string(file.begin(), file.end()));
+    PcapReader r(path("be.pcap"));
+    EXPECT_EQ(r.precision(), PcapPrecision::nano);
+    EXPECT_EQ(r.linktype(), kLinktypeEthernet);
+    EXPECT_EQ(r.snaplen(), 65535u);
+    PcapRecord rec;
+    ASSERT_TRUE(r.next(&rec));
+    EXPECT_EQ(rec.ts_ns, kNsPerSec + 7);
+    EXPECT_EQ(rec.bytes, (std::vector<uint8_t>{0xaa, 0xbb, 0xcc}));
+    EXPECT_FALSE(r.next(&rec));
+}
+
+TEST_F(PcapIo, CutRecordThrows) {
+    {
+        PcapWriter w(path("cut.pcap"), PcapPrecision::micro);
+        w.write(kStartNs, PacketBuilder().ipv4("198.18.0.1", "198.18.0.2").udp(1, 2).build());
+    }
+    const std::string whole = read_file(path("cut.pcap"));
+    write_text("cut.pcap", whole.substr(0, whole.size() - 1));
+    PcapReader r(path("cut.pcap"));
+    PcapRecord rec;
+    EXPECT_THROW(r.next(&rec), std::runtime_error);
+    write_text("bad.pcap", "this is not a pcap file at all");
+    EXPECT_THROW(PcapReader{path("bad.pcap")}, std::runtime_error);
+}
+
+}  // namespace
+}  // namespace floodgate::test
