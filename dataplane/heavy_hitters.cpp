@@ -1,88 +1,86 @@
 #include "dataplane/heavy_hitters.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <tuple>
 
 namespace floodgate {
 
-int HeavyHitters::find(uint64_t hi, uint64_t lo, uint8_t family, uint64_t hash) const {
-    for (unsigned i = 0, slot = hash & (kIndexSlots - 1); i < kIndexSlots;
-         ++i, slot = (slot + 1) & (kIndexSlots - 1)) {
-        int c = index_[slot] - 1;
-        if (c < 0) return -1;
-        const HeavyHitter &h = counters_[c];
-        if (h.addr_hi == hi && h.addr_lo == lo && h.family == family) return c;
+namespace {
+uint32_t tag_of(uint64_t hash) {
+    return static_cast<uint32_t>(hash >> 32) | 1u;
+}  // 0: unused
+}  // namespace
+
+int HeavyHitters::find(uint64_t hi, uint64_t lo, uint8_t family, uint32_t tag) const {
+    uint64_t hits = 0;
+#if defined(__SSE2__)
+    // Four tags per compare: 16 compares and movemasks for all 64 counters, no branches.
+    const __m128i want = _mm_set1_epi32(static_cast<int>(tag));
+    for (unsigned i = 0; i < kCounters; i += 4) {
+        __m128i eq =
+            _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i *>(&tag_[i])), want);
+        hits |= static_cast<uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(eq))) << i;
+    }
+#else
+    for (unsigned i = 0; i < kCounters; ++i) hits |= uint64_t{tag_[i] == tag} << i;
+#endif
+    while (hits != 0) {
+        unsigned i = static_cast<unsigned>(__builtin_ctzll(hits));
+        const Source &s = source_[i];
+        if (s.addr_hi == hi && s.addr_lo == lo && s.family == family) return static_cast<int>(i);
+        hits &= hits - 1;
     }
     return -1;
 }
 
-void HeavyHitters::index_insert(unsigned counter, uint64_t hash) {
-    hashes_[counter] = hash;
-    unsigned slot = hash & (kIndexSlots - 1);
-    while (index_[slot] != 0) slot = (slot + 1) & (kIndexSlots - 1);
-    index_[slot] = static_cast<int16_t>(counter + 1);
-}
-
-// Linear-probing deletion (Knuth's algorithm R): shift later entries of the run back so that
-// every remaining one stays reachable from its home slot.
-void HeavyHitters::index_remove(unsigned counter) {
-    unsigned slot = hashes_[counter] & (kIndexSlots - 1);
-    while (index_[slot] != static_cast<int16_t>(counter + 1)) slot = (slot + 1) & (kIndexSlots - 1);
-    index_[slot] = 0;
-    for (unsigned next = (slot + 1) & (kIndexSlots - 1); index_[next] != 0;
-         next = (next + 1) & (kIndexSlots - 1)) {
-        unsigned home = hashes_[index_[next] - 1] & (kIndexSlots - 1);
-        // Move it back if its home is not cyclically in (slot, next].
-        bool reachable =
-            slot <= next ? (home > slot && home <= next) : (home > slot || home <= next);
-        if (!reachable) {
-            index_[slot] = index_[next];
-            index_[next] = 0;
-            slot = next;
+// A counter holding the smallest count. Many counters share the minimum, so a cursor that
+// walks on from the last replacement finds one in a step or two; the rescan for a new minimum
+// runs at most once per kCounters replacements (amortised O(1) per add).
+unsigned HeavyHitters::smallest() {
+    for (;;) {
+        for (unsigned n = 0; n < kCounters; ++n) {
+            unsigned i = (cursor_ + n) % kCounters;
+            if (count_[i] == min_count_) {
+                cursor_ = (i + 1) % kCounters;
+                return i;
+            }
         }
+        min_count_ = *std::min_element(count_, count_ + kCounters);
     }
 }
 
 void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_len,
                        uint64_t hash) {
-    int c = find(hi, lo, family, hash);
+    uint32_t tag = tag_of(hash);
+    int c = find(hi, lo, family, tag);
     if (c >= 0) {
-        ++counters_[c].count;
+        ++count_[c];
         return;
     }
+    unsigned slot;
+    uint64_t floor = 0;
     if (used_ < kCounters) {
-        counters_[used_] = {hi, lo, family, prefix_len, 1, 0};
-        index_insert(used_, hash);
-        ++used_;
-        return;
+        slot = used_++;
+    } else {
+        slot = smallest();
+        floor = count_[slot];
     }
-    // Replace a smallest counter. Many counters share the minimum count, so a cursor that
-    // walks on from the last replacement finds one in a step or two; the full rescan for a
-    // new minimum runs once per kCounters replacements at most (amortised O(1) per add).
-    unsigned victim = kCounters;
-    while (victim == kCounters) {
-        for (unsigned n = 0; n < kCounters; ++n) {
-            unsigned i = (cursor_ + n) % kCounters;
-            if (counters_[i].count == min_count_) {
-                victim = i;
-                break;
-            }
-        }
-        if (victim == kCounters) {
-            min_count_ = counters_[0].count;
-            for (unsigned i = 1; i < kCounters; ++i)
-                if (counters_[i].count < min_count_) min_count_ = counters_[i].count;
-        }
-    }
-    cursor_ = (victim + 1) % kCounters;
-    index_remove(victim);
-    uint64_t floor = counters_[victim].count;
-    counters_[victim] = {hi, lo, family, prefix_len, floor + 1, floor};
-    index_insert(victim, hash);
+    tag_[slot] = tag;
+    count_[slot] = floor + 1;
+    source_[slot] = {hi, lo, floor, family, prefix_len};
+    hash_[slot] = hash;
 }
 
 std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
-    std::vector<HeavyHitter> v(counters_, counters_ + used_);
+    std::vector<HeavyHitter> v;
+    for (unsigned i = 0; i < used_; ++i) {
+        const Source &s = source_[i];
+        v.push_back({s.addr_hi, s.addr_lo, s.family, s.prefix_len, count_[i], s.error});
+    }
     std::sort(v.begin(), v.end(), [](const HeavyHitter &a, const HeavyHitter &b) {
         return std::tie(b.count, a.family, a.addr_hi, a.addr_lo) <
                std::tie(a.count, b.family, b.addr_hi, b.addr_lo);
@@ -93,17 +91,11 @@ std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
 
 void HeavyHitters::merge(const HeavyHitters &other) {
     for (unsigned i = 0; i < other.used_; ++i) {
-        const HeavyHitter &o = other.counters_[i];
-        int c = find(o.addr_hi, o.addr_lo, o.family, other.hashes_[i]);
-        if (c >= 0) {
-            counters_[c].count += o.count;
-            counters_[c].error += o.error;
-            continue;
-        }
-        add(o.addr_hi, o.addr_lo, o.family, o.prefix_len, other.hashes_[i]);
-        c = find(o.addr_hi, o.addr_lo, o.family, other.hashes_[i]);
-        counters_[c].count += o.count - 1;
-        counters_[c].error += o.error;
+        const Source &o = other.source_[i];
+        add(o.addr_hi, o.addr_lo, o.family, o.prefix_len, other.hash_[i]);
+        int c = find(o.addr_hi, o.addr_lo, o.family, tag_of(other.hash_[i]));
+        count_[c] += other.count_[i] - 1;
+        source_[c].error += o.error;
     }
 }
 

@@ -1,5 +1,7 @@
 #include "dataplane/pipeline.h"
 
+#include <algorithm>
+
 namespace floodgate {
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table)
@@ -87,8 +89,7 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                       const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens) {
     const std::vector<CompiledRule> &rules = rules_->rules();
 
-    // Stage 1: parse, classify, and key every (packet, rule) pair; prefetch the table buckets
-    // so that stage 2 finds them in cache.
+    // Stage 1: parse, classify, and key every (packet, rule) pair.
     unsigned n_checks = 0;
     for (uint16_t i = 0; i < n; ++i) {
         first_check_[i] = static_cast<uint16_t>(n_checks);
@@ -104,13 +105,16 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             c.rule = r.index;
             c.key = rule_key(r, info);
             c.hash = table_->hash(c.key);
-            table_->prefetch(c.hash);
         }
     }
     first_check_[n] = static_cast<uint16_t>(n_checks);
 
-    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one).
+    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one), with the
+    // table buckets of the checks kPrefetchAhead places further on prefetched as we go.
+    unsigned prefetched = 0;
     for (uint16_t i = 0; i < n; ++i) {
+        for (unsigned end = std::min(first_check_[i] + kPrefetchAhead, n_checks); prefetched < end;)
+            table_->prefetch(checks_[prefetched++].hash);
         Verdict v;
         switch (status_[i]) {
             case ParseStatus::malformed:

@@ -17,21 +17,27 @@ namespace {
 
 constexpr uint64_t kNsPerPacket = 1;  // virtual clock step: keys (T = 60 s) all stay live
 
-Config bench_config(uint64_t keys) {
+// admit: every packet passes (burst 2^20, so no key runs out within the run) and commits a
+// new TAT. refuse: burst 1, so after the warm-up every packet is refused (a flood from every
+// key), which also feeds the top-offenders summary.
+enum Regime : int64_t { kAdmit = 0, kRefuse = 1 };
+
+Config bench_config(uint64_t keys, Regime regime) {
     Config c;
     c.table_entries_per_core = keys;
     Rule r;
     r.name = "all";
     r.rate_count = 1;
     r.rate_period_ns = 60ull * 1000000000;  // 1/min: every key stays live for the whole run
-    r.burst_pkts = 4;
+    r.burst_pkts = regime == kAdmit ? kMaxBurstPkts : 1;
     c.rules.push_back(r);
     return c;
 }
 
 void BM_Decide(benchmark::State &state) {
     const uint64_t keys = static_cast<uint64_t>(state.range(0));  // a power of two
-    Config config = bench_config(keys);
+    const auto regime = static_cast<Regime>(state.range(1));
+    Config config = bench_config(keys, regime);
     std::string error;
     std::unique_ptr<RuleSet> rules = RuleSet::build(config, -1, &error);
     if (!rules) {
@@ -88,9 +94,8 @@ void BM_Decide(benchmark::State &state) {
     state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
 }
 BENCHMARK(BM_Decide)
-    ->Arg(1 << 10)
-    ->Arg(1 << 20)
-    ->Arg(1 << 24)
+    ->ArgNames({"keys", "refuse"})
+    ->ArgsProduct({{1 << 10, 1 << 20, 1 << 24}, {kAdmit, kRefuse}})
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 
