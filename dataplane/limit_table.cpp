@@ -36,7 +36,7 @@ TableMemory heap_table_memory() {
 namespace {
 uint64_t buckets_for(uint64_t entries) {
     // 10% spare slots: with a depth-3 cuckoo search the first insert failure comes at ~93.5%
-    // occupancy (measured over random seeds at 1M entries), so `entries` live keys always fit.
+    // occupancy (measured over random seeds at 1M entries), so `entries` live keys fit.
     uint64_t slots = entries + entries / 10 + kSlotsPerBucket;
     uint64_t buckets = slots / kSlotsPerBucket;
     return buckets < 2 ? 2 : buckets;
@@ -62,18 +62,6 @@ uint64_t LimitTable::alternate_bucket(const LimitEntry &e, uint64_t current) con
     return a == current ? second_bucket(h) : a;
 }
 
-LimitEntry *LimitTable::claim(LimitEntry *slot, const LimitKey &k) {
-    if (slot->tat_ns != 0) {  // an expired key: its slot is reused
-        ++stats_.reclaims;
-        --stats_.occupancy;
-    }
-    slot->addr_hi = k.addr_hi;
-    slot->addr_lo = k.addr_lo;
-    slot->tag = k.tag;
-    slot->tat_ns = 0;
-    return slot;
-}
-
 LimitEntry *LimitTable::insert(const LimitKey &k, uint64_t h, uint64_t now_ns) {
     // Breadth-first search for a free slot, over at most kMaxNodes buckets reachable by moving
     // one entry to its other bucket at each step (depth 3 from the two home buckets). Only a
@@ -97,19 +85,21 @@ LimitEntry *LimitTable::insert(const LimitKey &k, uint64_t h, uint64_t now_ns) {
             if (b.slot[s].tat_ns > now_ns) continue;
             // Free slot found: shift entries along the path, from the end back to the root.
             LimitEntry *free_slot = &b.slot[s];
-            if (free_slot->tat_ns != 0) {
-                ++stats_.reclaims;
-                --stats_.occupancy;
-                free_slot->tat_ns = 0;
-            }
+            if (free_slot->tat_ns != 0)
+                ++stats_.reclaims;  // an expired key's slot, reused
+            else
+                ++stats_.occupancy;
             for (unsigned at = i; nodes[at].parent >= 0; at = nodes[at].parent) {
                 LimitEntry *from =
                     &buckets_[nodes[nodes[at].parent].bucket].slot[nodes[at].parent_slot];
                 *free_slot = *from;
                 free_slot = from;
             }
-            free_slot->tat_ns = 0;  // its content moved down the path
-            return claim(free_slot, k);
+            free_slot->addr_hi = k.addr_hi;
+            free_slot->addr_lo = k.addr_lo;
+            free_slot->tag = k.tag;
+            free_slot->tat_ns = kReservedTat;
+            return free_slot;
         }
         // Every slot live: queue the other bucket of each entry, if there is room to look.
         for (unsigned s = 0; s < kSlotsPerBucket && n_nodes < kMaxNodes; ++s)

@@ -5,13 +5,13 @@
 // stops an attacker choosing colliding sources (CRC collisions do not depend on the seed), it
 // keeps keys and a separate data pointer in two places (two cache misses, more bytes per key),
 // and it cannot treat an expired TAT as a free slot, which is how this table reclaims
-// millions of one-packet spoofed sources without a delete per key. perf/bench_decision.cpp
-// measures the two side by side.
+// millions of one-packet spoofed sources without a delete per key.
 //
 // Layout: 128-byte buckets of four 32-byte entries; each key may live in one of two buckets
 // (two choices from one keyed hash), so a lookup touches at most two buckets, which are
-// prefetched a burst ahead. Insertion moves entries along a short cuckoo path when both
-// buckets are full; 10% spare slots make sure the configured number of keys always fits.
+// prefetched ahead of use (Pipeline::decide). Insertion moves entries along a short cuckoo
+// path when both buckets are full; 10% spare slots let the configured number of keys fit
+// (tests/test_limit_table.cpp checks it over many seeds).
 #pragma once
 
 #include <rte_prefetch.h>
@@ -34,8 +34,9 @@ struct LimitKey {
 struct LimitEntry {
     uint64_t addr_hi;
     uint64_t addr_lo;
-    // Theoretical arrival time. 0: slot never held a live key. <= now: expired, and exactly
-    // equivalent to an absent key, so the slot is free for any key.
+    // Theoretical arrival time. 0: free. <= now: expired, exactly equivalent to an absent
+    // key, so the slot is free for any key. kReservedTat: claimed for a key whose packet is
+    // being decided (see LimitTable::acquire).
     uint64_t tat_ns;
     uint32_t tag;
     uint32_t reserved;
@@ -47,6 +48,7 @@ struct LimitEntry {
 static_assert(sizeof(LimitEntry) == 32, "the README documents 32 bytes per entry");
 
 inline constexpr unsigned kSlotsPerBucket = 4;
+inline constexpr uint64_t kReservedTat = UINT64_MAX;
 
 struct alignas(128) LimitBucket {
     LimitEntry slot[kSlotsPerBucket];
@@ -54,7 +56,7 @@ struct alignas(128) LimitBucket {
 static_assert(sizeof(LimitBucket) == 128);
 
 struct LimitTableStats {
-    uint64_t occupancy = 0;    // slots holding a TAT (live, or expired and not yet reclaimed)
+    uint64_t occupancy = 0;    // slots holding a TAT (live, reserved, or expired not yet swept)
     uint64_t reclaims = 0;     // expired entries cleared by the sweep or reused by an insert
     uint64_t full_events = 0;  // inserts refused because both buckets and every path were live
 };
@@ -105,24 +107,41 @@ class LimitTable {
         return nullptr;
     }
 
-    // Claims a free slot for k (not present) at now_ns, moving live entries along a cuckoo
-    // path if needed. The slot gets k with TAT 0 (a fresh key); the caller stores the TAT
-    // with commit(). Returns nullptr when every candidate slot is live: live entries are
-    // never evicted.
-    LimitEntry *insert(const LimitKey &k, uint64_t h, uint64_t now_ns);
-
-    // Stores a TAT for k in e (from find or insert). Inserts made later for the same packet may
-    // have reused or moved e, so it is checked and looked up again when it no longer holds k.
-    // Returns false when k found no room any more.
-    bool commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns, uint64_t now_ns) {
-        if (!e->holds(k)) [[unlikely]] {
-            e = find(k, h);
-            if (e == nullptr) e = insert(k, h, now_ns);
-            if (e == nullptr) return false;
+    // The slot of k at now_ns, for a check-then-commit decision. A live key's slot comes back
+    // with *tat_ns set to its TAT. A key that is absent or expired gets a slot reserved for it
+    // (moving live entries along a cuckoo path if needed) and *tat_ns = 0: the reservation
+    // counts as live for every other insert, so several rules of one packet can never claim
+    // the same free slot, until commit() or release() ends it. Returns nullptr when every
+    // candidate slot is live: live entries are never evicted.
+    LimitEntry *acquire(const LimitKey &k, uint64_t h, uint64_t now_ns, uint64_t *tat_ns) {
+        LimitEntry *e = find(k, h);
+        if (e != nullptr && e->tat_ns > now_ns) {
+            *tat_ns = e->tat_ns;
+            return e;
         }
+        *tat_ns = 0;
+        if (e == nullptr) return insert(k, h, now_ns);
         stats_.occupancy += e->tat_ns == 0;
+        e->tat_ns = kReservedTat;
+        return e;
+    }
+
+    // Stores k's new TAT in e (from acquire). A later acquire for the same packet may have
+    // moved e along a cuckoo path, so it is looked up again when it no longer holds k.
+    void commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns) {
+        if (!e->holds(k)) [[unlikely]]
+            e = find(k, h);
         e->tat_ns = tat_ns;
-        return true;
+    }
+
+    // Gives back a reservation whose packet stored nothing (it was refused): the key is again
+    // exactly as absent as before.
+    void release(LimitEntry *e, const LimitKey &k, uint64_t h) {
+        if (!e->holds(k)) [[unlikely]]
+            e = find(k, h);
+        if (e->tat_ns != kReservedTat) return;
+        e->tat_ns = 0;
+        --stats_.occupancy;
     }
 
     // Clears expired entries in the next n_buckets buckets (round robin), so that occupancy
@@ -144,7 +163,8 @@ class LimitTable {
         return b != a ? b : (a + 1 == n_buckets_ ? 0 : a + 1);
     }
     uint64_t alternate_bucket(const LimitEntry &e, uint64_t current) const;
-    LimitEntry *claim(LimitEntry *slot, const LimitKey &k);
+    // Reserves a free slot for k (absent) at now_ns; see acquire().
+    LimitEntry *insert(const LimitKey &k, uint64_t h, uint64_t now_ns);
 
     LimitBucket *buckets_ = nullptr;
     uint64_t n_buckets_ = 0;

@@ -45,10 +45,11 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
-        c.entry = table_->find(c.key, c.hash);
-        if (c.entry == nullptr) c.entry = table_->insert(c.key, c.hash, now_ns);
+        uint64_t tat_ns;
+        c.entry = table_->acquire(c.key, c.hash, now_ns, &tat_ns);
+        c.reserved = c.entry != nullptr && tat_ns == 0;
         if (c.entry != nullptr)
-            c.admitted = gcra_admit(r.profile, c.entry->tat_ns, now_ns, &c.new_tat_ns);
+            c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
         else
             c.admitted = check_table_full(r, &c, now_ns);
 
@@ -69,17 +70,20 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         note_refusal(info, checks[blamed]);
         ++rule_counters_[checks[blamed].rule].refused;
         ++counters_.rate_limited;
+        for (unsigned i = 0; i < n_checks; ++i)
+            if (checks[i].reserved) table_->release(checks[i].entry, checks[i].key, checks[i].hash);
         return Verdict::drop;
     }
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
         ++rule_counters_[c.rule].passed;
-        if (!c.admitted) continue;  // a shadow rule's would-be refusal stores nothing
         if (c.entry == nullptr) {
-            if (rules[c.rule].on_table_full == TableFullPolicy::shared)
+            if (c.admitted && rules[c.rule].on_table_full == TableFullPolicy::shared)
                 overflow_tat_ns_[c.rule] = c.new_tat_ns;
-        } else if (!table_->commit(c.entry, c.key, c.hash, c.new_tat_ns, now_ns)) {
-            ++counters_.table_commit_lost;
+        } else if (c.admitted) {
+            table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
+        } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
+            table_->release(c.entry, c.key, c.hash);
         }
     }
     return Verdict::pass;

@@ -54,6 +54,7 @@ class Pipeline {
         LimitKey key;
         uint64_t hash;
         LimitEntry *entry;  // nullptr: the table was full for this key
+        bool reserved;      // entry is a reservation for a fresh key (LimitTable::acquire)
         uint64_t new_tat_ns;
         uint16_t rule;
         bool admitted;

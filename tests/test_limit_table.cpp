@@ -18,9 +18,9 @@ LimitKey key(uint64_t i, uint32_t tag = 0x0004) {
 
 LimitEntry *put(LimitTable &t, const LimitKey &k, uint64_t tat, uint64_t now) {
     uint64_t h = t.hash(k);
-    LimitEntry *e = t.find(k, h);
-    if (e == nullptr) e = t.insert(k, h, now);
-    if (e != nullptr && !t.commit(e, k, h, tat, now)) return nullptr;
+    uint64_t old;
+    LimitEntry *e = t.acquire(k, h, now, &old);
+    if (e != nullptr) t.commit(e, k, h, tat);
     return e;
 }
 
@@ -89,26 +89,48 @@ TEST(LimitTable, SweepClearsExpiredEntries) {
     for (uint64_t i = 50; i < 60; ++i) EXPECT_EQ(t.find(key(i), t.hash(key(i)))->tat_ns, 1000u);
 }
 
-TEST(LimitTable, CommitFollowsAnEntryMovedBySameBurstInsert) {
-    // Claim a slot for k, then fill the table around it; commit must still land on k.
+TEST(LimitTable, ReservationIsNeverTakenAndFollowsMoves) {
+    // Reserve a slot for k, then fill the table around it: the reservation counts as live,
+    // so k keeps its slot even when moved along cuckoo paths, and commit lands on k.
     LimitTable t(64, kSeed);
     LimitKey k = key(9999);
-    uint64_t h = t.hash(k);
-    LimitEntry *e = t.insert(k, h, 0);
+    uint64_t h = t.hash(k), tat;
+    LimitEntry *e = t.acquire(k, h, 0, &tat);
     ASSERT_NE(e, nullptr);
-    for (uint64_t i = 0; i < 64; ++i) put(t, key(i), 50, 0);
-    // The slot may now hold another key (k's TAT was 0, i.e. free) or have moved.
-    bool ok = t.commit(e, k, h, 77, 0);
-    LimitEntry *found = t.find(k, h);
-    if (ok) {
-        ASSERT_NE(found, nullptr);
-        EXPECT_EQ(found->tat_ns, 77u);
-    } else {
-        EXPECT_EQ(found, nullptr);
-    }
-    for (uint64_t i = 0; i < 64; ++i) {
-        LimitEntry *x = t.find(key(i), t.hash(key(i)));
-        if (x != nullptr) EXPECT_EQ(x->tat_ns, 50u);
+    EXPECT_EQ(tat, 0u);
+    std::vector<uint64_t> stored;
+    for (uint64_t i = 0; i < 200; ++i)
+        if (put(t, key(i), 50, 0) != nullptr) stored.push_back(i);
+    EXPECT_GT(t.stats().full_events, 0u);
+    EXPECT_EQ(stored.size() + 1, t.stats().occupancy);
+    t.commit(e, k, h, 77);
+    ASSERT_NE(t.find(k, h), nullptr);
+    EXPECT_EQ(t.find(k, h)->tat_ns, 77u);
+    for (uint64_t i : stored) EXPECT_EQ(t.find(key(i), t.hash(key(i)))->tat_ns, 50u);
+}
+
+TEST(LimitTable, ReleasedReservationIsFreeAgain) {
+    LimitTable t(1, kSeed);  // 2 buckets of 4: exactly 8 slots, every key may use any
+    ASSERT_EQ(t.slots(), 8u);
+    for (uint64_t i = 0; i < 7; ++i) ASSERT_NE(put(t, key(i), 100, 0), nullptr);
+    uint64_t tat;
+    LimitEntry *e = t.acquire(key(100), t.hash(key(100)), 0, &tat);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(t.acquire(key(101), t.hash(key(101)), 0, &tat), nullptr) << "reserved slot is taken";
+    t.release(e, key(100), t.hash(key(100)));
+    EXPECT_EQ(t.stats().occupancy, 7u);
+    EXPECT_NE(t.acquire(key(101), t.hash(key(101)), 0, &tat), nullptr) << "released slot is free";
+}
+
+TEST(LimitTable, FitsConfiguredCapacityOverManySeeds) {
+    // The spare slots make the configured capacity fit; checked over 50 seeds at two sizes.
+    for (uint64_t capacity : {1000u, 20000u}) {
+        for (uint64_t seed = 1; seed <= 50; ++seed) {
+            LimitTable t(capacity, HashSeed{{seed, seed * 3, seed * 5, seed * 7}});
+            uint64_t stored = 0;
+            for (uint64_t i = 0; i < capacity; ++i) stored += put(t, key(i), 1000, 0) != nullptr;
+            ASSERT_EQ(stored, capacity) << "capacity " << capacity << " seed " << seed;
+        }
     }
 }
 

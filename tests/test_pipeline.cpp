@@ -1,0 +1,99 @@
+// Pipeline decisions that depend on the table's state, checked packet by packet. No EAL: a
+// ruleset without allow/block prefixes creates no DPDK object.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "dataplane/pipeline.h"
+#include "tests/pkt_builder.h"
+
+namespace floodgate {
+namespace {
+
+Rule rule(const char *name, uint8_t proto, TableFullPolicy on_full) {
+    Rule r;
+    r.name = name;
+    r.match.proto = proto;
+    r.rate_count = 1;
+    r.rate_period_ns = 1000000000;  // 1/s: every key stays live for the whole test
+    r.burst_pkts = 1;
+    r.on_table_full = on_full;
+    return r;
+}
+
+class PipelineTest : public ::testing::Test {
+  protected:
+    void build(Config config) {
+        std::string error;
+        rules_ = RuleSet::build(config, -1, &error);
+        ASSERT_NE(rules_, nullptr) << error;
+        table_ =
+            std::make_unique<LimitTable>(config.table_entries_per_core, HashSeed{{1, 2, 3, 4}});
+        pipeline_ = std::make_unique<Pipeline>(rules_.get(), table_.get());
+    }
+    Verdict send(const test::Frame &f, uint64_t now_ns) {
+        const uint8_t *frame = f.data();
+        uint32_t len = static_cast<uint32_t>(f.size());
+        Verdict v;
+        pipeline_->decide(&frame, &len, 1, &now_ns, &v);
+        return v;
+    }
+    const RuleCounters &counters(unsigned rule) { return pipeline_->rule_counters()[rule]; }
+
+    std::unique_ptr<RuleSet> rules_;
+    std::unique_ptr<LimitTable> table_;
+    std::unique_ptr<Pipeline> pipeline_;
+};
+
+test::Frame udp_from(const std::string &src) {
+    return test::PacketBuilder().ipv4(src, "198.18.255.1").udp(1000, 53).build();
+}
+test::Frame tcp_from(const std::string &src) {
+    return test::PacketBuilder().ipv4(src, "198.18.255.1").tcp(1000, 80, kTcpSyn).build();
+}
+
+// Two rules of one packet need two new slots and only one is free: the second rule must meet
+// the full table (and its policy), not share the first rule's slot.
+TEST_F(PipelineTest, TwoNewKeysOfOnePacketNeverShareTheLastSlot) {
+    Config c;
+    c.table_entries_per_core = 1;  // 2 buckets x 4 slots: 8 slots, every key may use any
+    c.rules = {rule("a", 17, TableFullPolicy::drop), rule("b", 17, TableFullPolicy::drop),
+               rule("c", 6, TableFullPolicy::drop)};
+    build(c);
+    ASSERT_EQ(table_->slots(), 8u);
+    // Three UDP sources take two slots each (rules a and b), one TCP source one (rule c).
+    for (const char *src : {"198.18.0.1", "198.18.0.2", "198.18.0.3"})
+        EXPECT_EQ(send(udp_from(src), 0), Verdict::pass);
+    EXPECT_EQ(send(tcp_from("198.18.0.4"), 0), Verdict::pass);
+    EXPECT_EQ(table_->stats().occupancy, 7u);
+
+    // A fifth source: rule a reserves the last slot, rule b finds the table full and drops.
+    EXPECT_EQ(send(udp_from("198.18.0.5"), 0), Verdict::drop);
+    EXPECT_EQ(counters(1).table_full_drop, 1u);
+    EXPECT_EQ(counters(1).refused, 1u);
+    EXPECT_EQ(counters(0).refused, 0u);
+    // The refused packet stored nothing: rule a's reservation was given back.
+    EXPECT_EQ(table_->stats().occupancy, 7u);
+    EXPECT_EQ(send(tcp_from("198.18.0.6"), 0), Verdict::pass) << "the freed slot is usable";
+    EXPECT_EQ(table_->stats().occupancy, 8u);
+}
+
+TEST_F(PipelineTest, SharedOverflowBucketHoldsAllNewKeysToOneAllowance) {
+    Config c;
+    c.table_entries_per_core = 1;
+    c.rules = {rule("a", 17, TableFullPolicy::shared)};
+    build(c);
+    for (int i = 1; i <= 8; ++i)
+        EXPECT_EQ(send(udp_from("198.18.1." + std::to_string(i)), 0), Verdict::pass);
+    // Table full of live keys: new sources share one bucket of rate 1/s, burst 1.
+    EXPECT_EQ(send(udp_from("198.18.2.1"), 0), Verdict::pass);
+    EXPECT_EQ(send(udp_from("198.18.2.2"), 0), Verdict::drop);
+    EXPECT_EQ(send(udp_from("198.18.2.3"), 500000000), Verdict::drop);
+    // The first eight keys expire at t = 1 s; from then on new keys find room again.
+    EXPECT_EQ(send(udp_from("198.18.2.4"), 1000000000), Verdict::pass);
+    EXPECT_EQ(counters(0).table_full_shared, 3u);
+    EXPECT_EQ(counters(0).refused, 2u);
+}
+
+}  // namespace
+}  // namespace floodgate
