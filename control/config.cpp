@@ -1,5 +1,7 @@
 #include "control/config.h"
 
+#include "dataplane/api/protocols.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -61,15 +63,15 @@ static_assert(kMaxBurstPkts * 3'600'000'000'000ull < kMaxBurstWindowNs,
 
 // TCP header flag bits, RFC 9293 section 3.1 and RFC 3168 (ECE, CWR).
 constexpr std::pair<std::string_view, uint8_t> kTcpFlags[] = {
-    {"fin", 0x01}, {"syn", 0x02}, {"rst", 0x04}, {"psh", 0x08},
-    {"ack", 0x10}, {"urg", 0x20}, {"ece", 0x40}, {"cwr", 0x80},
+    {"fin", kTcpFin}, {"syn", kTcpSyn}, {"rst", kTcpRst}, {"psh", kTcpPsh},
+    {"ack", kTcpAck}, {"urg", kTcpUrg}, {"ece", kTcpEce}, {"cwr", kTcpCwr},
 };
 
 constexpr std::pair<std::string_view, uint8_t> kProtoNames[] = {
-    {"tcp", 6},
-    {"udp", 17},
-    {"icmp", 1},
-    {"icmpv6", 58},
+    {"tcp", kProtoTcp},
+    {"udp", kProtoUdp},
+    {"icmp", kProtoIcmp},
+    {"icmpv6", kProtoIcmpv6},
 };
 
 constexpr std::pair<std::string_view, RuleAction> kActions[] = {{"drop", RuleAction::drop}};
@@ -82,9 +84,6 @@ constexpr std::pair<std::string_view, TableFullPolicy> kTableFull[] = {
     {"pass", TableFullPolicy::pass},
     {"drop", TableFullPolicy::drop},
 };
-
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
 
 constexpr size_t kMaxRuleNameLen = 64;
 

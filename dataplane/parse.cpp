@@ -1,5 +1,6 @@
 #include "dataplane/parse.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace floodgate {
@@ -11,11 +12,6 @@ constexpr uint16_t kEtherIpv6 = 0x86dd;
 constexpr uint16_t kEtherVlan = 0x8100;     // 802.1Q
 constexpr uint16_t kEtherQinq = 0x88a8;     // 802.1ad service tag
 constexpr uint16_t kEtherQinqOld = 0x9100;  // pre-standard QinQ, still common
-
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
 
 constexpr uint8_t kIpv6HopByHop = 0;
 constexpr uint8_t kIpv6Routing = 43;
@@ -37,7 +33,7 @@ inline uint16_t load_be16(const uint8_t *p) {
 // letting it through without ports would let a flood skip port-based rules.
 ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, PacketInfo *out) {
     // Header bytes must also have been captured (see parse_packet's captured_len).
-    auto captured = [&](uint32_t n) { return l4 + n <= cap_end; };
+    auto captured = [&](uint32_t n) { return n <= static_cast<uint32_t>(cap_end - l4); };
     switch (out->l4_proto) {
         case kProtoTcp: {
             if (len < 20) return malformed(out, MalformedReason::l4_truncated);
@@ -74,12 +70,13 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, Pa
 // bad checksum costs an attacker nothing extra, so it would only slow the hot path.
 ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
     if (avail < 20) return malformed(out, MalformedReason::ipv4_truncated);
-    if (ip + 20 > cap_end) return malformed(out, MalformedReason::capture_truncated);
+    const auto captured = static_cast<uint32_t>(cap_end - ip);  // ip <= cap_end
+    if (captured < 20) return malformed(out, MalformedReason::capture_truncated);
     if ((ip[0] >> 4) != 4) return malformed(out, MalformedReason::ipv4_bad_version);
     uint32_t ihl_bytes = (ip[0] & 0x0fu) * 4u;
     if (ihl_bytes < 20) return malformed(out, MalformedReason::ipv4_bad_ihl);
     if (ihl_bytes > avail) return malformed(out, MalformedReason::ipv4_truncated);
-    if (ip + ihl_bytes > cap_end) return malformed(out, MalformedReason::capture_truncated);
+    if (captured < ihl_bytes) return malformed(out, MalformedReason::capture_truncated);
     uint32_t total_len = load_be16(ip + 2);
     if (total_len < ihl_bytes || total_len > avail)
         return malformed(out, MalformedReason::ipv4_bad_total_length);
@@ -100,7 +97,7 @@ ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
 // RFC 8200 section 4: walk the extension headers up to kMaxIpv6ExtHeaders of them.
 ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
     if (avail < 40) return malformed(out, MalformedReason::ipv6_truncated);
-    if (ip + 40 > cap_end) return malformed(out, MalformedReason::capture_truncated);
+    if (cap_end - ip < 40) return malformed(out, MalformedReason::capture_truncated);
     if ((ip[0] >> 4) != 6) return malformed(out, MalformedReason::ipv6_bad_version);
     uint32_t payload_len = load_be16(ip + 4);
     if (40 + payload_len > avail) return malformed(out, MalformedReason::ipv6_bad_payload_length);
@@ -119,7 +116,7 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
         if (n == kMaxIpv6ExtHeaders)
             return malformed(out, MalformedReason::ipv6_ext_chain_too_long);
         if (left < 8) return malformed(out, MalformedReason::ipv6_ext_truncated);
-        if (p + 8 > cap_end) return malformed(out, MalformedReason::capture_truncated);
+        if (cap_end - p < 8) return malformed(out, MalformedReason::capture_truncated);
         uint32_t hdr_len;
         if (next == kIpv6Fragment) {
             hdr_len = 8;
@@ -135,6 +132,9 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
             hdr_len = (p[1] + 1u) * 8u;
         }
         if (hdr_len > left) return malformed(out, MalformedReason::ipv6_ext_truncated);
+        // Pointers never move past the captured bytes; the next header could not be read.
+        if (cap_end - p < static_cast<ptrdiff_t>(hdr_len))
+            return malformed(out, MalformedReason::capture_truncated);
         next = p[0];
         p += hdr_len;
         left -= hdr_len;

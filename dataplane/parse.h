@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "dataplane/api/protocols.h"
+
 namespace floodgate {
 
 enum class ParseStatus : uint8_t {
@@ -39,17 +41,6 @@ enum class MalformedReason : uint8_t {
 };
 
 const char *malformed_reason_name(MalformedReason r);
-
-enum : uint8_t {
-    kTcpFin = 0x01,
-    kTcpSyn = 0x02,
-    kTcpRst = 0x04,
-    kTcpPsh = 0x08,
-    kTcpAck = 0x10,
-    kTcpUrg = 0x20,
-    kTcpEce = 0x40,
-    kTcpCwr = 0x80,
-};
 
 inline constexpr unsigned kMaxVlanTags = 4;
 inline constexpr unsigned kMaxIpv6ExtHeaders = 8;

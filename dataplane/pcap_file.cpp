@@ -65,7 +65,10 @@ bool PcapReader::next(PcapRecord *r) {
     if (!ok()) return false;
     RecordHeader h;
     size_t got = std::fread(&h, 1, sizeof h, file_);
-    if (got == 0) return false;  // clean end of file
+    if (got == 0) {
+        if (std::ferror(file_)) error_ = path_ + ": read error: " + std::strerror(errno);
+        return false;  // end of file
+    }
     ++record_;
     if (got != sizeof h) {
         error_ = path_ + ": record " + std::to_string(record_) + ": truncated header";

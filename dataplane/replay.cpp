@@ -4,6 +4,7 @@
 #include <rte_malloc.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -89,14 +90,13 @@ TableMemory dpdk_table_memory() {
     return m;
 }
 
-// DPDK memory an offline run needs: the limiter table, the prefix tables (rte_lpm and rte_lpm6
-// each take a 64 MiB tbl24 plus tbl8 groups), and headroom for the EAL itself.
+// DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
+// the EAL itself, in MiB.
 uint64_t dpdk_memory_mb(const Config &config) {
-    bool v4 = false, v6 = false;
-    for (const auto *list : {&config.allow, &config.block})
-        for (const Prefix &p : *list) (p.family == 4 ? v4 : v6) = true;
-    return (LimitTable::bytes_for(config.table_entries_per_core) >> 20) + (v4 ? 80 : 0) +
-           (v6 ? 80 : 0) + 64;
+    return ((LimitTable::bytes_for(config.table_entries_per_core) +
+             RuleSet::dpdk_memory_bytes(config)) >>
+            20) +
+           64;
 }
 
 int fail(const std::string &message) {
@@ -159,6 +159,11 @@ int replay_main(int argc, char **argv) {
 
     PcapReader in(opt.in);
     if (!in.ok()) return fail(in.error());
+    for (const std::string *out : {&opt.pass, &opt.drop, &opt.stats}) {
+        std::error_code ec;
+        if (!out->empty() && std::filesystem::equivalent(opt.in, *out, ec))
+            return fail(*out + " is the input trace; refusing to overwrite it");
+    }
     PcapWriter pass(opt.pass, in.nanosecond(), in.linktype(), in.snaplen());
     if (!pass.ok()) return fail(pass.error());
     std::unique_ptr<PcapWriter> drop;

@@ -14,9 +14,6 @@
 
 namespace floodgate {
 
-inline constexpr uint8_t kProtoTcp = 6;
-inline constexpr uint8_t kProtoUdp = 17;
-
 struct CompiledRule {
     std::string name;
     uint16_t index = 0;

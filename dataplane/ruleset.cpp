@@ -17,6 +17,25 @@ uint32_t ipv4_host_order(const uint8_t *addr) {
     return uint32_t{addr[0]} << 24 | uint32_t{addr[1]} << 16 | uint32_t{addr[2]} << 8 | addr[3];
 }
 
+// What the prefix tables of a config need: per family, how many prefixes and how many tbl8
+// groups (256 next hops each) their bits below /24 take at most.
+struct PrefixTableSize {
+    uint32_t prefixes[2] = {0, 0};
+    uint32_t tbl8_groups[2] = {0, 0};
+};
+PrefixTableSize prefix_table_size(const Config &config) {
+    PrefixTableSize n;
+    for (const auto *list : {&config.allow, &config.block})
+        for (const Prefix &p : *list) {
+            unsigned f = p.family == 6;
+            ++n.prefixes[f];
+            // rte_lpm: one group per prefix longer than /24; rte_lpm6: one per byte past /24.
+            if (p.len > 24) n.tbl8_groups[f] += f == 0 ? 1 : (p.len - 24 + 7) / 8;
+        }
+    for (auto &g : n.tbl8_groups) g = g < 256 ? 256 : g;
+    return n;
+}
+
 // DPDK object names are global to the process; a counter keeps every ruleset's tables apart.
 std::string unique_name(const char *stem) {
     static std::atomic<unsigned> counter{0};
@@ -30,24 +49,21 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, int socket_id, std
     for (size_t i = 0; i < config.rules.size(); ++i)
         rs->rules_.push_back(compile_rule(config.rules[i], static_cast<uint16_t>(i)));
 
-    size_t n4 = 0, n6 = 0;
-    for (const auto *list : {&config.allow, &config.block})
-        for (const Prefix &p : *list) (p.family == 4 ? n4 : n6)++;
-
-    if (n4 > 0) {
+    const PrefixTableSize size = prefix_table_size(config);
+    if (size.prefixes[0] > 0) {
         rte_lpm_config cfg{};
-        cfg.max_rules = static_cast<uint32_t>(n4);
-        cfg.number_tbl8s = static_cast<uint32_t>(n4 < 256 ? 256 : n4);
+        cfg.max_rules = size.prefixes[0];
+        cfg.number_tbl8s = size.tbl8_groups[0];
         rs->lpm4_ = rte_lpm_create(unique_name("fg_lpm4_").c_str(), socket_id, &cfg);
         if (rs->lpm4_ == nullptr) {
             *error = std::string("cannot create IPv4 prefix table: ") + rte_strerror(rte_errno);
             return nullptr;
         }
     }
-    if (n6 > 0) {
+    if (size.prefixes[1] > 0) {
         rte_lpm6_config cfg{};
-        cfg.max_rules = static_cast<uint32_t>(n6);
-        cfg.number_tbl8s = static_cast<uint32_t>(n6 * 16 < 256 ? 256 : n6 * 16);
+        cfg.max_rules = size.prefixes[1];
+        cfg.number_tbl8s = size.tbl8_groups[1];
         rs->lpm6_ = rte_lpm6_create(unique_name("fg_lpm6_").c_str(), socket_id, &cfg);
         if (rs->lpm6_ == nullptr) {
             *error = std::string("cannot create IPv6 prefix table: ") + rte_strerror(rte_errno);
@@ -75,6 +91,19 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, int socket_id, std
     for (const Prefix &p : config.block)
         if (!add(p, kNextHopBlock)) return nullptr;
     return rs;
+}
+
+uint64_t RuleSet::dpdk_memory_bytes(const Config &config) {
+    const PrefixTableSize size = prefix_table_size(config);
+    uint64_t bytes = 0;
+    for (unsigned f = 0; f < 2; ++f) {
+        if (size.prefixes[f] == 0) continue;
+        // tbl24 (2^24 entries of 4 bytes), tbl8 groups of 256 entries of 4 bytes, the rules
+        // (rte_lpm6 also keeps them in a hash), and a margin for allocator overhead.
+        bytes += (uint64_t{4} << 24) + uint64_t{size.tbl8_groups[f]} * 1024 +
+                 uint64_t{size.prefixes[f]} * 64 + (uint64_t{4} << 20);
+    }
+    return bytes;
 }
 
 RuleSet::~RuleSet() {

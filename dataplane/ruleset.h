@@ -24,6 +24,8 @@ class RuleSet {
     // Needs the EAL (the LPM tables live in DPDK memory on socket_id). Returns nullptr and
     // sets *error when a table cannot be built (out of DPDK memory).
     static std::unique_ptr<RuleSet> build(const Config &config, int socket_id, std::string *error);
+    // DPDK memory the prefix tables of config take (the EAL must be given at least this).
+    static uint64_t dpdk_memory_bytes(const Config &config);
     ~RuleSet();
     RuleSet(const RuleSet &) = delete;
     RuleSet &operator=(const RuleSet &) = delete;

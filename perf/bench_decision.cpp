@@ -45,6 +45,10 @@ void BM_Decide(benchmark::State &state) {
         return;
     }
     LimitTable table(keys, random_hash_seed());
+    if (!table.ok()) {
+        state.SkipWithError("cannot allocate the table");
+        return;
+    }
     Pipeline pipeline(rules.get(), &table);
 
     test::Frame tmpl = test::PacketBuilder()

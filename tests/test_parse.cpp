@@ -18,7 +18,12 @@ namespace {
 
 using test::Frame;
 using test::PacketBuilder;
-using namespace test;  // protocol numbers and ethertypes
+using namespace test;  // ethertypes and protocol numbers
+// The builder's own protocol numbers, not the dataplane's: tests spell out what they expect.
+using test::kProtoIcmp;
+using test::kProtoIcmpv6;
+using test::kProtoTcp;
+using test::kProtoUdp;
 
 constexpr const char *kSrc4 = "198.18.0.1";
 constexpr const char *kDst4 = "198.18.1.1";
