@@ -30,7 +30,8 @@ class HeavyHitters {
     void add(uint64_t addr_hi, uint64_t addr_lo, uint8_t family, uint8_t prefix_len, uint64_t hash);
     // The top n by count, largest first; ties broken by address so output is deterministic.
     std::vector<HeavyHitter> top(unsigned n) const;
-    // Adds another core's summary into this one (counts of the same source are summed).
+    // Adds another core's summary into this one (counts of the same source are summed). The
+    // hashes must come from the same seed on every core: sources are found by hash tag.
     void merge(const HeavyHitters &other);
 
   private:
