@@ -94,6 +94,15 @@ int demo(const std::string &out) {
                                .tcp(50000, 22, 0x02)
                                .build();
                        }});
+    // A monitoring host in the default allow list (198.18.200.0/24) pinging at 50/s: never
+    // limited, though the icmp rule allows 5/s.
+    streams.push_back({0, kSecond / 50, 10 * kSecond, [](uint64_t) {
+                           return PacketBuilder()
+                               .ipv4("198.18.200.10", "198.18.100.1")
+                               .icmp(8)
+                               .payload(56)
+                               .build();
+                       }});
     // Broken frames (bad IHL) and ARP, 2/s each.
     streams.push_back({kSecond / 3, kSecond / 2, 10 * kSecond, [](uint64_t) {
                            return PacketBuilder()
