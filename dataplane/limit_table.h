@@ -5,7 +5,11 @@
 // stops an attacker choosing colliding sources (CRC collisions do not depend on the seed), it
 // keeps keys and a separate data pointer in two places (two cache misses, more bytes per key),
 // and it cannot treat an expired TAT as a free slot, which is how this table reclaims
-// millions of one-packet spoofed sources without a delete per key.
+// millions of one-packet spoofed sources without a delete per key. perf/bench_table.cpp runs
+// both on the same keys (lookup plus TAT update, bursts of 32): on the project's 2-core VM this
+// table took 203 ns per burst against rte_hash's 481 at 1K keys, and the two were within the
+// machine's noise of each other at 1M (748 vs 784) and 16M keys (1.3-1.8 us vs 1.3-2.8 us),
+// at 35 bytes per key against rte_hash's ~45.
 //
 // Layout: 128-byte buckets of four 32-byte entries; each key may live in one of two buckets
 // (two choices from one keyed hash), so a lookup touches at most two buckets, which are
