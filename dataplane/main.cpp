@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "dataplane/replay.h"
+#include "dataplane/run.h"
 
 namespace {
 void usage(std::FILE *to) {
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (std::strcmp(argv[1], "replay") == 0) return floodgate::replay_main(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "run") == 0) return floodgate::run_main(argc - 1, argv + 1);
     if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;

@@ -1,0 +1,30 @@
+// One DPDK ethernet port as floodgate uses it: n RX and n TX queues (one pair per worker),
+// RSS on the source address where the PMD can, started in promiscuous mode. Released by
+// stop() and close() in reverse order of setup, in one place (run.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+struct rte_mempool;
+
+namespace floodgate {
+
+struct PortSetup {
+    uint16_t port_id = 0;
+    uint16_t n_queues = 1;
+    uint16_t rx_desc = 1024;
+    uint16_t tx_desc = 1024;
+};
+
+// How RSS spreads sources over queues, for the log: a key stays on one core only with
+// source-only hashing.
+enum class RssMode : uint8_t { none, source_only, full_address };
+const char *rss_mode_name(RssMode m);
+
+// Configures and starts the port. Returns false with *error on failure (nothing to undo but
+// close_port()).
+bool setup_port(const PortSetup &setup, rte_mempool *pool, RssMode *rss, std::string *error);
+void close_port(uint16_t port_id);
+
+}  // namespace floodgate

@@ -1,0 +1,283 @@
+#include "dataplane/run.h"
+
+#include <getopt.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "control/config.h"
+#include "dataplane/port.h"
+#include "dataplane/stats_json.h"
+#include "dataplane/worker.h"
+
+namespace floodgate {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) {
+    g_stop.store(true, std::memory_order_relaxed);
+}
+
+struct RunOptions {
+    std::string config;
+    std::string stats;
+    int outside = 0;
+    int inside = -1;  // -1: port 1 when there are two ports, else one-port mode
+    double stats_interval_s = 0;
+};
+
+void usage(std::FILE *to) {
+    std::fputs(
+        "usage: floodgate run [EAL options] -- --config RULES.yaml [--outside PORT] [--inside "
+        "PORT]\n"
+        "                     [--stats-interval SECONDS] [--stats STATS.json]\n"
+        "Filters frames received on the outside port and sends the passed ones out of the inside\n"
+        "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
+        "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
+        "One worker per worker lcore, each with its own RX/TX queue pair on every port.\n"
+        "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit.\n",
+        to);
+}
+
+bool parse_options(int argc, char **argv, RunOptions *o) {
+    static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
+                                      {"outside", required_argument, nullptr, 'o'},
+                                      {"inside", required_argument, nullptr, 'i'},
+                                      {"stats-interval", required_argument, nullptr, 'I'},
+                                      {"stats", required_argument, nullptr, 's'},
+                                      {"help", no_argument, nullptr, 'h'},
+                                      {nullptr, 0, nullptr, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "c:o:i:I:s:h", longopts, nullptr)) != -1;) {
+        try {
+            switch (c) {
+                case 'c':
+                    o->config = optarg;
+                    break;
+                case 'o':
+                    o->outside = std::stoi(optarg);
+                    break;
+                case 'i':
+                    o->inside = std::stoi(optarg);
+                    break;
+                case 'I':
+                    o->stats_interval_s = std::stod(optarg);
+                    break;
+                case 's':
+                    o->stats = optarg;
+                    break;
+                case 'h':
+                    usage(stdout);
+                    std::exit(0);
+                default:
+                    return false;
+            }
+        } catch (const std::exception &) {
+            std::fprintf(stderr, "floodgate run: bad number '%s'\n", optarg);
+            return false;
+        }
+    }
+    if (o->config.empty()) {
+        std::fputs("floodgate run: --config is required\n", stderr);
+        return false;
+    }
+    return true;
+}
+
+int fail(const std::string &message) {
+    std::fprintf(stderr, "floodgate run: %s\n", message.c_str());
+    return 1;
+}
+
+int launch_worker(void *arg) {
+    static_cast<Worker *>(arg)->run();
+    return 0;
+}
+
+std::string one_line_summary(const std::vector<std::unique_ptr<Worker>> &workers) {
+    uint64_t rx = 0, passed = 0, dropped = 0, tx_failed = 0, back = 0;
+    for (const auto &w : workers) {
+        rx += w->filtered().rx;
+        passed += w->pipeline().counters().passed;
+        dropped += w->pipeline().counters().dropped;
+        tx_failed += w->filtered().tx_failed + w->returning().tx_failed;
+        back += w->returning().rx;
+    }
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "outside rx %llu: passed %llu, dropped %llu; inside->outside %llu; tx failed %llu",
+        static_cast<unsigned long long>(rx), static_cast<unsigned long long>(passed),
+        static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(back),
+        static_cast<unsigned long long>(tx_failed));
+    return line;
+}
+
+// Everything after EAL init, so that every DPDK resource is released before rte_eal_cleanup.
+int run_dataplane(const RunOptions &opt, const Config &config) {
+    const unsigned n_workers = rte_lcore_count() - 1;
+    if (n_workers == 0)
+        return fail(
+            "no worker lcore: give at least two cores (-l 0-1); the main lcore does no packet "
+            "work");
+    const uint16_t n_ports = rte_eth_dev_count_avail();
+    if (n_ports == 0) return fail("no ports: bind a NIC to DPDK or add one with --vdev");
+    WorkerPorts ports;
+    ports.outside = static_cast<uint16_t>(opt.outside);
+    ports.inside =
+        static_cast<uint16_t>(opt.inside >= 0 ? opt.inside : (n_ports > 1 ? 1 : opt.outside));
+    const bool one_port = ports.inside == ports.outside;
+
+    std::string error;
+    std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
+    if (!rules) return fail(error);
+
+    // Mbufs: every RX ring full on both ports, plus a burst in flight and a cache per worker.
+    const unsigned n_mbufs = 2 * n_workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
+    std::unique_ptr<rte_mempool, void (*)(rte_mempool *)> pool(
+        rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                static_cast<int>(rte_socket_id())),
+        rte_mempool_free);
+    if (!pool)
+        return fail(std::string("cannot create the mbuf pool of ") + std::to_string(n_mbufs) +
+                    " mbufs: " + rte_strerror(rte_errno) + " (not enough hugepage memory?)");
+
+    std::vector<uint16_t> started;
+    int rc = 0;
+    for (uint16_t port : {ports.outside, ports.inside}) {
+        if (!started.empty() && port == started[0]) continue;
+        RssMode rss;
+        if (!setup_port({port, static_cast<uint16_t>(n_workers)}, pool.get(), &rss, &error)) {
+            rc = fail(error);
+            break;
+        }
+        started.push_back(port);
+        std::printf("port %u: %u queue pairs, RSS %s\n", port, n_workers, rss_mode_name(rss));
+    }
+
+    // One table per worker, allocated on its socket; one secret hash seed for the process
+    // (so per-core top-offender summaries can be merged).
+    const HashSeed seed = random_hash_seed();
+    std::vector<std::unique_ptr<LimitTable>> tables;
+    std::vector<std::unique_ptr<Pipeline>> pipelines;
+    std::vector<std::unique_ptr<Worker>> workers;
+    if (rc == 0) {
+        uint16_t queue = 0;
+        unsigned lcore;
+        RTE_LCORE_FOREACH_WORKER(lcore) {
+            TableMemory mem;
+            mem.ctx =
+                reinterpret_cast<void *>(static_cast<intptr_t>(rte_lcore_to_socket_id(lcore)));
+            mem.alloc = [](size_t bytes, void *ctx) {
+                return rte_zmalloc_socket("fg_limit_table", bytes, 128,
+                                          static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
+            };
+            mem.free = [](void *p, void *) { rte_free(p); };
+            tables.push_back(
+                std::make_unique<LimitTable>(config.table_entries_per_core, seed, mem));
+            if (!tables.back()->ok()) {
+                rc = fail("cannot allocate a limiter table of " +
+                          std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
+                          " bytes for lcore " + std::to_string(lcore) +
+                          " (not enough hugepage memory?)");
+                break;
+            }
+            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get()));
+            workers.push_back(
+                std::make_unique<Worker>(WorkerPorts{ports.outside, ports.inside, queue++},
+                                         pipelines.back().get(), &g_stop));
+            if (!workers.back()->ok()) {
+                rc = fail("cannot allocate TX buffers");
+                break;
+            }
+        }
+    }
+
+    if (rc == 0) {
+        std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,
+                    one_port ? "one-port mode" : "inline between two ports", config.rules.size());
+        std::fflush(stdout);
+        size_t w = 0;
+        unsigned lcore;
+        RTE_LCORE_FOREACH_WORKER(lcore) {
+            rte_eal_remote_launch(launch_worker, workers[w++].get(), lcore);
+        }
+        auto next = std::chrono::steady_clock::now();
+        while (!g_stop.load()) {
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(100));  // main lcore: no packet work
+            if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
+                next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(opt.stats_interval_s));
+                std::printf("%s\n", one_line_summary(workers).c_str());
+                std::fflush(stdout);
+            }
+        }
+        rte_eal_mp_wait_lcore();
+        std::printf("%s\n", one_line_summary(workers).c_str());
+
+        std::vector<const Pipeline *> cores;
+        for (const auto &p : pipelines) cores.push_back(p.get());
+        nlohmann::ordered_json stats = stats_to_json(cores);
+        if (!opt.stats.empty()) {
+            std::ofstream out(opt.stats);
+            out << stats.dump(2) << "\n";
+            if (!out) rc = fail(opt.stats + ": cannot write stats");
+        }
+        std::fputs(stats_summary(stats).c_str(), stdout);
+    }
+
+    // Release in reverse order of creation: workers, tables, ports, then the pool and rules.
+    workers.clear();
+    pipelines.clear();
+    tables.clear();
+    for (auto it = started.rbegin(); it != started.rend(); ++it) close_port(*it);
+    return rc;
+}
+
+}  // namespace
+
+int run_main(int argc, char **argv) {
+    // EAL options come first, ours after "--", as in every DPDK application.
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    int eal_argc = rte_eal_init(argc, argv);
+    if (eal_argc < 0)
+        return fail(std::string("DPDK EAL initialisation failed: ") + rte_strerror(rte_errno));
+    int app_argc = argc - eal_argc;
+    char **app_argv = argv + eal_argc;
+    // getopt wants a program name first; "--" (consumed by the EAL) left us at argv[eal_argc].
+    app_argv[0] = argv[0];
+
+    RunOptions opt;
+    int rc;
+    if (!parse_options(app_argc, app_argv, &opt)) {
+        usage(stderr);
+        rc = 2;
+    } else {
+        try {
+            rc = run_dataplane(opt, load_config(opt.config));
+        } catch (const ConfigError &e) {
+            rc = fail(e.what());
+        }
+    }
+    rte_eal_cleanup();
+    return rc;
+}
+
+}  // namespace floodgate

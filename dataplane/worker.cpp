@@ -1,0 +1,95 @@
+#include "dataplane/worker.h"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+namespace floodgate {
+
+TscClock TscClock::calibrated() {
+    // 32 bits of fraction keep the error under 1 ns per 4 s at any TSC rate above 1 MHz.
+    TscClock c;
+    c.shift = 32;
+    c.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000) << 32) /
+                                   rte_get_tsc_hz());
+    return c;
+}
+
+namespace {
+rte_eth_dev_tx_buffer *make_tx_buffer(uint64_t *failed, int socket) {
+    auto *b = static_cast<rte_eth_dev_tx_buffer *>(
+        rte_zmalloc_socket("fg_tx_buffer", RTE_ETH_TX_BUFFER_SIZE(kMaxBurst), 0, socket));
+    if (b == nullptr) return nullptr;
+    rte_eth_tx_buffer_init(b, kMaxBurst);
+    // Frames the NIC does not take are freed and counted, never retried or leaked.
+    rte_eth_tx_buffer_set_err_callback(b, rte_eth_tx_buffer_count_callback, failed);
+    return b;
+}
+}  // namespace
+
+Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop)
+    : ports_(ports), pipeline_(pipeline), stop_(stop) {
+    int socket = static_cast<int>(rte_socket_id());
+    to_inside_ = make_tx_buffer(&filtered_.tx_failed, socket);
+    to_outside_ = make_tx_buffer(&returning_.tx_failed, socket);
+}
+
+Worker::~Worker() {
+    rte_free(to_inside_);
+    rte_free(to_outside_);
+}
+
+void Worker::run() {
+    const TscClock clock = TscClock::calibrated();
+    const uint64_t tsc0 = rte_rdtsc();
+    // The limiter clock starts at 1 s so that no TAT is ever 0 (the table's "free" mark).
+    const uint64_t epoch_ns = 1000000000;
+    rte_mbuf *pkts[kMaxBurst];
+    const uint8_t *frames[kMaxBurst];
+    uint32_t lens[kMaxBurst];
+    uint64_t now_ns[kMaxBurst];
+    Verdict verdicts[kMaxBurst];
+
+    while (!stop_->load(std::memory_order_relaxed)) {
+        uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
+        if (n > 0) {
+            uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
+            for (uint16_t i = 0; i < n; ++i) {
+                frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+                lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
+                now_ns[i] = now;
+                rte_prefetch0(frames[i]);
+            }
+            // A chained mbuf has only its first segment's bytes contiguous: the parser reads
+            // headers from those and judges lengths by the whole frame.
+            uint32_t captured[kMaxBurst];
+            for (uint16_t i = 0; i < n; ++i) captured[i] = rte_pktmbuf_data_len(pkts[i]);
+            pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
+            filtered_.rx += n;
+            for (uint16_t i = 0; i < n; ++i) {
+                if (verdicts[i] == Verdict::pass) {
+                    filtered_.tx += 1;
+                    rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
+                } else {
+                    rte_pktmbuf_free(pkts[i]);
+                }
+            }
+        }
+        rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+
+        if (ports_.inside != ports_.outside) {
+            uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, pkts, kMaxBurst);
+            returning_.rx += m;
+            returning_.tx += m;
+            for (uint16_t i = 0; i < m; ++i)
+                rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
+            rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
+        }
+    }
+    rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+    rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
+}
+
+}  // namespace floodgate

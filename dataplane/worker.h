@@ -1,0 +1,62 @@
+// The per-lcore packet loop of `floodgate run`: receive a burst on the outside port's queue,
+// decide it with this core's Pipeline, send the passed frames out of the inside port (or back
+// out of the same port in one-port mode), and forward inside-to-outside traffic unfiltered.
+// No locks, allocation, syscalls or logging in the loop; the clock is the TSC, read once per
+// burst and converted to nanoseconds with a multiply and a shift.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "dataplane/pipeline.h"
+
+struct rte_eth_dev_tx_buffer;
+
+namespace floodgate {
+
+// Per worker, per direction; single writer (the worker), read by the main lcore.
+struct alignas(64) PortCounters {
+    uint64_t rx = 0;
+    uint64_t tx = 0;
+    uint64_t tx_failed = 0;  // the NIC refused them; freed, never leaked
+};
+
+struct WorkerPorts {
+    uint16_t outside = 0;
+    uint16_t inside = 0;  // == outside in one-port mode
+    uint16_t queue = 0;   // this worker's RX and TX queue on both ports
+};
+
+class Worker {
+  public:
+    Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop);
+    ~Worker();
+    bool ok() const { return to_inside_ != nullptr && to_outside_ != nullptr; }
+    // The loop; returns when *stop is set, after flushing its TX buffers.
+    void run();
+
+    const Pipeline &pipeline() const { return *pipeline_; }
+    const PortCounters &filtered() const { return filtered_; }    // outside -> inside
+    const PortCounters &returning() const { return returning_; }  // inside -> outside
+
+  private:
+    WorkerPorts ports_;
+    Pipeline *pipeline_;
+    const std::atomic<bool> *stop_;
+    rte_eth_dev_tx_buffer *to_inside_ = nullptr;
+    rte_eth_dev_tx_buffer *to_outside_ = nullptr;
+    PortCounters filtered_;
+    PortCounters returning_;
+};
+
+// TSC to nanoseconds: ns = (tsc * mult) >> shift, computed once at start.
+struct TscClock {
+    uint64_t mult = 0;
+    unsigned shift = 0;
+    static TscClock calibrated();
+    uint64_t ns(uint64_t tsc) const {
+        return static_cast<uint64_t>((static_cast<unsigned __int128>(tsc) * mult) >> shift);
+    }
+};
+
+}  // namespace floodgate
