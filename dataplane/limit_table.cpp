@@ -99,6 +99,7 @@ LimitEntry *LimitTable::insert(const LimitKey &k, uint64_t h, uint64_t now_ns) {
             free_slot->addr_lo = k.addr_lo;
             free_slot->tag = k.tag;
             free_slot->tat_ns = kReservedTat;
+            free_slot->unpublished = 0;
             return free_slot;
         }
         // Every slot live: queue the other bucket of each entry, if there is room to look.

@@ -43,7 +43,9 @@ struct LimitEntry {
     // being decided (see LimitTable::acquire).
     uint64_t tat_ns;
     uint32_t tag;
-    uint32_t reserved;
+    // Packets this core admitted for the key since it last published its consumption to the
+    // other cores (Pipeline::publish); moves with the entry.
+    uint32_t unpublished;
 
     bool holds(const LimitKey &k) const {
         return ((addr_hi ^ k.addr_hi) | (addr_lo ^ k.addr_lo) | (tag ^ k.tag)) == 0;
@@ -130,12 +132,14 @@ class LimitTable {
         return e;
     }
 
-    // Stores k's new TAT in e (from acquire). A later acquire for the same packet may have
-    // moved e along a cuckoo path, so it is looked up again when it no longer holds k.
-    void commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns) {
+    // Stores k's new TAT in e (from acquire) and returns where k now is. A later acquire for
+    // the same packet may have moved e along a cuckoo path, so it is looked up again when it
+    // no longer holds k.
+    LimitEntry *commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns) {
         if (!e->holds(k)) [[unlikely]]
             e = find(k, h);
         e->tat_ns = tat_ns;
+        return e;
     }
 
     // Gives back a reservation whose packet stored nothing (it was refused): the key is again

@@ -12,6 +12,40 @@ Pipeline::Pipeline(const RuleSet *rules, LimitTable *table)
       overflow_tat_ns_(rules->rules().size(), 0),
       checks_(kMaxBurst * (rules->rules().size() + 1)) {}
 
+void Pipeline::enable_merge() {
+    merging_ = true;
+    unpublished_.reserve(kMaxUnpublishedKeys);
+}
+
+void Pipeline::note_unpublished(const Check &c) {
+    if (unpublished_.size() == kMaxUnpublishedKeys) {
+        ++counters_.merge_unshared_keys;
+        return;
+    }
+    unpublished_.push_back(c);
+}
+
+void Pipeline::publish(std::vector<Consumption> *out) {
+    for (const Check &c : unpublished_) {
+        LimitEntry *e = table_->find(c.key, c.hash);
+        if (e == nullptr || e->unpublished == 0) continue;  // expired and reused since
+        out->push_back(Consumption{c.key, c.hash, e->unpublished, c.rule});
+        e->unpublished = 0;
+    }
+    unpublished_.clear();
+}
+
+void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
+    uint64_t tat_ns;
+    LimitEntry *e = table_->acquire(c.key, c.hash, now_ns, &tat_ns);
+    if (e == nullptr) {
+        ++counters_.merge_table_full;
+        return;
+    }
+    uint64_t interval_ns = rules_->rules()[c.rule].profile.interval_ns;
+    table_->commit(e, c.key, c.hash, std::max(tat_ns, now_ns) + c.packets * interval_ns);
+}
+
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     const CompiledRule &r = rules_->rules()[c.rule];
     top_refused_[c.rule].add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
@@ -81,7 +115,8 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
             if (c.admitted && rules[c.rule].on_table_full == TableFullPolicy::shared)
                 overflow_tat_ns_[c.rule] = c.new_tat_ns;
         } else if (c.admitted) {
-            table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
+            LimitEntry *e = table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
+            if (merging_ && e->unpublished++ == 0) note_unpublished(c);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.key, c.hash);
         }

@@ -31,6 +31,19 @@ inline constexpr unsigned kPrefetchAhead = 16;
 
 enum class Verdict : uint8_t { pass, drop };
 
+// One key's packets admitted on one core since that core last published, for the cross-core
+// merge: the other cores charge them to their own TATs.
+struct Consumption {
+    LimitKey key;
+    uint64_t hash;
+    uint32_t packets;
+    uint16_t rule;
+};
+
+// Most keys one core tracks for publishing between two merges; past it, consumption of
+// further keys is not shared (counted in merge_unshared_keys).
+inline constexpr size_t kMaxUnpublishedKeys = 1 << 16;
+
 class Pipeline {
   public:
     // rules and table must outlive the pipeline. The table belongs to this core alone.
@@ -41,6 +54,13 @@ class Pipeline {
     // (a replayed capture cut by its snap length); otherwise all of them are.
     void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                 const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
+
+    // Cross-core merge. Off by default (one core has nothing to merge). publish() appends this
+    // core's consumption since the last call and forgets it; apply() charges another core's
+    // consumption to this core's TATs as if it arrived at now_ns.
+    void enable_merge();
+    void publish(std::vector<Consumption> *out);
+    void apply(const Consumption &c, uint64_t now_ns);
 
     const WorkerCounters &counters() const { return counters_; }
     const std::vector<RuleCounters> &rule_counters() const { return rule_counters_; }
@@ -62,6 +82,7 @@ class Pipeline {
 
     Verdict decide_one(const PacketInfo &info, Check *checks, unsigned n_checks, uint64_t now_ns);
     void note_refusal(const PacketInfo &info, const Check &c);
+    void note_unpublished(const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
     const RuleSet *rules_;
@@ -71,6 +92,8 @@ class Pipeline {
     std::vector<HeavyHitters> top_refused_;
     std::vector<uint64_t> overflow_tat_ns_;  // per rule: the shared bucket for keys with no room
     std::vector<Check> checks_;              // kMaxBurst x rules
+    bool merging_ = false;
+    std::vector<Check> unpublished_;  // keys with LimitEntry::unpublished > 0 (capacity fixed)
     PacketInfo infos_[kMaxBurst];
     ParseStatus status_[kMaxBurst];
     PrefixVerdict prefix_[kMaxBurst];

@@ -4,6 +4,8 @@
 #include <rte_malloc.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +13,7 @@
 
 #include "control/config.h"
 #include "dataplane/eal.h"
+#include "dataplane/merge.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats_json.h"
@@ -24,29 +27,69 @@ namespace {
 constexpr HashSeed kReplaySeed = {
     {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull}};
 
+enum class Spread : uint8_t { hash, round_robin };
+
 struct ReplayOptions {
     std::string config, in, pass, drop, stats;
     bool quiet = false;
+    unsigned workers = 1;
+    Spread spread = Spread::hash;
+    uint64_t merge_interval_ns = 1000000;
 };
 
 void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
         "                        [--drop DROP.pcap] [--stats STATS.json] [--quiet]\n"
+        "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
         "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
-        "and writes the passed (and dropped) frames unchanged, in order.\n",
+        "and writes the passed (and dropped) frames unchanged, in order. --workers spreads the\n"
+        "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
+        "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n",
         to);
 }
 
 bool parse_options(int argc, char **argv, ReplayOptions *o) {
-    static const option longopts[] = {
-        {"config", required_argument, nullptr, 'c'}, {"in", required_argument, nullptr, 'i'},
-        {"pass", required_argument, nullptr, 'p'},   {"drop", required_argument, nullptr, 'd'},
-        {"stats", required_argument, nullptr, 's'},  {"quiet", no_argument, nullptr, 'q'},
-        {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+    static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
+                                      {"in", required_argument, nullptr, 'i'},
+                                      {"pass", required_argument, nullptr, 'p'},
+                                      {"drop", required_argument, nullptr, 'd'},
+                                      {"stats", required_argument, nullptr, 's'},
+                                      {"quiet", no_argument, nullptr, 'q'},
+                                      {"workers", required_argument, nullptr, 'w'},
+                                      {"spread", required_argument, nullptr, 'S'},
+                                      {"merge-interval-us", required_argument, nullptr, 'm'},
+                                      {"help", no_argument, nullptr, 'h'},
+                                      {nullptr, 0, nullptr, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:i:p:d:s:qh", longopts, nullptr)) != -1;) {
+        char *end = nullptr;
         switch (c) {
+            case 'w':
+                o->workers = static_cast<unsigned>(std::strtoul(optarg, &end, 10));
+                if (*end != 0 || o->workers < 1 || o->workers > 64) {
+                    std::fputs("floodgate replay: --workers takes 1 to 64\n", stderr);
+                    return false;
+                }
+                break;
+            case 'S':
+                if (std::strcmp(optarg, "hash") == 0) {
+                    o->spread = Spread::hash;
+                } else if (std::strcmp(optarg, "rr") == 0) {
+                    o->spread = Spread::round_robin;
+                } else {
+                    std::fputs("floodgate replay: --spread takes hash or rr\n", stderr);
+                    return false;
+                }
+                break;
+            case 'm':
+                o->merge_interval_ns = std::strtoull(optarg, &end, 10) * 1000;
+                if (*end != 0 || o->merge_interval_ns == 0) {
+                    std::fputs("floodgate replay: --merge-interval-us takes a whole number >= 1\n",
+                               stderr);
+                    return false;
+                }
+                break;
             case 'c':
                 o->config = optarg;
                 break;
@@ -92,11 +135,10 @@ TableMemory dpdk_table_memory() {
 
 // DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
 // the EAL itself, in MiB.
-uint64_t dpdk_memory_mb(const Config &config) {
-    return ((LimitTable::bytes_for(config.table_entries_per_core) +
-             RuleSet::dpdk_memory_bytes(config)) >>
-            20) +
-           64;
+uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
+    uint64_t bytes = workers * LimitTable::bytes_for(config.table_entries_per_core) +
+                     RuleSet::dpdk_memory_bytes(config);
+    return (bytes >> 20) + 64;
 }
 
 int fail(const std::string &message) {
@@ -141,6 +183,54 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
     }
 }
 
+// The virtual core a frame goes to: round robin, or a hash of the full source address as RSS
+// on the whole address would do (non-IP and malformed frames go to core 0).
+unsigned core_for(const PcapRecord &r, uint64_t index, const ReplayOptions &opt) {
+    if (opt.spread == Spread::round_robin) return static_cast<unsigned>(index % opt.workers);
+    PacketInfo info;
+    auto len = static_cast<uint32_t>(r.data.size());
+    if (parse_packet(r.data.data(), std::max(r.orig_len, len), &info, len) != ParseStatus::ip)
+        return 0;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the 16 address bytes
+    for (uint8_t b : info.src) h = (h ^ b) * 1099511628211ull;
+    return static_cast<unsigned>(h % opt.workers);
+}
+
+// Several virtual cores, one frame at a time so that every frame sees exactly the merges
+// whose time it has passed: deterministic, on packet time, like the live merge on the TSC.
+bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
+                        const ReplayOptions &opt, PcapWriter &pass, PcapWriter *drop,
+                        std::string *error) {
+    PcapRecord r;
+    std::vector<Consumption> scratch;
+    uint64_t clock_ns = 0, next_merge_ns = 0;
+    for (uint64_t index = 0; in.next(&r); ++index) {
+        clock_ns = std::max(clock_ns, r.ts_ns);
+        if (index == 0) next_merge_ns = clock_ns + opt.merge_interval_ns;
+        if (clock_ns >= next_merge_ns) {
+            merge_cores(cores, next_merge_ns, &scratch);
+            // Idle gaps: no consumption to merge in between, so skip to the next boundary.
+            next_merge_ns +=
+                (clock_ns - next_merge_ns) / opt.merge_interval_ns * opt.merge_interval_ns +
+                opt.merge_interval_ns;
+        }
+        const uint8_t *frame = r.data.data();
+        auto captured = static_cast<uint32_t>(r.data.size());
+        uint32_t wire = std::max(r.orig_len, captured);
+        Verdict v;
+        cores[core_for(r, index, opt)]->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
+        if (v == Verdict::pass)
+            pass.write(r);
+        else if (drop != nullptr)
+            drop->write(r);
+    }
+    if (!in.error().empty()) {
+        *error = in.error();
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int replay_main(int argc, char **argv) {
@@ -172,7 +262,7 @@ int replay_main(int argc, char **argv) {
         if (!drop->ok()) return fail(drop->error());
     }
 
-    Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config))));
+    Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config, opt.workers))));
     if (!eal.ok()) return fail(eal.error());
 
     int rc = 0;
@@ -180,18 +270,29 @@ int replay_main(int argc, char **argv) {
         std::string error;
         std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
         if (!rules) return fail(error);
-        LimitTable table(config.table_entries_per_core, kReplaySeed, dpdk_table_memory());
-        if (!table.ok())
-            return fail("cannot allocate the limiter table (" +
-                        std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
-                        " bytes)");
-        Pipeline pipeline(rules.get(), &table);
+        std::vector<std::unique_ptr<LimitTable>> tables;
+        std::vector<std::unique_ptr<Pipeline>> pipelines;
+        std::vector<Pipeline *> cores;
+        for (unsigned w = 0; w < opt.workers; ++w) {
+            tables.push_back(std::make_unique<LimitTable>(config.table_entries_per_core,
+                                                          kReplaySeed, dpdk_table_memory()));
+            if (!tables.back()->ok())
+                return fail("cannot allocate the limiter table (" +
+                            std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
+                            " bytes)");
+            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get()));
+            cores.push_back(pipelines.back().get());
+            if (opt.workers > 1) cores.back()->enable_merge();
+        }
 
-        if (!run_trace(in, pipeline, pass, drop.get(), &error)) rc = fail(error);
+        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], pass, drop.get(), &error)
+                                   : run_trace_on_cores(in, cores, opt, pass, drop.get(), &error);
+        if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());
 
-        nlohmann::ordered_json stats = stats_to_json({&pipeline});
+        nlohmann::ordered_json stats =
+            stats_to_json(std::vector<const Pipeline *>(cores.begin(), cores.end()));
         if (!opt.stats.empty()) {
             std::ofstream out(opt.stats);
             out << stats.dump(2) << "\n";
