@@ -9,10 +9,38 @@
 
 #include "dataplane/pipeline.h"
 
+struct rte_ring;
+
 namespace floodgate {
 
-// Merges the cores at now_ns. scratch is reused between calls to avoid allocating.
+// Merges the cores at now_ns, in one thread (replay). scratch is reused between calls.
 void merge_cores(const std::vector<Pipeline *> &cores, uint64_t now_ns,
                  std::vector<Consumption> *scratch);
+
+// The live merge, without locks: each worker publishes its consumption on its own
+// single-producer ring ("out"); the merger on the main lcore moves every record to the
+// "in" ring of every other worker, which applies them between bursts.
+struct MergeRings {
+    rte_ring *out = nullptr;  // worker -> merger
+    rte_ring *in = nullptr;   // merger -> worker
+};
+
+class LiveMerger {
+  public:
+    // One pair of rings per worker, each holding ring_records Consumption records.
+    LiveMerger(unsigned workers, unsigned ring_records);
+    ~LiveMerger();
+    bool ok() const { return ok_; }
+    const MergeRings &rings(unsigned worker) const { return rings_[worker]; }
+    // Moves everything published so far; returns how many records were forwarded.
+    uint64_t forward();
+    uint64_t dropped() const { return dropped_; }  // records that found an "in" ring full
+
+  private:
+    std::vector<MergeRings> rings_;
+    std::vector<Consumption> scratch_;
+    uint64_t dropped_ = 0;
+    bool ok_ = true;
+};
 
 }  // namespace floodgate

@@ -39,18 +39,21 @@ struct RunOptions {
     int outside = 0;
     int inside = -1;  // -1: port 1 when there are two ports, else one-port mode
     double stats_interval_s = 0;
+    uint64_t merge_interval_ns = 1000000;
 };
 
 void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate run [EAL options] -- --config RULES.yaml [--outside PORT] [--inside "
         "PORT]\n"
-        "                     [--stats-interval SECONDS] [--stats STATS.json]\n"
+        "                     [--stats-interval SECONDS] [--stats STATS.json] [--merge-interval-us "
+        "US]\n"
         "Filters frames received on the outside port and sends the passed ones out of the inside\n"
         "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
         "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
         "One worker per worker lcore, each with its own RX/TX queue pair on every port.\n"
-        "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit.\n",
+        "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit.\n"
+        "With several workers, their consumption is merged every --merge-interval-us (1000).\n",
         to);
 }
 
@@ -60,6 +63,7 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {"inside", required_argument, nullptr, 'i'},
                                       {"stats-interval", required_argument, nullptr, 'I'},
                                       {"stats", required_argument, nullptr, 's'},
+                                      {"merge-interval-us", required_argument, nullptr, 'm'},
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
@@ -81,6 +85,9 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 case 's':
                     o->stats = optarg;
                     break;
+                case 'm':
+                    o->merge_interval_ns = std::stoull(optarg) * 1000;
+                    break;
                 case 'h':
                     usage(stdout);
                     std::exit(0);
@@ -91,6 +98,10 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
             std::fprintf(stderr, "floodgate run: bad number '%s'\n", optarg);
             return false;
         }
+    }
+    if (o->merge_interval_ns == 0) {
+        std::fputs("floodgate run: --merge-interval-us must be at least 1\n", stderr);
+        return false;
     }
     if (o->config.empty()) {
         std::fputs("floodgate run: --config is required\n", stderr);
@@ -173,6 +184,13 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
     // One table per worker, allocated on its socket; one secret hash seed for the process
     // (so per-core top-offender summaries can be merged).
     const HashSeed seed = random_hash_seed();
+    // Records a worker may publish per merge: one per key it admitted since the last one.
+    std::unique_ptr<LiveMerger> merger;
+    if (rc == 0 && n_workers > 1) {
+        merger = std::make_unique<LiveMerger>(n_workers, 2 * kMaxUnpublishedKeys);
+        if (!merger->ok())
+            rc = fail(std::string("cannot create the merge rings: ") + rte_strerror(rte_errno));
+    }
     std::vector<std::unique_ptr<LimitTable>> tables;
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     std::vector<std::unique_ptr<Worker>> workers;
@@ -198,9 +216,11 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
                 break;
             }
             pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get()));
-            workers.push_back(
-                std::make_unique<Worker>(WorkerPorts{ports.outside, ports.inside, queue++},
-                                         pipelines.back().get(), &g_stop));
+            const MergeRings *rings = merger ? &merger->rings(queue) : nullptr;
+            workers.push_back(std::make_unique<Worker>(
+                WorkerPorts{ports.outside, ports.inside, queue}, pipelines.back().get(), &g_stop,
+                rings, opt.merge_interval_ns));
+            ++queue;
             if (!workers.back()->ok()) {
                 rc = fail("cannot allocate TX buffers");
                 break;
@@ -218,9 +238,11 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
             rte_eal_remote_launch(launch_worker, workers[w++].get(), lcore);
         }
         auto next = std::chrono::steady_clock::now();
+        // The main lcore does no packet work: it forwards merge records and prints stats.
+        const auto poll = std::chrono::nanoseconds(merger ? opt.merge_interval_ns / 2 : 100000000);
         while (!g_stop.load()) {
-            std::this_thread::sleep_for(
-                std::chrono::milliseconds(100));  // main lcore: no packet work
+            std::this_thread::sleep_for(poll);
+            if (merger) merger->forward();
             if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
                 next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(opt.stats_interval_s));
@@ -242,8 +264,10 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         std::fputs(stats_summary(stats).c_str(), stdout);
     }
 
-    // Release in reverse order of creation: workers, tables, ports, then the pool and rules.
+    // Release in reverse order of creation: workers, merge rings, tables, ports, then the pool
+    // and the rules.
     workers.clear();
+    merger.reset();
     pipelines.clear();
     tables.clear();
     for (auto it = started.rbegin(); it != started.rend(); ++it) close_port(*it);

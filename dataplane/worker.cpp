@@ -5,6 +5,8 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 namespace floodgate {
 
@@ -29,8 +31,17 @@ rte_eth_dev_tx_buffer *make_tx_buffer(uint64_t *failed, int socket) {
 }
 }  // namespace
 
-Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop)
-    : ports_(ports), pipeline_(pipeline), stop_(stop) {
+Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop,
+               const MergeRings *merge, uint64_t merge_interval_ns)
+    : ports_(ports),
+      pipeline_(pipeline),
+      stop_(stop),
+      merge_(merge),
+      merge_interval_ns_(merge_interval_ns) {
+    if (merge_ != nullptr) {
+        pipeline_->enable_merge();
+        published_.reserve(kMaxUnpublishedKeys);
+    }
     int socket = static_cast<int>(rte_socket_id());
     to_inside_ = make_tx_buffer(&filtered_.tx_failed, socket);
     to_outside_ = make_tx_buffer(&returning_.tx_failed, socket);
@@ -39,6 +50,22 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<b
 Worker::~Worker() {
     rte_free(to_inside_);
     rte_free(to_outside_);
+}
+
+// Publishes this core's consumption (at most every merge interval) and applies what the
+// other cores published, between bursts.
+void Worker::exchange_consumption(uint64_t now_ns) {
+    published_.clear();
+    pipeline_->publish(&published_);
+    auto n = static_cast<unsigned>(published_.size());
+    unsigned sent = rte_ring_sp_enqueue_burst_elem(merge_->out, published_.data(),
+                                                   sizeof(Consumption), n, nullptr);
+    merge_records_lost_ += n - sent;
+    Consumption incoming[64];
+    unsigned m;
+    while ((m = rte_ring_sc_dequeue_burst_elem(merge_->in, incoming, sizeof(Consumption), 64,
+                                               nullptr)) > 0)
+        for (unsigned i = 0; i < m; ++i) pipeline_->apply(incoming[i], now_ns);
 }
 
 void Worker::run() {
@@ -52,10 +79,15 @@ void Worker::run() {
     uint64_t now_ns[kMaxBurst];
     Verdict verdicts[kMaxBurst];
 
+    uint64_t next_exchange_ns = 0;
     while (!stop_->load(std::memory_order_relaxed)) {
+        uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
+        if (merge_ != nullptr && now >= next_exchange_ns) {
+            exchange_consumption(now);
+            next_exchange_ns = now + merge_interval_ns_;
+        }
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
         if (n > 0) {
-            uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
             for (uint16_t i = 0; i < n; ++i) {
                 frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
                 lens[i] = rte_pktmbuf_pkt_len(pkts[i]);

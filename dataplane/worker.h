@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
+#include "dataplane/merge.h"
 #include "dataplane/pipeline.h"
 
 struct rte_eth_dev_tx_buffer;
@@ -29,15 +31,18 @@ struct WorkerPorts {
 
 class Worker {
   public:
-    Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop);
+    // merge: this worker's rings to the LiveMerger, or nullptr with one worker.
+    Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop,
+           const MergeRings *merge, uint64_t merge_interval_ns);
     ~Worker();
     bool ok() const { return to_inside_ != nullptr && to_outside_ != nullptr; }
     // The loop; returns when *stop is set, after flushing its TX buffers.
     void run();
 
     const Pipeline &pipeline() const { return *pipeline_; }
-    const PortCounters &filtered() const { return filtered_; }    // outside -> inside
-    const PortCounters &returning() const { return returning_; }  // inside -> outside
+    const PortCounters &filtered() const { return filtered_; }           // outside -> inside
+    const PortCounters &returning() const { return returning_; }         // inside -> outside
+    uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
 
   private:
     WorkerPorts ports_;
@@ -47,6 +52,12 @@ class Worker {
     rte_eth_dev_tx_buffer *to_outside_ = nullptr;
     PortCounters filtered_;
     PortCounters returning_;
+    const MergeRings *merge_;
+    uint64_t merge_interval_ns_;
+    std::vector<Consumption> published_;  // capacity reserved once
+    uint64_t merge_records_lost_ = 0;
+
+    void exchange_consumption(uint64_t now_ns);
 };
 
 // TSC to nanoseconds: ns = (tsc * mult) >> shift, computed once at start.
