@@ -36,6 +36,29 @@ std::string v4(unsigned a, unsigned b) {
            std::to_string(b);
 }
 
+// Merges the streams in time order (ties: stream order), so the trace is deterministic.
+int write_streams(std::vector<Stream> &streams, const std::string &out) {
+    auto later = [&](size_t a, size_t b) {
+        return streams[a].next_ns != streams[b].next_ns ? streams[a].next_ns > streams[b].next_ns
+                                                        : a > b;
+    };
+    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+    for (size_t i = 0; i < streams.size(); ++i) heap.push(i);
+    floodgate::test::PcapWriter w(out, floodgate::test::PcapPrecision::nano);
+    while (!heap.empty()) {
+        size_t i = heap.top();
+        heap.pop();
+        Stream &s = streams[i];
+        w.write(s.next_ns, s.make(s.sent++));
+        s.next_ns += s.interval_ns;
+        if (s.next_ns < s.stop_ns) heap.push(i);
+    }
+    w.close();
+    std::printf("wrote %llu frames to %s\n", static_cast<unsigned long long>(w.records_written()),
+                out.c_str());
+    return 0;
+}
+
 int demo(const std::string &out) {
     std::vector<Stream> streams;
     // Legitimate users: 20 clients, DNS at 2/s and TCP traffic at 40/s each, for 10 s.
@@ -116,38 +139,70 @@ int demo(const std::string &out) {
              return PacketBuilder().eth(floodgate::test::kEtherTypeArp).payload(28).build();
          }});
 
-    // Merge the streams in time order (ties: stream order), so the trace is deterministic.
-    auto later = [&](size_t a, size_t b) {
-        return streams[a].next_ns != streams[b].next_ns ? streams[a].next_ns > streams[b].next_ns
-                                                        : a > b;
-    };
-    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
-    for (size_t i = 0; i < streams.size(); ++i) heap.push(i);
-    floodgate::test::PcapWriter w(out, floodgate::test::PcapPrecision::nano);
-    while (!heap.empty()) {
-        size_t i = heap.top();
-        heap.pop();
-        Stream &s = streams[i];
-        w.write(s.next_ns, s.make(s.sent++));
-        s.next_ns += s.interval_ns;
-        if (s.next_ns < s.stop_ns) heap.push(i);
+    return write_streams(streams, out);
+}
+
+// The lab test's traffic, 3 seconds: 10 well-behaved clients (DNS at 2/s, TCP at 20/s), a
+// DNS flood from one source (1,000/s for 2 s), spoofed SYNs from 198.19.0.0/16 (500/s), an
+// IPv6 DNS flood rotating through one /64 (500/s for 2 s) and an ICMP flood (300/s).
+int lab(const std::string &out) {
+    std::vector<Stream> streams;
+    for (unsigned c = 0; c < 10; ++c) {
+        std::string src = v4(1, 10 + c);
+        streams.push_back({c * 1000000ull, kSecond / 2, 3 * kSecond, [src](uint64_t n) {
+                               return PacketBuilder()
+                                   .ipv4(src, "198.18.100.53")
+                                   .udp(static_cast<uint16_t>(30000 + n), 53)
+                                   .payload(30)
+                                   .build();
+                           }});
+        streams.push_back({c * 1000000ull, kSecond / 20, 3 * kSecond, [src](uint64_t) {
+                               return PacketBuilder()
+                                   .ipv4(src, "198.18.100.80")
+                                   .tcp(45000, 443, 0x10)
+                                   .payload(100)
+                                   .build();
+                           }});
     }
-    w.close();
-    std::printf("wrote %llu frames to %s\n", static_cast<unsigned long long>(w.records_written()),
-                out.c_str());
-    return 0;
+    streams.push_back({kSecond / 2, kSecond / 1000, 5 * kSecond / 2, [](uint64_t n) {
+                           return PacketBuilder()
+                               .ipv4("198.18.66.6", "198.18.100.53")
+                               .udp(static_cast<uint16_t>(1024 + n), 53)
+                               .payload(30)
+                               .build();
+                       }});
+    streams.push_back(
+        {0, kSecond / 500, 3 * kSecond, [](uint64_t n) {
+             uint64_t h = n * 0x9e3779b97f4a7c15ull;
+             std::string src =
+                 "198.19." + std::to_string((h >> 8) & 254) + "." + std::to_string((h >> 16) & 255);
+             return PacketBuilder().ipv4(src, "198.18.100.80").tcp(2000, 443, 0x02).build();
+         }});
+    streams.push_back(
+        {kSecond / 2, kSecond / 500, 5 * kSecond / 2, [](uint64_t n) {
+             char src[64];
+             std::snprintf(src, sizeof src, "2001:db8:66:1:%x::%x",
+                           static_cast<unsigned>(n & 0xffff), static_cast<unsigned>(n >> 16) + 1);
+             return PacketBuilder().ipv6(src, "2001:db8:100::53").udp(5353, 53).payload(30).build();
+         }});
+    streams.push_back(
+        {0, kSecond / 300, 3 * kSecond, [](uint64_t) {
+             return PacketBuilder().ipv4("198.18.77.7", "198.18.100.1").icmp(8).payload(56).build();
+         }});
+    return write_streams(streams, out);
 }
 
 void usage(std::FILE *to) {
-    std::fputs("usage: floodgate-gen demo --out FILE.pcap\n", to);
+    std::fputs("usage: floodgate-gen demo|lab --out FILE.pcap\n", to);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc == 4 && std::strcmp(argv[1], "demo") == 0 && std::strcmp(argv[2], "--out") == 0) {
+    if (argc == 4 && std::strcmp(argv[2], "--out") == 0 &&
+        (std::strcmp(argv[1], "demo") == 0 || std::strcmp(argv[1], "lab") == 0)) {
         try {
-            return demo(argv[3]);
+            return std::strcmp(argv[1], "demo") == 0 ? demo(argv[3]) : lab(argv[3]);
         } catch (const std::exception &e) {
             std::fprintf(stderr, "floodgate-gen: %s\n", e.what());
             return 1;

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Lab traffic: send a pcap's frames on an interface, or count what arrives on one.
+
+  traffic.py send IFACE TRACE.pcap            frames paced by their timestamps, then an end marker
+  traffic.py receive IFACE OUT.json TIMEOUT   counts frames per IPv4/IPv6 source until the marker
+
+Raw AF_PACKET sockets, so spoofed sources need no addresses configured. Both directions are
+bounded: the trace is finite, the receiver stops at the marker or after TIMEOUT seconds.
+"""
+import json
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+# The end marker: a UDP frame from the allow-listed monitoring range, so floodgate always
+# passes it (config/default.yaml allows 198.18.200.0/24).
+MARKER_SRC = bytes([198, 18, 200, 250])
+
+
+def read_pcap(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    nano = magic == 0xA1B23C4D
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        sec, frac, incl, _ = struct.unpack("<IIII", data[off:off + 16])
+        frames.append((sec + frac / (1e9 if nano else 1e6), data[off + 16:off + 16 + incl]))
+        off += 16 + incl
+    return frames
+
+
+def marker_frame():
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0, MARKER_SRC, bytes([198, 18, 100, 1]))
+    return b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + struct.pack("!HHHH", 9, 9, 8, 0)
+
+
+def send(iface, trace):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    frames = read_pcap(trace)
+    start, t0 = time.monotonic(), frames[0][0] if frames else 0
+    for ts, frame in frames:
+        delay = (ts - t0) - (time.monotonic() - start)
+        if delay > 0:
+            time.sleep(delay)  # pacing the traffic, not synchronisation
+        s.send(frame)
+    for _ in range(3):
+        s.send(marker_frame())
+    print(json.dumps({"sent": len(frames), "seconds": round(time.monotonic() - start, 3)}))
+
+
+def source_of(frame):
+    off = 12
+    etype = struct.unpack("!H", frame[off:off + 2])[0]
+    while etype in (0x8100, 0x88A8) and len(frame) >= off + 6:
+        off += 4
+        etype = struct.unpack("!H", frame[off:off + 2])[0]
+    ip = off + 2
+    if etype == 0x0800 and len(frame) >= ip + 20:
+        return socket.inet_ntop(socket.AF_INET, frame[ip + 12:ip + 16])
+    if etype == 0x86DD and len(frame) >= ip + 40:
+        return socket.inet_ntop(socket.AF_INET6, frame[ip + 8:ip + 24])
+    return "non-ip"
+
+
+def receive(iface, out, timeout):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    counts, deadline = {}, time.monotonic() + timeout
+    print("ready", flush=True)
+    while time.monotonic() < deadline:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        src = source_of(frame)
+        if src == socket.inet_ntop(socket.AF_INET, MARKER_SRC):
+            break
+        counts[src] = counts.get(src, 0) + 1
+    with open(out, "w") as f:
+        json.dump(counts, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "send":
+        send(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "receive":
+        receive(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    else:
+        sys.exit(__doc__)
