@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The main job on the default config: installs what is missing, builds, generates a demo
-# attack (a DNS flood, a spoofed SYN flood, an ICMP flood, an IPv6 /64 rotation, a blocked
-# network and broken frames, over 20 well-behaved clients) and replays it through floodgate
-# with config/default.yaml, printing what was dropped and why.
+# The main job on the default config: installs what is missing, builds, then runs floodgate
+# live between two network namespaces (an outside one with clients and attackers, an inside
+# one with the server, joined by veth pairs, on net_af_packet with two workers), sends a short
+# mixed flood (10 well-behaved clients; a DNS flood; spoofed SYNs; an IPv6 flood rotating in
+# one /64; an ICMP flood), prints what reached the server and floodgate's per-rule counters,
+# and cleans up. Then the same attack is replayed offline with `floodgate replay`.
 source "$(dirname "$0")/lib.sh"
 fg_install_deps
 fg_build
 
+echo "==> live: floodgate run between two namespaces, config/default.yaml"
+bash "$FG_ROOT/tests/lab/lab.sh" "$FG_BUILD" 2 show
+
 out="$(mktemp -d /tmp/floodgate-demo.XXXXXX)"
-"$FG_BUILD/perf/floodgate-gen" demo --out "$out/attack.pcap"
-echo "==> floodgate replay --config config/default.yaml --in $out/attack.pcap"
+"$FG_BUILD/perf/floodgate-gen" lab --out "$out/attack.pcap" >/dev/null
+echo "==> offline: floodgate replay --config config/default.yaml --in $out/attack.pcap"
 "$FG_BUILD/dataplane/floodgate" replay --config "$FG_ROOT/config/default.yaml" \
   --in "$out/attack.pcap" --pass "$out/passed.pcap" --drop "$out/dropped.pcap" \
   --stats "$out/stats.json"
