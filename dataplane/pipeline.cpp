@@ -29,7 +29,7 @@ void Pipeline::publish(std::vector<Consumption> *out) {
     for (const Check &c : unpublished_) {
         LimitEntry *e = table_->find(c.key, c.hash);
         if (e == nullptr || e->unpublished == 0) continue;  // expired and reused since
-        out->push_back(Consumption{c.key, c.hash, e->unpublished, c.rule});
+        out->push_back(Consumption{c.key, c.hash, 0, e->unpublished, c.rule});
         e->unpublished = 0;
     }
     unpublished_.clear();

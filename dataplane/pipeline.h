@@ -36,6 +36,7 @@ enum class Verdict : uint8_t { pass, drop };
 struct Consumption {
     LimitKey key;
     uint64_t hash;
+    uint64_t published_ns;  // when the core published it (for the merge lag)
     uint32_t packets;
     uint16_t rule;
 };

@@ -9,6 +9,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -139,6 +140,24 @@ std::string one_line_summary(const std::vector<std::unique_ptr<Worker>> &workers
     return line;
 }
 
+// Per direction, summed over the workers: frames received, handed to the TX queue, and
+// refused by the NIC (sent = tx - tx_failed).
+nlohmann::ordered_json port_stats(const std::vector<std::unique_ptr<Worker>> &workers) {
+    PortCounters in, back;
+    for (const auto &w : workers) {
+        in.rx += w->filtered().rx;
+        in.tx += w->filtered().tx;
+        in.tx_failed += w->filtered().tx_failed;
+        back.rx += w->returning().rx;
+        back.tx += w->returning().tx;
+        back.tx_failed += w->returning().tx_failed;
+    }
+    auto one = [](const PortCounters &c) {
+        return nlohmann::ordered_json{{"rx", c.rx}, {"tx", c.tx}, {"tx_failed", c.tx_failed}};
+    };
+    return {{"outside_to_inside", one(in)}, {"inside_to_outside", one(back)}};
+}
+
 // Everything after EAL init, so that every DPDK resource is released before rte_eal_cleanup.
 int run_dataplane(const RunOptions &opt, const Config &config) {
     const unsigned n_workers = rte_lcore_count() - 1;
@@ -256,6 +275,16 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         std::vector<const Pipeline *> cores;
         for (const auto &p : pipelines) cores.push_back(p.get());
         nlohmann::ordered_json stats = stats_to_json(cores);
+        stats["ports"] = port_stats(workers);
+        uint64_t lost = merger ? merger->dropped() : 0, lag = 0;
+        for (const auto &w : workers) {
+            lost += w->merge_records_lost();
+            lag = std::max(lag, w->merge_max_lag_ns());
+        }
+        stats["merge"] = {{"workers", workers.size()},
+                          {"interval_ns", opt.merge_interval_ns},
+                          {"max_lag_ns", lag},
+                          {"records_lost", lost}};
         if (!opt.stats.empty()) {
             std::ofstream out(opt.stats);
             out << stats.dump(2) << "\n";

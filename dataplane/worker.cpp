@@ -52,20 +52,28 @@ Worker::~Worker() {
     rte_free(to_outside_);
 }
 
-// Publishes this core's consumption (at most every merge interval) and applies what the
-// other cores published, between bursts.
-void Worker::exchange_consumption(uint64_t now_ns) {
+// Publishes this core's consumption since the last call.
+void Worker::publish_consumption(uint64_t now_ns) {
     published_.clear();
     pipeline_->publish(&published_);
+    for (Consumption &c : published_) c.published_ns = now_ns;
     auto n = static_cast<unsigned>(published_.size());
     unsigned sent = rte_ring_sp_enqueue_burst_elem(merge_->out, published_.data(),
                                                    sizeof(Consumption), n, nullptr);
     merge_records_lost_ += n - sent;
+}
+
+// Charges what the other cores published to this core's TATs; an empty ring costs two loads.
+void Worker::apply_consumption(uint64_t now_ns) {
     Consumption incoming[64];
     unsigned m;
     while ((m = rte_ring_sc_dequeue_burst_elem(merge_->in, incoming, sizeof(Consumption), 64,
                                                nullptr)) > 0)
-        for (unsigned i = 0; i < m; ++i) pipeline_->apply(incoming[i], now_ns);
+        for (unsigned i = 0; i < m; ++i) {
+            pipeline_->apply(incoming[i], now_ns);
+            uint64_t lag = now_ns - incoming[i].published_ns;
+            if (lag > merge_max_lag_ns_) merge_max_lag_ns_ = lag;
+        }
 }
 
 void Worker::run() {
@@ -82,9 +90,12 @@ void Worker::run() {
     uint64_t next_exchange_ns = 0;
     while (!stop_->load(std::memory_order_relaxed)) {
         uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
-        if (merge_ != nullptr && now >= next_exchange_ns) {
-            exchange_consumption(now);
-            next_exchange_ns = now + merge_interval_ns_;
+        if (merge_ != nullptr) {
+            if (now >= next_exchange_ns) {
+                publish_consumption(now);
+                next_exchange_ns = now + merge_interval_ns_;
+            }
+            apply_consumption(now);
         }
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
         if (n > 0) {

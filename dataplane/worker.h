@@ -43,6 +43,8 @@ class Worker {
     const PortCounters &filtered() const { return filtered_; }           // outside -> inside
     const PortCounters &returning() const { return returning_; }         // inside -> outside
     uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
+    // Longest time from another core's publish to its charge here (TSC clock, ns).
+    uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
 
   private:
     WorkerPorts ports_;
@@ -56,8 +58,10 @@ class Worker {
     uint64_t merge_interval_ns_;
     std::vector<Consumption> published_;  // capacity reserved once
     uint64_t merge_records_lost_ = 0;
+    uint64_t merge_max_lag_ns_ = 0;
 
-    void exchange_consumption(uint64_t now_ns);
+    void publish_consumption(uint64_t now_ns);
+    void apply_consumption(uint64_t now_ns);
 };
 
 // TSC to nanoseconds: ns = (tsc * mult) >> shift, computed once at start.

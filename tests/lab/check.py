@@ -34,6 +34,13 @@ rotating = sum(n for s, n in received.items() if s.startswith("2001:db8:66:1:"))
 check(rotating <= allowance(10, 5), f"IPv6 /64 rotation: {rotating} <= {allowance(10, 5):.0f}")
 check(stats["packets"] == stats["passed"] + stats["dropped"],
       f"counters: packets {stats['packets']} = passed {stats['passed']} + dropped {stats['dropped']}")
+check(stats["dropped"] == stats["rate_limited"] + stats["malformed"] + stats["block_hits"],
+      f"every drop has a reason: {stats['dropped']} = rate-limited {stats['rate_limited']} + "
+      f"malformed {stats['malformed']} + blocked {stats['block_hits']}")
+port = stats["ports"]["outside_to_inside"]
+check(port["rx"] == stats["packets"] and port["tx"] == stats["passed"] and port["tx_failed"] == 0,
+      f"outside port: rx {port['rx']} decided, tx {port['tx']} passed, {port['tx_failed']} TX failures")
+check(stats["merge"]["records_lost"] == 0, f"merge records lost: {stats['merge']['records_lost']}")
 check(stats["packets"] >= sent["sent"], f"floodgate saw all {sent['sent']} frames sent (saw {stats['packets']})")
 arrived = sum(received.values())
 check(0 <= stats["passed"] - arrived <= 3,
