@@ -42,7 +42,9 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, RssMode *rss, std::string
     if (s.n_queues > 1) {
         // Prefer hashing on the source address alone, so that every packet of a source key
         // lands on the same core and the cross-core merge has nothing to reconcile.
-        uint64_t source_only = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_SRC_ONLY;
+        // With the IPv6 prefix types as well, a /64 rotating its low bits stays on one core.
+        uint64_t source_only = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_SRC_ONLY |
+                               (info.flow_type_rss_offloads & RTE_ETH_RSS_L3_PRE64);
         uint64_t wanted =
             (info.flow_type_rss_offloads & RTE_ETH_RSS_L3_SRC_ONLY) ? source_only : RTE_ETH_RSS_IP;
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;

@@ -9,19 +9,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "dataplane/api/stats.h"
 #include "dataplane/merge.h"
 #include "dataplane/pipeline.h"
 
 struct rte_eth_dev_tx_buffer;
 
 namespace floodgate {
-
-// Per worker, per direction; single writer (the worker), read by the main lcore.
-struct alignas(64) PortCounters {
-    uint64_t rx = 0;
-    uint64_t tx = 0;
-    uint64_t tx_failed = 0;  // the NIC refused them; freed, never leaked
-};
 
 struct WorkerPorts {
     uint16_t outside = 0;

@@ -39,6 +39,13 @@ struct alignas(64) WorkerCounters {
     uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
 };
 
+// Per worker, per direction (outside to inside, inside to outside); sent = tx - tx_failed.
+struct alignas(64) PortCounters {
+    uint64_t rx = 0;
+    uint64_t tx = 0;         // handed to the TX queue
+    uint64_t tx_failed = 0;  // the NIC refused them; freed, never leaked
+};
+
 struct alignas(64) RuleCounters {
 #define FG_X(name) uint64_t name = 0;
     FG_RULE_COUNTERS(FG_X)
