@@ -175,7 +175,7 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
 
     std::string error;
     std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
-    if (!rules) return fail(error);
+    if (!rules) return fail(error + " (not enough hugepage memory? see scripts/hugepages.sh, -m)");
 
     // Mbufs: every RX ring full on both ports, plus a burst in flight and a cache per worker.
     const unsigned n_mbufs = 2 * n_workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
