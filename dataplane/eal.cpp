@@ -2,6 +2,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_malloc.h>
 #include <sched.h>
 
 #include <unistd.h>
@@ -31,6 +32,17 @@ Eal::~Eal() {
     rte_eal_cleanup();
     std::error_code ignored;
     std::filesystem::remove_all(runtime_dir, ignored);
+}
+
+TableMemory dpdk_table_memory(int socket_id) {
+    TableMemory m;
+    m.ctx = reinterpret_cast<void *>(static_cast<intptr_t>(socket_id));
+    m.alloc = [](size_t bytes, void *ctx) {
+        return rte_zmalloc_socket("fg_limit_table", bytes, 128,
+                                  static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
+    };
+    m.free = [](void *p, void *) { rte_free(p); };
+    return m;
 }
 
 std::vector<std::string> offline_eal_args(unsigned memory_mb) {

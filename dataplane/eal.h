@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/limit_table.h"
+
 namespace floodgate {
 
 class Eal {
@@ -21,6 +23,10 @@ class Eal {
     bool ok_ = false;
     std::string error_;
 };
+
+// Limiter-table memory from DPDK's heap (hugepages when the EAL has them) on socket_id
+// (SOCKET_ID_ANY: wherever there is room).
+TableMemory dpdk_table_memory(int socket_id);
 
 // EAL arguments for an offline run (replay, tests): no hugepages, no PCI, no files in
 // /var/run, one lcore on a CPU this process may use, and memory_mb of anonymous memory.

@@ -126,13 +126,6 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
     return true;
 }
 
-TableMemory dpdk_table_memory() {
-    TableMemory m;
-    m.alloc = [](size_t bytes, void *) { return rte_zmalloc("fg_limit_table", bytes, 128); };
-    m.free = [](void *p, void *) { rte_free(p); };
-    return m;
-}
-
 // DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
 // the EAL itself, in MiB.
 uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
@@ -274,8 +267,8 @@ int replay_main(int argc, char **argv) {
         std::vector<std::unique_ptr<Pipeline>> pipelines;
         std::vector<Pipeline *> cores;
         for (unsigned w = 0; w < opt.workers; ++w) {
-            tables.push_back(std::make_unique<LimitTable>(config.table_entries_per_core,
-                                                          kReplaySeed, dpdk_table_memory()));
+            tables.push_back(std::make_unique<LimitTable>(
+                config.table_entries_per_core, kReplaySeed, dpdk_table_memory(SOCKET_ID_ANY)));
             if (!tables.back()->ok())
                 return fail("cannot allocate the limiter table (" +
                             std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +

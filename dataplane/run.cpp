@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "control/config.h"
+#include "dataplane/eal.h"
 #include "dataplane/port.h"
 #include "dataplane/stats_json.h"
 #include "dataplane/worker.h"
@@ -45,10 +46,9 @@ struct RunOptions {
 
 void usage(std::FILE *to) {
     std::fputs(
-        "usage: floodgate run [EAL options] -- --config RULES.yaml [--outside PORT] [--inside "
-        "PORT]\n"
-        "                     [--stats-interval SECONDS] [--stats STATS.json] [--merge-interval-us "
-        "US]\n"
+        "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
+        "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
+        "           [--stats STATS.json] [--merge-interval-us US]\n"
         "Filters frames received on the outside port and sends the passed ones out of the inside\n"
         "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
         "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
@@ -217,14 +217,7 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         uint16_t queue = 0;
         unsigned lcore;
         RTE_LCORE_FOREACH_WORKER(lcore) {
-            TableMemory mem;
-            mem.ctx =
-                reinterpret_cast<void *>(static_cast<intptr_t>(rte_lcore_to_socket_id(lcore)));
-            mem.alloc = [](size_t bytes, void *ctx) {
-                return rte_zmalloc_socket("fg_limit_table", bytes, 128,
-                                          static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
-            };
-            mem.free = [](void *p, void *) { rte_free(p); };
+            TableMemory mem = dpdk_table_memory(static_cast<int>(rte_lcore_to_socket_id(lcore)));
             tables.push_back(
                 std::make_unique<LimitTable>(config.table_entries_per_core, seed, mem));
             if (!tables.back()->ok()) {
