@@ -17,12 +17,17 @@ void Pipeline::enable_merge() {
     unpublished_.reserve(kMaxUnpublishedKeys);
 }
 
-void Pipeline::note_unpublished(const Check &c) {
-    if (unpublished_.size() == kMaxUnpublishedKeys) {
-        ++counters_.merge_unshared_keys;
-        return;
+// Counts an admitted packet for the next publish. A key that finds the list full is left
+// unmarked, so that it is listed again by its first packet after the next publish.
+void Pipeline::note_admitted(LimitEntry *e, const Check &c) {
+    if (e->unpublished == 0) {
+        if (unpublished_.size() == kMaxUnpublishedKeys) {
+            ++counters_.merge_unshared_keys;
+            return;
+        }
+        unpublished_.push_back(c);
     }
-    unpublished_.push_back(c);
+    ++e->unpublished;
 }
 
 void Pipeline::publish(std::vector<Consumption> *out) {
@@ -116,7 +121,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
                 overflow_tat_ns_[c.rule] = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
-            if (merging_ && e->unpublished++ == 0) note_unpublished(c);
+            if (merging_) note_admitted(e, c);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.key, c.hash);
         }

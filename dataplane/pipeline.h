@@ -83,7 +83,7 @@ class Pipeline {
 
     Verdict decide_one(const PacketInfo &info, Check *checks, unsigned n_checks, uint64_t now_ns);
     void note_refusal(const PacketInfo &info, const Check &c);
-    void note_unpublished(const Check &c);
+    void note_admitted(LimitEntry *e, const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
     const RuleSet *rules_;

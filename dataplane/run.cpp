@@ -86,9 +86,16 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 case 's':
                     o->stats = optarg;
                     break;
-                case 'm':
-                    o->merge_interval_ns = std::stoull(optarg) * 1000;
+                case 'm': {
+                    long long us = std::stoll(optarg);
+                    if (us < 1 || us > 10000000) {
+                        std::fputs("floodgate run: --merge-interval-us takes 1 to 10000000\n",
+                                   stderr);
+                        return false;
+                    }
+                    o->merge_interval_ns = static_cast<uint64_t>(us) * 1000;
                     break;
+                }
                 case 'h':
                     usage(stdout);
                     std::exit(0);
@@ -100,8 +107,9 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
             return false;
         }
     }
-    if (o->merge_interval_ns == 0) {
-        std::fputs("floodgate run: --merge-interval-us must be at least 1\n", stderr);
+    if (o->outside < 0 || o->outside >= RTE_MAX_ETHPORTS || o->inside < -1 ||
+        o->inside >= RTE_MAX_ETHPORTS) {
+        std::fputs("floodgate run: port numbers are 0 to RTE_MAX_ETHPORTS - 1\n", stderr);
         return false;
     }
     if (o->config.empty()) {
@@ -116,8 +124,10 @@ int fail(const std::string &message) {
     return 1;
 }
 
+uint64_t g_start_tsc = 0;
+
 int launch_worker(void *arg) {
-    static_cast<Worker *>(arg)->run();
+    static_cast<Worker *>(arg)->run(g_start_tsc);
     return 0;
 }
 
@@ -193,6 +203,7 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         if (!started.empty() && port == started[0]) continue;
         RssMode rss;
         if (!setup_port({port, static_cast<uint16_t>(n_workers)}, pool.get(), &rss, &error)) {
+            if (rte_eth_dev_is_valid_port(port)) close_port(port);  // configured, maybe not started
             rc = fail(error);
             break;
         }
@@ -244,6 +255,7 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,
                     one_port ? "one-port mode" : "inline between two ports", config.rules.size());
         std::fflush(stdout);
+        g_start_tsc = rte_rdtsc();
         size_t w = 0;
         unsigned lcore;
         RTE_LCORE_FOREACH_WORKER(lcore) {
@@ -251,7 +263,8 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         }
         auto next = std::chrono::steady_clock::now();
         // The main lcore does no packet work: it forwards merge records and prints stats.
-        const auto poll = std::chrono::nanoseconds(merger ? opt.merge_interval_ns / 2 : 100000000);
+        const auto poll = std::chrono::nanoseconds(
+            merger ? std::min<uint64_t>(opt.merge_interval_ns / 2, 100000000) : 100000000);
         while (!g_stop.load()) {
             std::this_thread::sleep_for(poll);
             if (merger) merger->forward();

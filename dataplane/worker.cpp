@@ -65,20 +65,27 @@ void Worker::publish_consumption(uint64_t now_ns) {
 
 // Charges what the other cores published to this core's TATs; an empty ring costs two loads.
 void Worker::apply_consumption(uint64_t now_ns) {
+    // At most kMaxAppliedPerPass records per loop pass, so that a flood of new keys on the
+    // other cores cannot keep this one from polling its RX queue.
+    constexpr unsigned kMaxAppliedPerPass = 256;
     Consumption incoming[64];
     unsigned m;
-    while ((m = rte_ring_sc_dequeue_burst_elem(merge_->in, incoming, sizeof(Consumption), 64,
-                                               nullptr)) > 0)
+    for (unsigned applied = 0; applied < kMaxAppliedPerPass &&
+                               (m = rte_ring_sc_dequeue_burst_elem(
+                                    merge_->in, incoming, sizeof(Consumption), 64, nullptr)) > 0;
+         applied += m)
         for (unsigned i = 0; i < m; ++i) {
             pipeline_->apply(incoming[i], now_ns);
-            uint64_t lag = now_ns - incoming[i].published_ns;
+            // now_ns was read at the top of this loop pass, possibly just before the other
+            // core published: such records are counted as no lag.
+            uint64_t published = incoming[i].published_ns;
+            uint64_t lag = now_ns > published ? now_ns - published : 0;
             if (lag > merge_max_lag_ns_) merge_max_lag_ns_ = lag;
         }
 }
 
-void Worker::run() {
+void Worker::run(uint64_t tsc0) {
     const TscClock clock = TscClock::calibrated();
-    const uint64_t tsc0 = rte_rdtsc();
     // The limiter clock starts at 1 s so that no TAT is ever 0 (the table's "free" mark).
     const uint64_t epoch_ns = 1000000000;
     rte_mbuf *pkts[kMaxBurst];

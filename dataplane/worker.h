@@ -30,8 +30,10 @@ class Worker {
            const MergeRings *merge, uint64_t merge_interval_ns);
     ~Worker();
     bool ok() const { return to_inside_ != nullptr && to_outside_ != nullptr; }
-    // The loop; returns when *stop is set, after flushing its TX buffers.
-    void run();
+    // The loop; returns when *stop is set, after flushing its TX buffers. tsc0 is the TSC at
+    // the dataplane's start, the same for every worker, so that their clocks (and the merge
+    // lag between them) agree.
+    void run(uint64_t tsc0);
 
     const Pipeline &pipeline() const { return *pipeline_; }
     const PortCounters &filtered() const { return filtered_; }           // outside -> inside

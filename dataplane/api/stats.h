@@ -10,16 +10,16 @@
 namespace floodgate {
 
 // Per worker core.
-#define FG_WORKER_COUNTERS(X)                                                         \
-    X(packets)             /* frames decided */                                       \
-    X(passed)              /* frames passed, for any reason */                        \
-    X(dropped)             /* frames dropped, for any reason */                       \
-    X(malformed)           /* bad L3/L4 headers: dropped */                           \
-    X(non_ip)              /* not IPv4/IPv6: passed unjudged */                       \
-    X(allow_hits)          /* source in an allow prefix: passed, no rule checked */   \
-    X(block_hits)          /* source in a block prefix: dropped */                    \
-    X(rate_limited)        /* dropped because an enforcing rule refused */            \
-    X(merge_unshared_keys) /* keys whose consumption found no room to be published */ \
+#define FG_WORKER_COUNTERS(X)                                                           \
+    X(packets)             /* frames decided */                                         \
+    X(passed)              /* frames passed, for any reason */                          \
+    X(dropped)             /* frames dropped, for any reason */                         \
+    X(malformed)           /* bad L3/L4 headers: dropped */                             \
+    X(non_ip)              /* not IPv4/IPv6: passed unjudged */                         \
+    X(allow_hits)          /* source in an allow prefix: passed, no rule checked */     \
+    X(block_hits)          /* source in a block prefix: dropped */                      \
+    X(rate_limited)        /* dropped because an enforcing rule refused */              \
+    X(merge_unshared_keys) /* admitted packets not shared: the publish list was full */ \
     X(merge_table_full)    /* another core's consumption found this table full */
 
 // Per rule, per worker core.

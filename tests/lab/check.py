@@ -40,7 +40,12 @@ check(stats["dropped"] == stats["rate_limited"] + stats["malformed"] + stats["bl
 port = stats["ports"]["outside_to_inside"]
 check(port["rx"] == stats["packets"] and port["tx"] == stats["passed"] and port["tx_failed"] == 0,
       f"outside port: rx {port['rx']} decided, tx {port['tx']} passed, {port['tx_failed']} TX failures")
-check(stats["merge"]["records_lost"] == 0, f"merge records lost: {stats['merge']['records_lost']}")
+merge = stats["merge"]
+check(merge["records_lost"] == 0 and stats["merge_unshared_keys"] == 0 and stats["merge_table_full"] == 0,
+      f"merge complete: {merge['records_lost']} records lost, {stats['merge_unshared_keys']} unshared, "
+      f"{stats['merge_table_full']} table full")
+check(workers == 1 or merge["max_lag_ns"] <= 50_000_000,
+      f"merge lag {merge['max_lag_ns'] / 1e6:.3f} ms (the bound above allows 10 ms; workers may share CPUs)")
 check(stats["packets"] >= sent["sent"], f"floodgate saw all {sent['sent']} frames sent (saw {stats['packets']})")
 arrived = sum(received.values())
 check(0 <= stats["passed"] - arrived <= 3,

@@ -22,14 +22,31 @@ tag="fgl$$"
 out_ns="$tag-out" in_ns="$tag-in"
 work="$(mktemp -d /tmp/floodgate-lab.XXXXXX)"
 fg_pid=""
+recv_pid=""
+hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+
+stop() {  # stop PID: SIGINT, up to 10 s to finish, then SIGKILL
+  local pid="$1" deadline=$(( $(date +%s) + 10 ))
+  kill -INT "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$pid" 2>/dev/null; break; fi
+    sleep 0.1
+  done
+  wait "$pid" 2>/dev/null
+}
 
 cleanup() {
-  [ -n "$fg_pid" ] && kill -INT "$fg_pid" 2>/dev/null && wait "$fg_pid" 2>/dev/null || true
+  [ -n "$recv_pid" ] && { kill -KILL "$recv_pid" 2>/dev/null; wait "$recv_pid" 2>/dev/null; }
+  [ -n "$fg_pid" ] && stop "$fg_pid"
   ip netns del "$out_ns" 2>/dev/null || true
   ip netns del "$in_ns" 2>/dev/null || true
   ip link del "$tag-o" 2>/dev/null || true
   ip link del "$tag-i" 2>/dev/null || true
   rm -rf "/var/run/dpdk/$tag" "$work"
+  # Give back the hugepages scripts/hugepages.sh reserved for this run.
+  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
+  return 0
 }
 trap cleanup EXIT
 
@@ -92,9 +109,9 @@ recv_pid=$!
 wait_for "$work/receiver.log" "^ready" 10
 ip netns exec "$out_ns" python3 "$here/traffic.py" send "$tag-op" "$work/lab.pcap" >"$work/sent.json"
 wait "$recv_pid"
-kill -INT "$fg_pid"
+recv_pid=""
 fg_rc=0
-wait "$fg_pid" || fg_rc=$?
+stop "$fg_pid" || fg_rc=$?
 fg_pid=""
 if [ "$fg_rc" -ne 0 ]; then echo "lab: floodgate exited with $fg_rc after SIGINT"; cat "$work/floodgate.log"; exit 1; fi
 
