@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -287,10 +286,7 @@ int replay_main(int argc, char **argv) {
         nlohmann::ordered_json stats =
             stats_to_json(std::vector<const Pipeline *>(cores.begin(), cores.end()));
         if (!opt.stats.empty()) {
-            std::ofstream out(opt.stats);
-            out << stats.dump(2) << "\n";
-            out.close();
-            if (!out) rc = fail(opt.stats + ": cannot write stats");
+            if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
         if (!opt.quiet) std::fputs(stats_summary(stats).c_str(), stdout);
     }

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -292,9 +291,7 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
                           {"max_lag_ns", lag},
                           {"records_lost", lost}};
         if (!opt.stats.empty()) {
-            std::ofstream out(opt.stats);
-            out << stats.dump(2) << "\n";
-            if (!out) rc = fail(opt.stats + ": cannot write stats");
+            if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
         std::fputs(stats_summary(stats).c_str(), stdout);
     }

@@ -1,6 +1,7 @@
 #include "dataplane/stats_json.h"
 
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 namespace floodgate {
@@ -79,6 +80,13 @@ nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores)
     }
     j["rules"] = rules;
     return j;
+}
+
+bool write_stats(const std::string &path, const nlohmann::ordered_json &stats) {
+    std::ofstream out(path);
+    out << stats.dump(2) << "\n";
+    out.close();
+    return static_cast<bool>(out);
 }
 
 std::string stats_summary(const nlohmann::ordered_json &s) {
