@@ -16,6 +16,10 @@ struct PcapRecord {
     uint32_t ts_frac = 0;  // microseconds or nanoseconds, per the file's precision
     uint32_t orig_len = 0;
     std::vector<uint8_t> data;  // the captured bytes (incl_len of them)
+
+    uint32_t captured_len() const { return static_cast<uint32_t>(data.size()); }
+    // The frame's length on the wire: a capture cut by its snap length keeps it in orig_len.
+    uint32_t wire_len() const { return orig_len > captured_len() ? orig_len : captured_len(); }
 };
 
 class PcapReader {

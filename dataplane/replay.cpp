@@ -138,6 +138,14 @@ int fail(const std::string &message) {
     return 1;
 }
 
+// Passed frames to PASS.pcap, dropped ones to DROP.pcap when asked for.
+void write_decided(const PcapRecord &r, Verdict v, PcapWriter &pass, PcapWriter *drop) {
+    if (v == Verdict::pass)
+        pass.write(r);
+    else if (drop != nullptr)
+        drop->write(r);
+}
+
 // Runs the trace through one pipeline; returns false with *error on an I/O failure.
 bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter *drop,
                std::string *error) {
@@ -154,9 +162,8 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
             // Captures are not always in time order; the limiter's clock never runs backwards.
             clock_ns = std::max(clock_ns, burst[n].ts_ns);
             frames[n] = burst[n].data.data();
-            captured_lens[n] = static_cast<uint32_t>(burst[n].data.size());
-            // A capture cut by its snap length keeps the wire length in orig_len.
-            wire_lens[n] = std::max(burst[n].orig_len, captured_lens[n]);
+            captured_lens[n] = burst[n].captured_len();
+            wire_lens[n] = burst[n].wire_len();
             now_ns[n] = clock_ns;
             ++n;
         }
@@ -166,12 +173,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
         }
         if (n == 0) return true;
         pipeline.decide(frames, wire_lens, n, now_ns, verdicts, captured_lens);
-        for (uint16_t i = 0; i < n; ++i) {
-            if (verdicts[i] == Verdict::pass)
-                pass.write(burst[i]);
-            else if (drop != nullptr)
-                drop->write(burst[i]);
-        }
+        for (uint16_t i = 0; i < n; ++i) write_decided(burst[i], verdicts[i], pass, drop);
     }
 }
 
@@ -180,8 +182,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
 unsigned core_for(const PcapRecord &r, uint64_t index, const ReplayOptions &opt) {
     if (opt.spread == Spread::round_robin) return static_cast<unsigned>(index % opt.workers);
     PacketInfo info;
-    auto len = static_cast<uint32_t>(r.data.size());
-    if (parse_packet(r.data.data(), std::max(r.orig_len, len), &info, len) != ParseStatus::ip)
+    if (parse_packet(r.data.data(), r.wire_len(), &info, r.captured_len()) != ParseStatus::ip)
         return 0;
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the 16 address bytes
     for (uint8_t b : info.src) h = (h ^ b) * 1099511628211ull;
@@ -207,14 +208,10 @@ bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
                 opt.merge_interval_ns;
         }
         const uint8_t *frame = r.data.data();
-        auto captured = static_cast<uint32_t>(r.data.size());
-        uint32_t wire = std::max(r.orig_len, captured);
+        uint32_t captured = r.captured_len(), wire = r.wire_len();
         Verdict v;
         cores[core_for(r, index, opt)]->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
-        if (v == Verdict::pass)
-            pass.write(r);
-        else if (drop != nullptr)
-            drop->write(r);
+        write_decided(r, v, pass, drop);
     }
     if (!in.error().empty()) {
         *error = in.error();

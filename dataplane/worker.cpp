@@ -106,16 +106,16 @@ void Worker::run(uint64_t tsc0) {
         }
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
         if (n > 0) {
-            for (uint16_t i = 0; i < n; ++i) {
-                frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-                lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
-                now_ns[i] = now;
-                rte_prefetch0(frames[i]);
-            }
             // A chained mbuf has only its first segment's bytes contiguous: the parser reads
             // headers from those and judges lengths by the whole frame.
             uint32_t captured[kMaxBurst];
-            for (uint16_t i = 0; i < n; ++i) captured[i] = rte_pktmbuf_data_len(pkts[i]);
+            for (uint16_t i = 0; i < n; ++i) {
+                frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+                lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
+                captured[i] = rte_pktmbuf_data_len(pkts[i]);
+                now_ns[i] = now;
+                rte_prefetch0(frames[i]);
+            }
             pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
             filtered_.rx += n;
             for (uint16_t i = 0; i < n; ++i) {
