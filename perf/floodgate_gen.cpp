@@ -59,26 +59,33 @@ int write_streams(std::vector<Stream> &streams, const std::string &out) {
     return 0;
 }
 
+// Well-behaved clients 198.18.1.10 and up, from t = 0 to stop_ns: DNS queries at 2/s and TCP
+// traffic at tcp_per_s each, starting 1 ms apart.
+void add_clients(std::vector<Stream> *streams, unsigned count, uint64_t tcp_per_s,
+                 uint64_t stop_ns) {
+    for (unsigned c = 0; c < count; ++c) {
+        std::string src = v4(1, 10 + c);
+        streams->push_back({c * 1000000ull, kSecond / 2, stop_ns, [src](uint64_t n) {
+                                return PacketBuilder()
+                                    .ipv4(src, "198.18.100.53")
+                                    .udp(static_cast<uint16_t>(30000 + n % 1000), 53)
+                                    .payload(30)
+                                    .build();
+                            }});
+        streams->push_back({c * 1000000ull, kSecond / tcp_per_s, stop_ns, [src](uint64_t) {
+                                return PacketBuilder()
+                                    .ipv4(src, "198.18.100.80")
+                                    .tcp(45000, 443, 0x10)
+                                    .payload(100)
+                                    .build();
+                            }});
+    }
+}
+
 int demo(const std::string &out) {
     std::vector<Stream> streams;
     // Legitimate users: 20 clients, DNS at 2/s and TCP traffic at 40/s each, for 10 s.
-    for (unsigned c = 0; c < 20; ++c) {
-        std::string src = v4(1, 10 + c);
-        streams.push_back({c * 1000000ull, kSecond / 2, 10 * kSecond, [src](uint64_t n) {
-                               return PacketBuilder()
-                                   .ipv4(src, "198.18.100.53")
-                                   .udp(static_cast<uint16_t>(30000 + n % 1000), 53)
-                                   .payload(30)
-                                   .build();
-                           }});
-        streams.push_back({c * 1000000ull, kSecond / 40, 10 * kSecond, [src](uint64_t) {
-                               return PacketBuilder()
-                                   .ipv4(src, "198.18.100.80")
-                                   .tcp(45000, 443, 0x10)
-                                   .payload(100)
-                                   .build();
-                           }});
-    }
+    add_clients(&streams, 20, 40, 10 * kSecond);
     // DNS flood from one source: 2,000 queries/s from t = 2 s to 7 s.
     streams.push_back({2 * kSecond, kSecond / 2000, 7 * kSecond, [](uint64_t n) {
                            return PacketBuilder()
@@ -147,23 +154,7 @@ int demo(const std::string &out) {
 // IPv6 DNS flood rotating through one /64 (500/s for 2 s) and an ICMP flood (300/s).
 int lab(const std::string &out) {
     std::vector<Stream> streams;
-    for (unsigned c = 0; c < 10; ++c) {
-        std::string src = v4(1, 10 + c);
-        streams.push_back({c * 1000000ull, kSecond / 2, 3 * kSecond, [src](uint64_t n) {
-                               return PacketBuilder()
-                                   .ipv4(src, "198.18.100.53")
-                                   .udp(static_cast<uint16_t>(30000 + n), 53)
-                                   .payload(30)
-                                   .build();
-                           }});
-        streams.push_back({c * 1000000ull, kSecond / 20, 3 * kSecond, [src](uint64_t) {
-                               return PacketBuilder()
-                                   .ipv4(src, "198.18.100.80")
-                                   .tcp(45000, 443, 0x10)
-                                   .payload(100)
-                                   .build();
-                           }});
-    }
+    add_clients(&streams, 10, 20, 3 * kSecond);
     streams.push_back({kSecond / 2, kSecond / 1000, 5 * kSecond / 2, [](uint64_t n) {
                            return PacketBuilder()
                                .ipv4("198.18.66.6", "198.18.100.53")
