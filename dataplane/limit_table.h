@@ -32,7 +32,7 @@ namespace floodgate {
 struct LimitKey {
     uint64_t addr_hi;  // address bytes 0-7, as loaded from memory (host order of raw bytes)
     uint64_t addr_lo;  // address bytes 8-15
-    uint32_t tag;      // rule index << 8 | IP family
+    uint32_t tag;      // the rule's RuleState::key_id << 8 | IP family
 };
 
 struct LimitEntry {

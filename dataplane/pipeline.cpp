@@ -4,13 +4,8 @@
 
 namespace floodgate {
 
-Pipeline::Pipeline(const RuleSet *rules, LimitTable *table)
-    : rules_(rules),
-      table_(table),
-      rule_counters_(rules->rules().size()),
-      top_refused_(rules->rules().size()),
-      overflow_tat_ns_(rules->rules().size(), 0),
-      checks_(kMaxBurst * (rules->rules().size() + 1)) {}
+Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
+    : rules_(rules), table_(table), core_(core), checks_(kMaxBurst * (kMaxRules + 1)) {}
 
 void Pipeline::enable_merge() {
     merging_ = true;
@@ -25,16 +20,18 @@ void Pipeline::note_admitted(LimitEntry *e, const Check &c) {
             ++counters_.merge_unshared_keys;
             return;
         }
-        unpublished_.push_back(c);
+        unpublished_.push_back(
+            Consumption{c.key, c.hash, 0, rules_->rules()[c.rule].profile.interval_ns, 0});
     }
     ++e->unpublished;
 }
 
 void Pipeline::publish(std::vector<Consumption> *out) {
-    for (const Check &c : unpublished_) {
+    for (Consumption &c : unpublished_) {
         LimitEntry *e = table_->find(c.key, c.hash);
         if (e == nullptr || e->unpublished == 0) continue;  // expired and reused since
-        out->push_back(Consumption{c.key, c.hash, 0, e->unpublished, c.rule});
+        c.packets = e->unpublished;
+        out->push_back(c);
         e->unpublished = 0;
     }
     unpublished_.clear();
@@ -47,18 +44,18 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
         ++counters_.merge_table_full;
         return;
     }
-    uint64_t interval_ns = rules_->rules()[c.rule].profile.interval_ns;
-    table_->commit(e, c.key, c.hash, std::max(tat_ns, now_ns) + c.packets * interval_ns);
+    table_->commit(e, c.key, c.hash, std::max(tat_ns, now_ns) + c.packets * c.interval_ns);
 }
 
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     const CompiledRule &r = rules_->rules()[c.rule];
-    top_refused_[c.rule].add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
-                             c.hash);
+    mine(r).top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
+                            c.hash);
 }
 
 bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
-    RuleCounters &rc = rule_counters_[r.index];
+    RuleCoreState &state = mine(r);
+    RuleCounters &rc = state.counters;
     switch (r.on_table_full) {
         case TableFullPolicy::pass:
             ++rc.table_full_pass;
@@ -72,7 +69,7 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     // Every key without room shares one bucket with the rule's own rate and burst: a
     // table-filling flood is held to one source's allowance instead of running unlimited.
     ++rc.table_full_shared;
-    return gcra_admit(r.profile, overflow_tat_ns_[r.index], now_ns, &c->new_tat_ns);
+    return gcra_admit(r.profile, state.overflow_tat_ns, now_ns, &c->new_tat_ns);
 }
 
 Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_checks,
@@ -92,7 +89,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         else
             c.admitted = check_table_full(r, &c, now_ns);
 
-        RuleCounters &rc = rule_counters_[c.rule];
+        RuleCounters &rc = mine(r).counters;
         ++rc.matched;
         if (c.admitted) continue;
         if (r.shadow) {
@@ -107,7 +104,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         // Only the first refusing rule is blamed, in its counter and in its top offenders,
         // so that the offenders' counts add up to the rule's refusals.
         note_refusal(info, checks[blamed]);
-        ++rule_counters_[checks[blamed].rule].refused;
+        ++mine(rules[checks[blamed].rule]).counters.refused;
         ++counters_.rate_limited;
         for (unsigned i = 0; i < n_checks; ++i)
             if (checks[i].reserved) table_->release(checks[i].entry, checks[i].key, checks[i].hash);
@@ -115,10 +112,11 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
     }
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
-        ++rule_counters_[c.rule].passed;
+        const CompiledRule &r = rules[c.rule];
+        ++mine(r).counters.passed;
         if (c.entry == nullptr) {
-            if (c.admitted && rules[c.rule].on_table_full == TableFullPolicy::shared)
-                overflow_tat_ns_[c.rule] = c.new_tat_ns;
+            if (c.admitted && r.on_table_full == TableFullPolicy::shared)
+                mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
             if (merging_) note_admitted(e, c);

@@ -33,12 +33,14 @@ enum class Verdict : uint8_t { pass, drop };
 
 // One key's packets admitted on one core since that core last published, for the cross-core
 // merge: the other cores charge them to their own TATs.
+// It carries the rule's emission interval rather than the rule, so that it means the same
+// after a ruleset swap.
 struct Consumption {
     LimitKey key;
     uint64_t hash;
     uint64_t published_ns;  // when the core published it (for the merge lag)
+    uint64_t interval_ns;   // the rule's T when the packets were admitted
     uint32_t packets;
-    uint16_t rule;
 };
 
 // Most keys one core tracks for publishing between two merges; past it, consumption of
@@ -47,8 +49,14 @@ inline constexpr size_t kMaxUnpublishedKeys = 1 << 16;
 
 class Pipeline {
   public:
-    // rules and table must outlive the pipeline. The table belongs to this core alone.
-    Pipeline(const RuleSet *rules, LimitTable *table);
+    // The table belongs to this core alone and must outlive the pipeline. core is this
+    // pipeline's index into every rule's RuleState::per_core (< RuleSet::cores()).
+    Pipeline(const RuleSet *rules, LimitTable *table, unsigned core = 0);
+
+    // The ruleset the next decide() uses (a live worker reads LiveRuleSet once per loop pass).
+    // It must stay alive until then; rules with a state shared with the previous ruleset keep
+    // counting where it left off.
+    void set_rules(const RuleSet *rules) { rules_ = rules; }
 
     // Decides frames[0..n) (n <= kMaxBurst); frame i was lens[i] bytes on the wire and arrived
     // at now_ns[i]. captured_lens, when not null, says how many of those bytes are present
@@ -64,10 +72,8 @@ class Pipeline {
     void apply(const Consumption &c, uint64_t now_ns);
 
     const WorkerCounters &counters() const { return counters_; }
-    const std::vector<RuleCounters> &rule_counters() const { return rule_counters_; }
-    const std::vector<HeavyHitters> &top_refused() const { return top_refused_; }
     const LimitTable &table() const { return *table_; }
-    const RuleSet &rules() const { return *rules_; }
+    unsigned core() const { return core_; }
 
   private:
     // One (packet, matching rule) pair of a burst: its key, hash, and what the check found.
@@ -82,19 +88,19 @@ class Pipeline {
     };
 
     Verdict decide_one(const PacketInfo &info, Check *checks, unsigned n_checks, uint64_t now_ns);
+    RuleCoreState &mine(const CompiledRule &r) const { return r.state->per_core[core_]; }
     void note_refusal(const PacketInfo &info, const Check &c);
     void note_admitted(LimitEntry *e, const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
     const RuleSet *rules_;
     LimitTable *table_;
+    unsigned core_;
     WorkerCounters counters_;
-    std::vector<RuleCounters> rule_counters_;
-    std::vector<HeavyHitters> top_refused_;
-    std::vector<uint64_t> overflow_tat_ns_;  // per rule: the shared bucket for keys with no room
-    std::vector<Check> checks_;              // kMaxBurst x rules
+    std::vector<Check> checks_;  // kMaxBurst x (kMaxRules + 1): any ruleset fits
     bool merging_ = false;
-    std::vector<Check> unpublished_;  // keys with LimitEntry::unpublished > 0 (capacity fixed)
+    // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
+    std::vector<Consumption> unpublished_;
     PacketInfo infos_[kMaxBurst];
     ParseStatus status_[kMaxBurst];
     PrefixVerdict prefix_[kMaxBurst];

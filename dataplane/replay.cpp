@@ -257,7 +257,9 @@ int replay_main(int argc, char **argv) {
     int rc = 0;
     {
         std::string error;
-        std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
+        RuleSetOptions options;
+        options.cores = opt.workers;
+        std::unique_ptr<RuleSet> rules = RuleSet::build(config, options, &error);
         if (!rules) return fail(error);
         std::vector<std::unique_ptr<LimitTable>> tables;
         std::vector<std::unique_ptr<Pipeline>> pipelines;
@@ -269,7 +271,7 @@ int replay_main(int argc, char **argv) {
                 return fail("cannot allocate the limiter table (" +
                             std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
                             " bytes)");
-            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get()));
+            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get(), w));
             cores.push_back(pipelines.back().get());
             if (opt.workers > 1) cores.back()->enable_merge();
         }
@@ -281,7 +283,7 @@ int replay_main(int argc, char **argv) {
         if (drop && !drop->close()) rc = fail(drop->error());
 
         nlohmann::ordered_json stats =
-            stats_to_json(std::vector<const Pipeline *>(cores.begin(), cores.end()));
+            stats_to_json(*rules, std::vector<const Pipeline *>(cores.begin(), cores.end()));
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }

@@ -12,10 +12,12 @@ void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
 }
 }  // namespace
 
-CompiledRule compile_rule(const Rule &r, uint16_t index) {
+CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     CompiledRule c;
     c.name = r.name;
     c.index = index;
+    c.state = state;
+    c.key_id = state != nullptr ? state->key_id : index;
     c.has_proto = r.match.proto.has_value();
     c.proto = r.match.proto.value_or(0);
     c.dst_ports = r.match.dst_ports;

@@ -11,12 +11,17 @@
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/parse.h"
+#include "dataplane/rule_state.h"
 
 namespace floodgate {
 
 struct CompiledRule {
     std::string name;
-    uint16_t index = 0;
+    uint16_t index = 0;  // position in its RuleSet
+    // Counters, top offenders and the key id; owned by the RuleSet, shared with the rule's
+    // successors in later RuleSets.
+    RuleState *state = nullptr;
+    uint32_t key_id = 0;  // == state->key_id, kept here to key without a pointer chase
 
     // Match. has_proto: l4_proto must equal proto. ports_need_l4: the rule names ports or TCP
     // flags, so a packet without a parsed TCP/UDP header cannot match.
@@ -40,7 +45,8 @@ struct CompiledRule {
     TableFullPolicy on_table_full = TableFullPolicy::shared;
 };
 
-CompiledRule compile_rule(const Rule &r, uint16_t index);
+// state may be null for code that only matches and keys (tests); then key_id is index.
+CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state = nullptr);
 
 namespace detail {
 inline bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
@@ -80,8 +86,7 @@ inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
     uint64_t hi, lo;
     std::memcpy(&hi, p.src, 8);
     std::memcpy(&lo, p.src + 8, 8);
-    return LimitKey{hi & r.key_mask_hi[f], lo & r.key_mask_lo[f],
-                    static_cast<uint32_t>(r.index) << 8 | p.family};
+    return LimitKey{hi & r.key_mask_hi[f], lo & r.key_mask_lo[f], r.key_id << 8 | p.family};
 }
 
 }  // namespace floodgate

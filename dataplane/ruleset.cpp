@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 
 namespace floodgate {
 
@@ -17,21 +18,44 @@ uint32_t ipv4_host_order(const uint8_t *addr) {
     return uint32_t{addr[0]} << 24 | uint32_t{addr[1]} << 16 | uint32_t{addr[2]} << 8 | addr[3];
 }
 
-// What the prefix tables of a config need: per family, how many prefixes and how many tbl8
-// groups (256 next hops each) their bits below /24 take at most.
+// The allow/block prefixes a ruleset enforces: the file's lists, then the overrides, which
+// replace a file entry of the same prefix.
+struct PrefixEntry {
+    Prefix prefix;
+    PrefixVerdict verdict;
+};
+std::vector<PrefixEntry> effective_prefixes(const Config &config,
+                                            const std::vector<PrefixOverride> &overrides) {
+    std::vector<PrefixEntry> out;
+    std::map<std::string, size_t> where;
+    auto put = [&](const Prefix &p, PrefixVerdict v) {
+        auto [it, fresh] = where.emplace(format_prefix(p), out.size());
+        if (fresh)
+            out.push_back({p, v});
+        else
+            out[it->second].verdict = v;
+    };
+    for (const Prefix &p : config.allow) put(p, PrefixVerdict::allow);
+    for (const Prefix &p : config.block) put(p, PrefixVerdict::block);
+    for (const PrefixOverride &o : overrides) put(o.prefix, o.verdict);
+    return out;
+}
+
+// What the prefix tables need: per family, how many prefixes and how many tbl8 groups (256
+// next hops each) their bits below /24 take at most.
 struct PrefixTableSize {
     uint32_t prefixes[2] = {0, 0};
     uint32_t tbl8_groups[2] = {0, 0};
 };
-PrefixTableSize prefix_table_size(const Config &config) {
+void count_prefix(const Prefix &p, PrefixTableSize *n) {
+    unsigned f = p.family == 6;
+    ++n->prefixes[f];
+    // rte_lpm: one group per prefix longer than /24; rte_lpm6: one per byte past /24.
+    if (p.len > 24) n->tbl8_groups[f] += f == 0 ? 1 : (p.len - 24 + 7) / 8;
+}
+PrefixTableSize prefix_table_size(const std::vector<PrefixEntry> &prefixes) {
     PrefixTableSize n;
-    for (const auto *list : {&config.allow, &config.block})
-        for (const Prefix &p : *list) {
-            unsigned f = p.family == 6;
-            ++n.prefixes[f];
-            // rte_lpm: one group per prefix longer than /24; rte_lpm6: one per byte past /24.
-            if (p.len > 24) n.tbl8_groups[f] += f == 0 ? 1 : (p.len - 24 + 7) / 8;
-        }
+    for (const PrefixEntry &e : prefixes) count_prefix(e.prefix, &n);
     for (auto &g : n.tbl8_groups) g = g < 256 ? 256 : g;
     return n;
 }
@@ -43,13 +67,43 @@ std::string unique_name(const char *stem) {
 }
 }  // namespace
 
-std::unique_ptr<RuleSet> RuleSet::build(const Config &config, int socket_id, std::string *error) {
+std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptions &options,
+                                        std::string *error) {
+    // Key ids are never reused, so TATs a removed rule left in the tables cannot be found by
+    // any later rule; 2^24 of them fit in LimitKey::tag.
+    static std::atomic<uint32_t> next_key_id{0};
+    constexpr uint32_t kMaxKeyIds = 1u << 24;
+
     std::unique_ptr<RuleSet> rs(new RuleSet());
     rs->config_ = config;
-    for (size_t i = 0; i < config.rules.size(); ++i)
-        rs->rules_.push_back(compile_rule(config.rules[i], static_cast<uint16_t>(i)));
+    rs->overrides_ = options.overrides;
+    rs->version_ = options.version;
+    rs->cores_ = options.cores;
+    for (size_t i = 0; i < config.rules.size(); ++i) {
+        const Rule &r = config.rules[i];
+        std::shared_ptr<RuleState> state;
+        if (options.previous != nullptr && options.previous->cores_ == options.cores) {
+            const CompiledRule *old = options.previous->find_rule(r.name);
+            if (old != nullptr && old->key_len[0] == r.key_ipv4_len &&
+                old->key_len[1] == r.key_ipv6_len)
+                state = options.previous->states_[old->index];
+        }
+        rs->kept_state_.push_back(state != nullptr);
+        if (state == nullptr) {
+            uint32_t id = next_key_id.fetch_add(1);
+            if (id >= kMaxKeyIds) {
+                *error = "out of rule key ids (2^24 rules created since start): restart floodgate";
+                return nullptr;
+            }
+            state = std::make_shared<RuleState>(options.cores, id);
+        }
+        rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
+        rs->states_.push_back(std::move(state));
+    }
 
-    const PrefixTableSize size = prefix_table_size(config);
+    const std::vector<PrefixEntry> prefixes = effective_prefixes(config, options.overrides);
+    const int socket_id = options.socket_id;
+    const PrefixTableSize size = prefix_table_size(prefixes);
     if (size.prefixes[0] > 0) {
         rte_lpm_config cfg{};
         cfg.max_rules = size.prefixes[0];
@@ -71,8 +125,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, int socket_id, std
         }
     }
 
-    auto add = [&](const Prefix &p, uint32_t next_hop) -> bool {
-        PrefixVerdict v = next_hop == kNextHopAllow ? PrefixVerdict::allow : PrefixVerdict::block;
+    auto add = [&](const Prefix &p, PrefixVerdict v) -> bool {
+        uint32_t next_hop = v == PrefixVerdict::allow ? kNextHopAllow : kNextHopBlock;
         if (p.len == 0) {
             rs->miss_verdict_[p.family == 6] = v;
             return true;
@@ -86,15 +140,24 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, int socket_id, std
         }
         return true;
     };
-    for (const Prefix &p : config.allow)
-        if (!add(p, kNextHopAllow)) return nullptr;
-    for (const Prefix &p : config.block)
-        if (!add(p, kNextHopBlock)) return nullptr;
+    for (const PrefixEntry &e : prefixes)
+        if (!add(e.prefix, e.verdict)) return nullptr;
     return rs;
 }
 
-uint64_t RuleSet::dpdk_memory_bytes(const Config &config) {
-    const PrefixTableSize size = prefix_table_size(config);
+const CompiledRule *RuleSet::find_rule(const std::string &name) const {
+    for (const CompiledRule &r : rules_)
+        if (r.name == name) return &r;
+    return nullptr;
+}
+
+uint64_t RuleSet::dpdk_memory_bytes(const Config &config, size_t overrides) {
+    PrefixTableSize size = prefix_table_size(effective_prefixes(config, {}));
+    // Overrides of either family, each as long as it can be.
+    for (unsigned f = 0; f < 2; ++f) {
+        size.prefixes[f] += static_cast<uint32_t>(overrides);
+        size.tbl8_groups[f] += static_cast<uint32_t>(overrides) * (f == 0 ? 1 : 13);
+    }
     uint64_t bytes = 0;
     for (unsigned f = 0; f < 2; ++f) {
         if (size.prefixes[f] == 0) continue;

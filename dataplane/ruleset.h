@@ -1,7 +1,9 @@
 // The compiled, immutable ruleset a worker decides with: the rules in file order and the
-// allow/block prefixes in DPDK LPM tables. Built once from a validated Config; limiter state
-// (the TATs) lives in the per-core LimitTable, not here, so a ruleset can be swapped by
-// pointer without forgetting what sources have spent.
+// allow/block prefixes (the file's plus the operator's runtime overrides) in DPDK LPM tables.
+// Built once from a validated Config; limiter state (the TATs) lives in the per-core
+// LimitTable and each rule's counters in its RuleState, shared with the previous ruleset's
+// rule of the same name and key, so a ruleset can be swapped by pointer (LiveRuleSet) without
+// forgetting what sources have spent.
 #pragma once
 
 #include <memory>
@@ -19,13 +21,39 @@ namespace floodgate {
 
 enum class PrefixVerdict : uint8_t { none, allow, block };
 
+class RuleSet;
+
+// An allow or block prefix added at run time (floodctl block/allow add). On the same prefix it
+// replaces the file's entry; otherwise the longest prefix decides, as between the file's lists.
+struct PrefixOverride {
+    Prefix prefix;
+    PrefixVerdict verdict = PrefixVerdict::block;  // allow or block
+    uint64_t expires_unix_ns = 0;                  // wall clock; 0: never
+};
+
+struct RuleSetOptions {
+    unsigned cores = 1;  // workers that will decide with it (each has its own RuleCoreState)
+    int socket_id = -1;  // SOCKET_ID_ANY
+    // Rules of the new set with the same name and key lengths as a rule here take over its
+    // RuleState (counters, top offenders, key id, hence the TATs). Must have as many cores.
+    const RuleSet *previous = nullptr;
+    std::vector<PrefixOverride> overrides;
+    uint64_t version = 1;
+};
+
 class RuleSet {
   public:
     // Needs the EAL (the LPM tables live in DPDK memory on socket_id). Returns nullptr and
     // sets *error when a table cannot be built (out of DPDK memory).
-    static std::unique_ptr<RuleSet> build(const Config &config, int socket_id, std::string *error);
+    static std::unique_ptr<RuleSet> build(const Config &config, const RuleSetOptions &options,
+                                          std::string *error);
+    static std::unique_ptr<RuleSet> build(const Config &config, int socket_id, std::string *error) {
+        RuleSetOptions o;
+        o.socket_id = socket_id;
+        return build(config, o, error);
+    }
     // DPDK memory the prefix tables of config take (the EAL must be given at least this).
-    static uint64_t dpdk_memory_bytes(const Config &config);
+    static uint64_t dpdk_memory_bytes(const Config &config, size_t overrides = 0);
     ~RuleSet();
     RuleSet(const RuleSet &) = delete;
     RuleSet &operator=(const RuleSet &) = delete;
@@ -34,12 +62,23 @@ class RuleSet {
     PrefixVerdict classify_source(const PacketInfo &p) const;
 
     const std::vector<CompiledRule> &rules() const { return rules_; }
+    const CompiledRule *find_rule(const std::string &name) const;
     const Config &config() const { return config_; }
+    const std::vector<PrefixOverride> &overrides() const { return overrides_; }
+    uint64_t version() const { return version_; }
+    unsigned cores() const { return cores_; }
+    // Whether rule i of this set took over the state of a rule of the previous set.
+    bool kept_state(size_t i) const { return kept_state_[i]; }
 
   private:
     RuleSet() = default;
     Config config_;
     std::vector<CompiledRule> rules_;
+    std::vector<std::shared_ptr<RuleState>> states_;  // one per rule, shared with successors
+    std::vector<bool> kept_state_;
+    std::vector<PrefixOverride> overrides_;
+    uint64_t version_ = 0;
+    unsigned cores_ = 1;
     rte_lpm *lpm4_ = nullptr;
     rte_lpm6 *lpm6_ = nullptr;
     // rte_lpm has no depth 0: a /0 allow or block sets the verdict for misses instead.

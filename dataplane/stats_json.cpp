@@ -15,7 +15,8 @@ std::string key_prefix(const HeavyHitter &h) {
 }
 }  // namespace
 
-nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores) {
+nlohmann::ordered_json stats_to_json(const RuleSet &ruleset,
+                                     const std::vector<const Pipeline *> &cores, unsigned top_n) {
     using nlohmann::ordered_json;
     WorkerCounters total;
     LimitTableStats table;
@@ -52,31 +53,27 @@ nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores)
                   {"memory_bytes", memory_bytes}};
 
     ordered_json rules = ordered_json::array();
-    if (!cores.empty()) {
-        const auto &compiled = cores[0]->rules().rules();
-        for (size_t r = 0; r < compiled.size(); ++r) {
-            RuleCounters sum;
-            HeavyHitters top;
-            for (const Pipeline *p : cores) {
-                const RuleCounters &c = p->rule_counters()[r];
-#define FG_X(name) sum.name += c.name;
-                FG_RULE_COUNTERS(FG_X)
-#undef FG_X
-                top.merge(p->top_refused()[r]);
-            }
-            ordered_json rule;
-            rule["name"] = compiled[r].name;
-            rule["mode"] = compiled[r].shadow ? "shadow" : "enforce";
-#define FG_X(name) rule[#name] = sum.name;
+    for (const CompiledRule &r : ruleset.rules()) {
+        RuleCounters sum;
+        HeavyHitters top;
+        for (const RuleCoreState &core : r.state->per_core) {
+#define FG_X(name) sum.name += core.counters.name;
             FG_RULE_COUNTERS(FG_X)
 #undef FG_X
-            ordered_json offenders = ordered_json::array();
-            for (const HeavyHitter &h : top.top(kTopRefusedReported))
-                offenders.push_back(
-                    {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
-            rule["top_refused"] = offenders;
-            rules.push_back(rule);
+            top.merge(core.top_refused);
         }
+        ordered_json rule;
+        rule["name"] = r.name;
+        rule["mode"] = r.shadow ? "shadow" : "enforce";
+#define FG_X(name) rule[#name] = sum.name;
+        FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+        ordered_json offenders = ordered_json::array();
+        for (const HeavyHitter &h : top.top(top_n))
+            offenders.push_back(
+                {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
+        rule["top_refused"] = offenders;
+        rules.push_back(rule);
     }
     j["rules"] = rules;
     return j;

@@ -12,7 +12,10 @@ namespace floodgate {
 
 inline constexpr unsigned kTopRefusedReported = 10;
 
-nlohmann::ordered_json stats_to_json(const std::vector<const Pipeline *> &cores);
+// top: how many of each rule's top refused sources to list (at most HeavyHitters::kCounters).
+nlohmann::ordered_json stats_to_json(const RuleSet &ruleset,
+                                     const std::vector<const Pipeline *> &cores,
+                                     unsigned top = kTopRefusedReported);
 
 // Writes the document to path; false if it could not be written whole.
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats);

@@ -39,7 +39,9 @@ class PipelineTest : public ::testing::Test {
         pipeline_->decide(&frame, &len, 1, &now_ns, &v);
         return v;
     }
-    const RuleCounters &counters(unsigned rule) { return pipeline_->rule_counters()[rule]; }
+    const RuleCounters &counters(unsigned rule) {
+        return rules_->rules()[rule].state->per_core[0].counters;
+    }
 
     std::unique_ptr<RuleSet> rules_;
     std::unique_ptr<LimitTable> table_;
@@ -106,10 +108,12 @@ TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
     r.burst_pkts = 2;
     c.rules = {r};
     std::string error;
-    auto rules = RuleSet::build(c, -1, &error);
+    RuleSetOptions options;
+    options.cores = 2;
+    auto rules = RuleSet::build(c, options, &error);
     ASSERT_NE(rules, nullptr) << error;
     LimitTable ta(64, HashSeed{{1, 2, 3, 4}}), tb(64, HashSeed{{1, 2, 3, 4}});
-    Pipeline a(rules.get(), &ta), b(rules.get(), &tb);
+    Pipeline a(rules.get(), &ta, 0), b(rules.get(), &tb, 1);
     a.enable_merge();
     b.enable_merge();
     std::vector<Pipeline *> cores = {&a, &b};
