@@ -31,10 +31,11 @@ rte_eth_dev_tx_buffer *make_tx_buffer(uint64_t *failed, int socket) {
 }
 }  // namespace
 
-Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop,
-               const MergeRings *merge, uint64_t merge_interval_ns)
+Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
+               const std::atomic<bool> *stop, const MergeRings *merge, uint64_t merge_interval_ns)
     : ports_(ports),
       pipeline_(pipeline),
+      rules_(rules),
       stop_(stop),
       merge_(merge),
       merge_interval_ns_(merge_interval_ns) {
@@ -95,7 +96,11 @@ void Worker::run(uint64_t tsc0) {
     Verdict verdicts[kMaxBurst];
 
     uint64_t next_exchange_ns = 0;
+    rules_->online(ports_.queue);
     while (!stop_->load(std::memory_order_relaxed)) {
+        // The ruleset for this pass; the quiescent report at the end of the pass lets a
+        // swapped-out one be freed (LiveRuleSet).
+        pipeline_->set_rules(rules_->current());
         uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
         if (merge_ != nullptr) {
             if (now >= next_exchange_ns) {
@@ -137,7 +142,9 @@ void Worker::run(uint64_t tsc0) {
                 rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
             rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
         }
+        rules_->quiescent(ports_.queue);
     }
+    rules_->offline(ports_.queue);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
     rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dataplane/api/stats.h"
+#include "dataplane/live_ruleset.h"
 #include "dataplane/merge.h"
 #include "dataplane/pipeline.h"
 
@@ -20,14 +21,15 @@ namespace floodgate {
 struct WorkerPorts {
     uint16_t outside = 0;
     uint16_t inside = 0;  // == outside in one-port mode
-    uint16_t queue = 0;   // this worker's RX and TX queue on both ports
+    uint16_t queue = 0;   // this worker's RX and TX queue on both ports, and its worker index
 };
 
 class Worker {
   public:
-    // merge: this worker's rings to the LiveMerger, or nullptr with one worker.
-    Worker(const WorkerPorts &ports, Pipeline *pipeline, const std::atomic<bool> *stop,
-           const MergeRings *merge, uint64_t merge_interval_ns);
+    // rules: the ruleset, read once per loop pass. merge: this worker's rings to the
+    // LiveMerger, or nullptr with one worker.
+    Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
+           const std::atomic<bool> *stop, const MergeRings *merge, uint64_t merge_interval_ns);
     ~Worker();
     bool ok() const { return to_inside_ != nullptr && to_outside_ != nullptr; }
     // The loop; returns when *stop is set, after flushing its TX buffers. tsc0 is the TSC at
@@ -45,6 +47,7 @@ class Worker {
   private:
     WorkerPorts ports_;
     Pipeline *pipeline_;
+    LiveRuleSet *rules_;
     const std::atomic<bool> *stop_;
     rte_eth_dev_tx_buffer *to_inside_ = nullptr;
     rte_eth_dev_tx_buffer *to_outside_ = nullptr;
