@@ -46,7 +46,9 @@ ConfigError::ConfigError(std::string file, int line, std::string field, const st
 namespace {
 
 // A rules file is a few kilobytes; the cap only stops "--config /dev/zero" from eating memory.
-constexpr size_t kMaxConfigFileBytes = 16u << 20;
+// A rules file travels to the dataplane inside one control message (kMaxMessageBytes, 64 MiB),
+// where JSON escaping may grow it up to 6 times.
+constexpr size_t kMaxConfigFileBytes = 8u << 20;
 
 // Rates are "N/unit"; the period of each unit in nanoseconds.
 constexpr std::pair<std::string_view, uint64_t> kRateUnits[] = {
@@ -499,7 +501,7 @@ Config parse_config(const std::string &yaml_text, const std::string &file_name) 
     }
 }
 
-Config load_config(const std::string &path) {
+std::string read_config_file(const std::string &path) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;  // before the allocations below can touch it
@@ -525,7 +527,11 @@ Config load_config(const std::string &path) {
                               "larger than " + std::to_string(kMaxConfigFileBytes) + " bytes");
         }
     }
-    return parse_config(text, path);
+    return text;
+}
+
+Config load_config(const std::string &path) {
+    return parse_config(read_config_file(path), path);
 }
 
 }  // namespace floodgate

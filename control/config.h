@@ -82,6 +82,9 @@ class ConfigError : public std::runtime_error {
 
 // Both throw ConfigError; nothing is returned half-loaded.
 Config load_config(const std::string &path);
+// The file's bytes (for load_config, and for sending them to the dataplane); throws ConfigError
+// when it cannot be read or is too large.
+std::string read_config_file(const std::string &path);
 Config parse_config(const std::string &yaml_text, const std::string &file_name = "<string>");
 
 // Limits that keep every later computation in range.

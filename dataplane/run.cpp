@@ -19,9 +19,14 @@
 #include <vector>
 
 #include "control/config.h"
+#include "control/unix_socket.h"
+#include "dataplane/api/control_protocol.h"
+#include "dataplane/control_service.h"
 #include "dataplane/eal.h"
+#include "dataplane/live_stats.h"
 #include "dataplane/port.h"
 #include "dataplane/stats_json.h"
+#include "dataplane/telemetry.h"
 #include "dataplane/worker.h"
 
 namespace floodgate {
@@ -37,6 +42,7 @@ void on_signal(int) {
 struct RunOptions {
     std::string config;
     std::string stats;
+    std::string control = kDefaultDataplaneSocket;
     int outside = 0;
     int inside = -1;  // -1: port 1 when there are two ports, else one-port mode
     double stats_interval_s = 0;
@@ -47,13 +53,15 @@ void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
         "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
-        "           [--stats STATS.json] [--merge-interval-us US]\n"
+        "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
         "Filters frames received on the outside port and sends the passed ones out of the inside\n"
         "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
         "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
         "One worker per worker lcore, each with its own RX/TX queue pair on every port.\n"
         "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit.\n"
-        "With several workers, their consumption is merged every --merge-interval-us (1000).\n",
+        "With several workers, their consumption is merged every --merge-interval-us (1000).\n"
+        "floodctl's daemon changes rules and overrides through --control (default\n"
+        "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n",
         to);
 }
 
@@ -64,6 +72,7 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {"stats-interval", required_argument, nullptr, 'I'},
                                       {"stats", required_argument, nullptr, 's'},
                                       {"merge-interval-us", required_argument, nullptr, 'm'},
+                                      {"control", required_argument, nullptr, 'C'},
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
@@ -84,6 +93,9 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                     break;
                 case 's':
                     o->stats = optarg;
+                    break;
+                case 'C':
+                    o->control = optarg;
                     break;
                 case 'm': {
                     long long us = std::stoll(optarg);
@@ -149,26 +161,8 @@ std::string one_line_summary(const std::vector<std::unique_ptr<Worker>> &workers
     return line;
 }
 
-// Per direction, summed over the workers: frames received, handed to the TX queue, and
-// refused by the NIC (sent = tx - tx_failed).
-nlohmann::ordered_json port_stats(const std::vector<std::unique_ptr<Worker>> &workers) {
-    PortCounters in, back;
-    for (const auto &w : workers) {
-        in.rx += w->filtered().rx;
-        in.tx += w->filtered().tx;
-        in.tx_failed += w->filtered().tx_failed;
-        back.rx += w->returning().rx;
-        back.tx += w->returning().tx;
-        back.tx_failed += w->returning().tx_failed;
-    }
-    auto one = [](const PortCounters &c) {
-        return nlohmann::ordered_json{{"rx", c.rx}, {"tx", c.tx}, {"tx_failed", c.tx_failed}};
-    };
-    return {{"outside_to_inside", one(in)}, {"inside_to_outside", one(back)}};
-}
-
 // Everything after EAL init, so that every DPDK resource is released before rte_eal_cleanup.
-int run_dataplane(const RunOptions &opt, const Config &config) {
+int run_dataplane(const RunOptions &opt, const RulesSource &source, const Config &config) {
     const unsigned n_workers = rte_lcore_count() - 1;
     if (n_workers == 0)
         return fail(
@@ -183,8 +177,14 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
     const bool one_port = ports.inside == ports.outside;
 
     std::string error;
-    std::unique_ptr<RuleSet> rules = RuleSet::build(config, SOCKET_ID_ANY, &error);
-    if (!rules) return fail(error + " (not enough hugepage memory? see scripts/hugepages.sh, -m)");
+    RuleSetOptions rule_options;
+    rule_options.cores = n_workers;
+    std::unique_ptr<RuleSet> first = RuleSet::build(config, rule_options, &error);
+    if (!first) return fail(error + " (not enough hugepage memory? see scripts/hugepages.sh, -m)");
+    LiveRuleSet rules(n_workers, std::move(first));
+    if (!rules.ok()) return fail("cannot allocate the ruleset's RCU state");
+    LineServer control;
+    if (opt.control != "none" && !control.listen(opt.control, &error)) return fail(error);
 
     // Mbufs: every RX ring full on both ports, plus a burst in flight and a cache per worker.
     const unsigned n_mbufs = 2 * n_workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
@@ -223,6 +223,12 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
     std::vector<std::unique_ptr<LimitTable>> tables;
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     std::vector<std::unique_ptr<Worker>> workers;
+    LiveView view;
+    view.workers = &workers;
+    view.merger = merger.get();
+    view.outside = ports.outside;
+    view.inside = ports.inside;
+    view.merge_interval_ns = opt.merge_interval_ns;
     if (rc == 0) {
         uint16_t queue = 0;
         unsigned lcore;
@@ -237,11 +243,13 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
                           " (not enough hugepage memory?)");
                 break;
             }
-            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get()));
+            pipelines.push_back(
+                std::make_unique<Pipeline>(rules.current(), tables.back().get(), queue));
             const MergeRings *rings = merger ? &merger->rings(queue) : nullptr;
             workers.push_back(std::make_unique<Worker>(
-                WorkerPorts{ports.outside, ports.inside, queue}, pipelines.back().get(), &g_stop,
-                rings, opt.merge_interval_ns));
+                WorkerPorts{ports.outside, ports.inside, queue}, pipelines.back().get(), &rules,
+                &g_stop, rings, opt.merge_interval_ns));
+            view.lcores.push_back(lcore);
             ++queue;
             if (!workers.back()->ok()) {
                 rc = fail("cannot allocate TX buffers");
@@ -260,6 +268,36 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
         RTE_LCORE_FOREACH_WORKER(lcore) {
             rte_eal_remote_launch(launch_worker, workers[w++].get(), lcore);
         }
+
+        // The control thread: builds and swaps rulesets for floodctl and expires overrides.
+        // It is not an lcore; the workers never wait for it.
+        ControlServiceInfo info;
+        info.workers = n_workers;
+        info.started_unix_ns = unix_now_ns();
+        info.instance = std::to_string(getpid()) + "-" + std::to_string(info.started_unix_ns);
+        ControlService service(&rules, source, info, [&view](const RuleSet &rs, unsigned top) {
+            return live_stats(rs, view, top);
+        });
+        attach_telemetry(&service);
+        std::thread control_thread;
+        if (!control.path().empty()) {
+            std::printf("control socket %s\n", control.path().c_str());
+            control_thread = std::thread([&] {
+                rte_thread_register();  // DPDK memory calls (rte_lpm_create) from this thread
+                control.serve(
+                    g_stop, [&](const std::string &line) { return service.handle(line); },
+                    [&] { service.expire_overrides(); }, 100);
+                rte_thread_unregister();
+            });
+        } else {
+            control_thread = std::thread([&] {
+                while (!g_stop.load()) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                    service.expire_overrides();
+                }
+            });
+        }
+
         auto next = std::chrono::steady_clock::now();
         // The main lcore does no packet work: it forwards merge records and prints stats.
         const auto poll = std::chrono::nanoseconds(
@@ -274,22 +312,14 @@ int run_dataplane(const RunOptions &opt, const Config &config) {
                 std::fflush(stdout);
             }
         }
+        control_thread.join();
+        attach_telemetry(nullptr);
         rte_eal_mp_wait_lcore();
         std::printf("%s\n", one_line_summary(workers).c_str());
 
-        std::vector<const Pipeline *> cores;
-        for (const auto &p : pipelines) cores.push_back(p.get());
-        nlohmann::ordered_json stats = stats_to_json(cores);
-        stats["ports"] = port_stats(workers);
-        uint64_t lost = merger ? merger->dropped() : 0, lag = 0;
-        for (const auto &w : workers) {
-            lost += w->merge_records_lost();
-            lag = std::max(lag, w->merge_max_lag_ns());
-        }
-        stats["merge"] = {{"workers", workers.size()},
-                          {"interval_ns", opt.merge_interval_ns},
-                          {"max_lag_ns", lag},
-                          {"records_lost", lost}};
+        nlohmann::ordered_json stats;
+        rules.with_current(
+            [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
@@ -327,7 +357,8 @@ int run_main(int argc, char **argv) {
         rc = 2;
     } else {
         try {
-            rc = run_dataplane(opt, load_config(opt.config));
+            RulesSource source{opt.config, read_config_file(opt.config)};
+            rc = run_dataplane(opt, source, parse_config(source.text, source.name));
         } catch (const ConfigError &e) {
             rc = fail(e.what());
         }

@@ -1,0 +1,31 @@
+// The control protocol between floodctl (CLI and daemon) and the dataplane: newline-delimited
+// JSON over UNIX stream sockets, one request object per line, one response object per line.
+// Every request has "cmd"; every response has "ok" and, when false, "error".
+//
+// Dataplane commands (floodctl daemon -> floodgate run):
+//   status | stats | rules | overrides
+//   load        {source, text}: a whole rules file; refused as a whole, with file:line: field
+//   mode        {rule, mode: "shadow"|"enforce"}
+//   override_add {list: "allow"|"block", prefix, ttl_s (0 or absent: never expires)}
+//   override_del {list, prefix}
+// The daemon's own commands (floodctl CLI -> floodctl daemon) are listed in control/daemon.h.
+#pragma once
+
+#include <cstddef>
+
+namespace floodgate {
+
+inline constexpr const char *kDefaultDataplaneSocket = "/run/floodgate/dataplane.sock";
+inline constexpr const char *kDefaultDaemonSocket = "/run/floodgate/floodctl.sock";
+inline constexpr const char *kDefaultMetricsAddress = "127.0.0.1:9417";
+
+// A request or response line longer than this is refused (rules files are far smaller).
+inline constexpr size_t kMaxMessageBytes = 64u << 20;
+// Requests nest objects and arrays at most this deep; deeper is refused before parsing.
+inline constexpr unsigned kMaxMessageDepth = 16;
+// Most runtime overrides the dataplane holds at once (each costs LPM memory).
+inline constexpr size_t kMaxOverrides = 65536;
+// Longest override TTL: ten years.
+inline constexpr long long kMaxOverrideTtlSeconds = 10ll * 366 * 24 * 3600;
+
+}  // namespace floodgate

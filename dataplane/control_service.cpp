@@ -1,0 +1,297 @@
+#include "dataplane/control_service.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "control/message.h"
+#include "dataplane/api/control_protocol.h"
+#include "dataplane/stats_json.h"
+
+namespace floodgate {
+
+using nlohmann::ordered_json;
+
+uint64_t unix_now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+namespace {
+
+const char *list_name(PrefixVerdict v) {
+    return v == PrefixVerdict::allow ? "allow" : "block";
+}
+
+PrefixVerdict parse_list(const nlohmann::json &request) {
+    std::string list = get_string(request, "list");
+    if (list == "allow") return PrefixVerdict::allow;
+    if (list == "block") return PrefixVerdict::block;
+    throw MessageError("field \"list\" must be \"allow\" or \"block\"");
+}
+
+Prefix parse_prefix_field(const nlohmann::json &request) {
+    std::string why;
+    std::optional<Prefix> p = parse_prefix(get_string(request, "prefix"), &why);
+    if (!p) throw MessageError("field \"prefix\": " + why);
+    return *p;
+}
+
+std::string rate_text(const Rule &r) {
+    const char *unit = r.rate_period_ns == 60ull * 1000000000     ? "min"
+                       : r.rate_period_ns == 3600ull * 1000000000 ? "h"
+                                                                  : "s";
+    return std::to_string(r.rate_count) + "/" + unit;
+}
+
+}  // namespace
+
+ControlService::ControlService(LiveRuleSet *live, RulesSource startup, ControlServiceInfo info,
+                               StatsFn stats)
+    : live_(live), info_(std::move(info)), stats_(std::move(stats)), source_(std::move(startup)) {
+    config_ = live_->current()->config();
+    loaded_unix_ns_ = info_.started_unix_ns;
+}
+
+std::string ControlService::handle(const std::string &line) {
+    std::lock_guard<std::mutex> guard(lock_);
+    ordered_json reply;
+    try {
+        reply = dispatch(parse_request(line));
+    } catch (const MessageError &e) {
+        ++requests_refused_;
+        std::fprintf(stderr, "floodgate: control request refused: %s\n", e.what());
+        reply = error_reply(e.what());
+    } catch (const std::exception &e) {
+        ++requests_refused_;
+        std::fprintf(stderr, "floodgate: control request failed: %s\n", e.what());
+        reply = error_reply(e.what());
+    }
+    // Rules files may hold any bytes; replace what is not UTF-8 rather than throw.
+    return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ordered_json ControlService::dispatch(const nlohmann::json &request) {
+    const std::string cmd = get_string(request, "cmd");
+    if (cmd == "status") return status_locked();
+    if (cmd == "stats") {
+        // "top": how many top refused sources per rule (1 to the summary's size).
+        auto top = static_cast<unsigned>(
+            get_int(request, "top", 1, HeavyHitters::kCounters, kTopRefusedReported));
+        ordered_json reply = {{"ok", true}, {"version", version_}};
+        live_->with_current([&](const RuleSet &rs) { reply["stats"] = stats_(rs, top); });
+        return reply;
+    }
+    if (cmd == "rules") return rules_locked();
+    if (cmd == "overrides") return overrides_locked();
+    if (cmd == "load") return load(request);
+    if (cmd == "mode") return set_mode(request);
+    if (cmd == "override_add") return add_override(request);
+    if (cmd == "override_del") return del_override(request);
+    throw MessageError("unknown command \"" + cmd + "\"");
+}
+
+bool ControlService::apply(const RulesSource &source, const Config &config,
+                           const std::map<std::string, RuleMode> &modes,
+                           const std::vector<PrefixOverride> &overrides, const char *origin,
+                           std::string *error) {
+    Config effective = config;
+    for (Rule &r : effective.rules) {
+        auto it = modes.find(r.name);
+        if (it != modes.end()) r.mode = it->second;
+    }
+    RuleSetOptions options;
+    options.cores = info_.workers;
+    options.socket_id = info_.socket_id;
+    options.previous = live_->current();  // only this thread swaps, under lock_
+    options.overrides = overrides;
+    options.version = version_ + 1;
+    std::unique_ptr<RuleSet> next = RuleSet::build(effective, options, error);
+    if (!next) {
+        ++reloads_failed_;
+        return false;
+    }
+    live_->swap(std::move(next));
+    if (&source != &source_) source_ = source;
+    if (&config != &config_) config_ = config;
+    if (&modes != &modes_) modes_ = modes;
+    if (&overrides != &overrides_) overrides_ = overrides;
+    origin_ = origin;
+    ++version_;
+    ++reloads_ok_;
+    loaded_unix_ns_ = unix_now_ns();
+    return true;
+}
+
+ordered_json ControlService::load(const nlohmann::json &request) {
+    RulesSource source{get_string(request, "source"), get_string(request, "text")};
+    Config config;
+    try {
+        config = parse_config(source.text, source.name);
+    } catch (const ConfigError &e) {
+        ++reloads_failed_;
+        ordered_json reply = error_reply(e.what());
+        reply["file"] = e.file();
+        reply["line"] = e.line();
+        reply["field"] = e.field();
+        return reply;
+    }
+    ordered_json warnings = ordered_json::array();
+    if (config.table_entries_per_core != config_.table_entries_per_core)
+        warnings.push_back("table.entries_per_core changed from " +
+                           std::to_string(config_.table_entries_per_core) + " to " +
+                           std::to_string(config.table_entries_per_core) +
+                           ": the tables keep their size until floodgate restarts");
+    std::string error;
+    // A load is a whole declaration: it ends every earlier `floodctl rule NAME` mode switch.
+    if (!apply(source, config, {}, overrides_, "floodctl", &error)) return error_reply(error);
+    ordered_json reply = rules_locked();
+    reply["warnings"] = warnings;
+    return reply;
+}
+
+ordered_json ControlService::set_mode(const nlohmann::json &request) {
+    std::string rule = get_string(request, "rule");
+    std::string mode = get_string(request, "mode");
+    if (mode != "shadow" && mode != "enforce")
+        throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
+    bool known = false;
+    for (const Rule &r : config_.rules) known |= r.name == rule;
+    if (!known) throw MessageError("no rule named \"" + rule + "\"");
+    std::map<std::string, RuleMode> modes = modes_;
+    modes[rule] = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    std::string error;
+    if (!apply(source_, config_, modes, overrides_, origin_.c_str(), &error))
+        return error_reply(error);
+    return rules_locked();
+}
+
+ordered_json ControlService::add_override(const nlohmann::json &request) {
+    PrefixOverride o;
+    o.verdict = parse_list(request);
+    o.prefix = parse_prefix_field(request);
+    long long ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
+    o.expires_unix_ns = ttl_s == 0 ? 0 : unix_now_ns() + static_cast<uint64_t>(ttl_s) * 1000000000;
+    std::vector<PrefixOverride> next;
+    for (const PrefixOverride &old : overrides_)
+        if (!(old.prefix == o.prefix)) next.push_back(old);  // one override per prefix
+    if (next.size() >= kMaxOverrides)
+        throw MessageError("too many overrides (" + std::to_string(kMaxOverrides) + ")");
+    next.push_back(o);
+    std::string error;
+    if (!apply(source_, config_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    return overrides_locked();
+}
+
+ordered_json ControlService::del_override(const nlohmann::json &request) {
+    PrefixVerdict list = parse_list(request);
+    Prefix prefix = parse_prefix_field(request);
+    std::vector<PrefixOverride> next;
+    for (const PrefixOverride &o : overrides_)
+        if (!(o.prefix == prefix && o.verdict == list)) next.push_back(o);
+    if (next.size() == overrides_.size())
+        throw MessageError(std::string("no ") + list_name(list) + " override for " +
+                           format_prefix(prefix));
+    std::string error;
+    if (!apply(source_, config_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    return overrides_locked();
+}
+
+void ControlService::expire_overrides() {
+    std::lock_guard<std::mutex> guard(lock_);
+    const uint64_t now = unix_now_ns();
+    std::vector<PrefixOverride> next;
+    for (const PrefixOverride &o : overrides_)
+        if (o.expires_unix_ns == 0 || o.expires_unix_ns > now) next.push_back(o);
+    if (next.size() == overrides_.size()) return;
+    const size_t expired = overrides_.size() - next.size();
+    std::string error;
+    if (apply(source_, config_, modes_, next, origin_.c_str(), &error))
+        overrides_expired_ += expired;
+    else  // tried again on the next tick
+        std::fprintf(stderr, "floodgate: cannot remove expired overrides: %s\n", error.c_str());
+}
+
+ordered_json ControlService::status_locked() const {
+    const uint64_t now = unix_now_ns();
+    ordered_json ruleset = {{"version", version_},           {"loaded_unix", loaded_unix_ns_ / 1e9},
+                            {"source", source_.name},        {"origin", origin_},
+                            {"rules", config_.rules.size()}, {"overrides", overrides_.size()}};
+    return {{"ok", true},
+            {"instance", info_.instance},
+            {"started_unix", info_.started_unix_ns / 1e9},
+            {"uptime_s", (now - info_.started_unix_ns) / 1e9},
+            {"workers", info_.workers},
+            {"ruleset", ruleset},
+            {"reloads", {{"ok", reloads_ok_}, {"failed", reloads_failed_}}},
+            {"overrides_expired", overrides_expired_},
+            {"requests_refused", requests_refused_}};
+}
+
+ordered_json ControlService::rules_locked() const {
+    ordered_json rules = ordered_json::array();
+    live_->with_current([&](const RuleSet &rs) {
+        for (size_t i = 0; i < rs.rules().size(); ++i) {
+            const Rule &r = rs.config().rules[i];
+            rules.push_back({{"name", r.name},
+                             {"mode", r.mode == RuleMode::shadow ? "shadow" : "enforce"},
+                             {"rate", rate_text(r)},
+                             {"burst", r.burst_pkts},
+                             {"key", {{"ipv4", r.key_ipv4_len}, {"ipv6", r.key_ipv6_len}}},
+                             {"line", r.line},
+                             {"state", rs.kept_state(i) ? "kept" : "new"}});
+        }
+    });
+    ordered_json modes = ordered_json::object();
+    for (const auto &[name, mode] : modes_)
+        modes[name] = mode == RuleMode::shadow ? "shadow" : "enforce";
+    return {{"ok", true},
+            {"version", version_},
+            {"source", source_.name},
+            {"origin", origin_},
+            {"loaded_unix", loaded_unix_ns_ / 1e9},
+            {"modes", modes},
+            {"rules", rules},
+            {"text", source_.text}};
+}
+
+ordered_json ControlService::overrides_locked() const {
+    const uint64_t now = unix_now_ns();
+    ordered_json list = ordered_json::array();
+    for (const PrefixOverride &o : overrides_) {
+        ordered_json row = {{"list", list_name(o.verdict)}, {"prefix", format_prefix(o.prefix)}};
+        if (o.expires_unix_ns == 0) {
+            row["expires_unix"] = nullptr;
+            row["ttl_left_s"] = nullptr;
+        } else {
+            row["expires_unix"] = o.expires_unix_ns / 1e9;
+            row["ttl_left_s"] = o.expires_unix_ns > now ? (o.expires_unix_ns - now) / 1e9 : 0.0;
+        }
+        list.push_back(row);
+    }
+    return {{"ok", true}, {"version", version_}, {"overrides", list}};
+}
+
+ordered_json ControlService::status() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return status_locked();
+}
+
+ordered_json ControlService::stats() {
+    std::lock_guard<std::mutex> guard(lock_);
+    ordered_json s;
+    live_->with_current([&](const RuleSet &rs) { s = stats_(rs, kTopRefusedReported); });
+    return s;
+}
+
+ordered_json ControlService::rules() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return rules_locked();
+}
+
+ordered_json ControlService::overrides() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return overrides_locked();
+}
+
+}  // namespace floodgate

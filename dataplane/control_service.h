@@ -1,0 +1,96 @@
+// The dataplane's half of the control plane: the rules as the operator wrote them, the runtime
+// overrides and their expiry, and the commands of the control protocol
+// (dataplane/api/control_protocol.h). Each change is compiled into a new RuleSet here, off the
+// hot path, and handed to the workers with LiveRuleSet::swap; a change that does not compile
+// leaves everything as it was.
+//
+// The dataplane owns override expiry (expire_overrides() runs on the control thread), so
+// overrides expire on time whether or not floodctl's daemon is running.
+//
+// Thread safety: every public method takes one lock; they run on the control thread and the
+// telemetry thread, never on a worker.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "control/config.h"
+#include "dataplane/live_ruleset.h"
+
+namespace floodgate {
+
+struct ControlServiceInfo {
+    unsigned workers = 1;
+    int socket_id = -1;
+    std::string instance;  // unique per dataplane process start
+    uint64_t started_unix_ns = 0;
+};
+
+// The rules file a ruleset was compiled from.
+struct RulesSource {
+    std::string name;  // the file's path as given
+    std::string text;  // its contents
+};
+
+class ControlService {
+  public:
+    // Everything the dataplane counts, for the current ruleset, with the top refused sources
+    // of each rule (see live_stats.h).
+    using StatsFn = std::function<nlohmann::ordered_json(const RuleSet &, unsigned top)>;
+
+    // live already runs the ruleset compiled from startup (version 1, origin "startup").
+    ControlService(LiveRuleSet *live, RulesSource startup, ControlServiceInfo info, StatsFn stats);
+
+    // One request line in, one response line out. Never throws.
+    std::string handle(const std::string &request_line);
+    // Drops overrides whose time has come (swapping in a ruleset without them).
+    void expire_overrides();
+
+    // The replies to status, stats, rules and overrides, for telemetry.
+    nlohmann::ordered_json status();
+    nlohmann::ordered_json stats();
+    nlohmann::ordered_json rules();
+    nlohmann::ordered_json overrides();
+
+  private:
+    nlohmann::ordered_json dispatch(const nlohmann::json &request);
+    nlohmann::ordered_json status_locked() const;
+    nlohmann::ordered_json rules_locked() const;
+    nlohmann::ordered_json overrides_locked() const;
+    nlohmann::ordered_json load(const nlohmann::json &request);
+    nlohmann::ordered_json set_mode(const nlohmann::json &request);
+    nlohmann::ordered_json add_override(const nlohmann::json &request);
+    nlohmann::ordered_json del_override(const nlohmann::json &request);
+    // Compiles and swaps in config with modes and overrides applied; on success they become
+    // the running state and the version goes up. On failure nothing changes.
+    bool apply(const RulesSource &source, const Config &config,
+               const std::map<std::string, RuleMode> &modes,
+               const std::vector<PrefixOverride> &overrides, const char *origin,
+               std::string *error);
+
+    std::mutex lock_;
+    LiveRuleSet *live_;
+    const ControlServiceInfo info_;
+    const StatsFn stats_;
+
+    RulesSource source_;
+    Config config_;                          // source_ parsed, as written
+    std::string origin_ = "startup";         // who loaded source_: "startup" or "floodctl"
+    std::map<std::string, RuleMode> modes_;  // floodctl rule NAME shadow|enforce since the load
+    std::vector<PrefixOverride> overrides_;
+    uint64_t version_ = 1;
+    uint64_t loaded_unix_ns_ = 0;
+    uint64_t reloads_ok_ = 0;
+    uint64_t reloads_failed_ = 0;
+    uint64_t overrides_expired_ = 0;
+    uint64_t requests_refused_ = 0;  // malformed or invalid control messages
+};
+
+uint64_t unix_now_ns();
+
+}  // namespace floodgate

@@ -1,0 +1,28 @@
+// The stats document of a running dataplane: replay's document (stats_json.h) plus the port
+// directions, the NICs' own counters, per-core counters and table state, and the merge. Read
+// while the workers run, with plain loads of single-writer 64-bit counters (each value is
+// whole on x86-64 and ARMv8; the set is not a snapshot of one instant).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "dataplane/merge.h"
+#include "dataplane/worker.h"
+
+namespace floodgate {
+
+struct LiveView {
+    const std::vector<std::unique_ptr<Worker>> *workers = nullptr;
+    std::vector<unsigned> lcores;        // worker i runs on lcores[i]
+    const LiveMerger *merger = nullptr;  // nullptr with one worker
+    uint16_t outside = 0;
+    uint16_t inside = 0;
+    uint64_t merge_interval_ns = 0;
+};
+
+// top: how many top refused sources per rule (stats_to_json).
+nlohmann::ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top);
+
+}  // namespace floodgate
