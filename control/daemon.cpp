@@ -1,0 +1,398 @@
+#include "control/daemon.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "control/config.h"
+#include "control/http_server.h"
+#include "control/message.h"
+#include "control/metrics.h"
+#include "control/rules_diff.h"
+#include "control/unix_socket.h"
+
+namespace floodgate {
+
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) {
+    g_stop.store(true);
+}
+
+double now_unix_s() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+void log(const std::string &line) {
+    std::fprintf(stderr, "floodctl daemon: %s\n", line.c_str());
+    std::fflush(stderr);
+}
+
+// What the operator applied through the daemon, to apply again if the dataplane restarts.
+struct Remembered {
+    bool valid = false;
+    std::string source, text;
+    json modes = json::object();  // rule name -> "shadow" | "enforce"
+    json overrides = json::array();
+};
+
+class Daemon {
+  public:
+    explicit Daemon(const DaemonOptions &o) : options_(o), started_unix_s_(now_unix_s()) {}
+
+    std::string handle_cli(const std::string &line);
+    void sample();
+    std::string metrics();
+
+  private:
+    // One request to the dataplane, connecting (and reconciling) first if needed.
+    bool call(const json &request, json *reply, std::string *error);
+    bool raw(const json &request, json *reply, std::string *error);
+    void reconcile();
+    void reapply(const Remembered &r);
+    void adopt();
+    json status();
+    json rules_load(const json &request);
+
+    const DaemonOptions options_;
+    const double started_unix_s_;
+
+    std::recursive_mutex link_lock_;  // the dataplane connection and what depends on it
+    LineClient link_;
+    std::string instance_;  // the dataplane process we last spoke to
+    uint64_t connects_ = 0;
+    Remembered remembered_;
+
+    std::mutex sample_lock_;
+    json rates_ = json::array();
+    json table_ = nullptr;
+    json last_nic_ = nullptr;
+    double last_sample_s_ = 0;
+};
+
+bool Daemon::raw(const json &request, json *reply, std::string *error) {
+    if (!link_.request(request, reply, error)) return false;
+    if (!(*reply)["ok"].get<bool>()) {
+        *error = reply->value("error", std::string("refused"));
+        return false;
+    }
+    return true;
+}
+
+bool Daemon::call(const json &request, json *reply, std::string *error) {
+    std::lock_guard<std::recursive_mutex> guard(link_lock_);
+    if (!link_.connected()) {
+        if (!link_.connect(options_.dataplane, error)) {
+            *error = "dataplane not reachable: " + *error;
+            return false;
+        }
+        reconcile();
+        if (!link_.connected()) {
+            *error = "dataplane connection lost";
+            return false;
+        }
+    }
+    if (!link_.request(request, reply, error)) {
+        *error = "dataplane connection lost: " + *error;
+        return false;
+    }
+    return true;
+}
+
+// Reads the running state of a (re)connected dataplane and decides whether to push anything
+// (see daemon.h).
+void Daemon::reconcile() {
+    json status, running;
+    std::string error;
+    if (!raw({{"cmd", "status"}}, &status, &error) || !raw({{"cmd", "rules"}}, &running, &error)) {
+        log("cannot read the dataplane's state: " + error);
+        link_.close();
+        return;
+    }
+    const std::string instance = status.value("instance", "");
+    if (instance == instance_) return;  // the same process; the connection had dropped
+    const bool first = instance_.empty();
+    instance_ = instance;
+    ++connects_;
+    const std::string origin = status["ruleset"].value("origin", "");
+    log("connected to dataplane " + instance + " (ruleset version " +
+        std::to_string(status["ruleset"].value("version", 0)) + ", " + origin + ")");
+    if (origin == "startup") {
+        const bool changed = remembered_.text != running.value("text", "") ||
+                             !remembered_.modes.empty() || !remembered_.overrides.empty();
+        if (!first && remembered_.valid && changed) {
+            log("the dataplane restarted: applying the rules, modes and overrides set through "
+                "floodctl again");
+            reapply(remembered_);
+        } else if (first && !options_.config.empty()) {
+            try {
+                std::string text = read_config_file(options_.config);
+                parse_config(text, options_.config);
+                json reply;
+                if (text != running.value("text", "") &&
+                    !raw({{"cmd", "load"}, {"source", options_.config}, {"text", text}}, &reply,
+                         &error))
+                    log("cannot load " + options_.config + ": " + error);
+                else if (text != running.value("text", ""))
+                    log("loaded " + options_.config);
+            } catch (const ConfigError &e) {
+                log(std::string("--config refused, keeping the running rules: ") + e.what());
+            }
+        }
+    }
+    adopt();
+}
+
+void Daemon::reapply(const Remembered &r) {
+    json reply;
+    std::string error;
+    if (!raw({{"cmd", "load"}, {"source", r.source}, {"text", r.text}}, &reply, &error))
+        log("cannot apply the remembered rules: " + error);
+    for (const auto &[rule, mode] : r.modes.items())
+        if (!raw({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}}, &reply, &error))
+            log("cannot switch rule " + rule + ": " + error);
+    const double now = now_unix_s();
+    for (const json &o : r.overrides) {
+        json request = {{"cmd", "override_add"}, {"list", o["list"]}, {"prefix", o["prefix"]}};
+        if (o["expires_unix"].is_number()) {
+            double left = o["expires_unix"].get<double>() - now;
+            if (left < 1) continue;  // expired while the dataplane was down
+            request["ttl_s"] = static_cast<long long>(left + 0.5);
+        }
+        if (!raw(request, &reply, &error))
+            log("cannot apply override " + o["prefix"].get<std::string>() + ": " + error);
+    }
+}
+
+// Remembers the dataplane's current rules, modes and overrides.
+void Daemon::adopt() {
+    json rules, overrides;
+    std::string error;
+    if (!raw({{"cmd", "rules"}}, &rules, &error) ||
+        !raw({{"cmd", "overrides"}}, &overrides, &error)) {
+        log("cannot read the dataplane's rules: " + error);
+        link_.close();
+        return;
+    }
+    remembered_.valid = true;
+    remembered_.source = rules.value("source", "");
+    remembered_.text = rules.value("text", "");
+    remembered_.modes = rules.value("modes", json::object());
+    remembered_.overrides = overrides.value("overrides", json::array());
+}
+
+void Daemon::sample() {
+    json reply;
+    std::string error;
+    if (!call({{"cmd", "stats"}}, &reply, &error) || !reply.value("ok", false)) {
+        std::lock_guard<std::mutex> guard(sample_lock_);
+        rates_ = json::array();
+        last_nic_ = nullptr;
+        return;
+    }
+    const double now = now_unix_s();
+    const json &stats = reply["stats"];
+    std::lock_guard<std::mutex> guard(sample_lock_);
+    json rates = json::array();
+    const json nic = stats.value("nic", json::array());
+    if (last_nic_.is_array() && last_nic_.size() == nic.size() && now > last_sample_s_) {
+        const double dt = now - last_sample_s_;
+        auto rate = [&](const json &a, const json &b, const char *field, double scale) {
+            uint64_t x = a.value(field, uint64_t{0}), y = b.value(field, uint64_t{0});
+            return y >= x ? static_cast<double>(y - x) * scale / dt : 0.0;
+        };
+        for (size_t i = 0; i < nic.size(); ++i)
+            rates.push_back({{"port", nic[i].value("port", 0)},
+                             {"role", nic[i].value("role", "")},
+                             {"rx_pps", rate(last_nic_[i], nic[i], "rx_packets", 1)},
+                             {"rx_bps", rate(last_nic_[i], nic[i], "rx_bytes", 8)},
+                             {"tx_pps", rate(last_nic_[i], nic[i], "tx_packets", 1)},
+                             {"tx_bps", rate(last_nic_[i], nic[i], "tx_bytes", 8)}});
+    }
+    rates_ = rates;
+    table_ = stats.value("table", json(nullptr));
+    last_nic_ = nic;
+    last_sample_s_ = now;
+}
+
+json Daemon::status() {
+    json dataplane, reply = {{"ok", true}};
+    std::string error;
+    bool up = call({{"cmd", "status"}}, &dataplane, &error);
+    {
+        std::lock_guard<std::recursive_mutex> guard(link_lock_);
+        reply["daemon"] = {{"pid", getpid()},
+                           {"started_unix", started_unix_s_},
+                           {"socket", options_.socket},
+                           {"dataplane_socket", options_.dataplane},
+                           {"metrics", options_.metrics},
+                           {"dataplane_connects", connects_}};
+    }
+    reply["dataplane_up"] = up;
+    reply["dataplane"] = up ? dataplane : json(nullptr);
+    if (!up) reply["dataplane_error"] = error;
+    std::lock_guard<std::mutex> guard(sample_lock_);
+    reply["rates"] = up ? rates_ : json::array();
+    reply["table"] = up ? table_ : json(nullptr);
+    return reply;
+}
+
+json Daemon::rules_load(const json &request) {
+    const std::string source = get_string(request, "source");
+    const std::string text = get_string(request, "text");
+    const bool dry_run = get_bool(request, "dry_run", false);
+    Config next;
+    try {
+        next = parse_config(text, source);
+    } catch (const ConfigError &e) {
+        json reply = error_reply(e.what());
+        reply["file"] = e.file();
+        reply["line"] = e.line();
+        reply["field"] = e.field();
+        return reply;
+    }
+    json running;
+    std::string error;
+    if (!call({{"cmd", "rules"}}, &running, &error)) return error_reply(error);
+    Config current;
+    try {
+        current = parse_config(running.value("text", ""), running.value("source", ""));
+        for (Rule &r : current.rules)
+            if (running["modes"].contains(r.name))
+                r.mode =
+                    running["modes"][r.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    } catch (const ConfigError &e) {
+        return error_reply(std::string("cannot read the running rules: ") + e.what());
+    }
+    RulesDiff d = diff_rules(current, next);
+    json diff = {
+        {"changes", d.changes}, {"kept", d.kept}, {"reset", d.reset}, {"removed", d.removed}};
+    if (dry_run) return {{"ok", true}, {"dry_run", true}, {"diff", diff}};
+
+    json reply;
+    if (!call({{"cmd", "load"}, {"source", source}, {"text", text}}, &reply, &error))
+        return error_reply(error);
+    if (reply.value("ok", false)) {
+        std::lock_guard<std::recursive_mutex> guard(link_lock_);
+        adopt();
+    }
+    reply["diff"] = diff;
+    reply["dry_run"] = false;
+    return reply;
+}
+
+std::string Daemon::handle_cli(const std::string &line) {
+    json reply;
+    try {
+        json request = parse_request(line);
+        const std::string cmd = get_string(request, "cmd");
+        if (cmd == "status") {
+            reply = status();
+        } else if (cmd == "rules_load") {
+            reply = rules_load(request);
+        } else if (cmd == "rules" || cmd == "stats" || cmd == "overrides" || cmd == "mode" ||
+                   cmd == "override_add" || cmd == "override_del") {
+            std::string error;
+            if (!call(request, &reply, &error)) {
+                reply = error_reply(error);
+            } else if (reply.value("ok", false) && cmd != "rules" && cmd != "stats" &&
+                       cmd != "overrides") {
+                std::lock_guard<std::recursive_mutex> guard(link_lock_);
+                adopt();
+            }
+        } else {
+            throw MessageError("unknown command \"" + cmd + "\"");
+        }
+    } catch (const std::exception &e) {
+        log(std::string("CLI request refused: ") + e.what());
+        reply = error_reply(e.what());
+    }
+    return reply.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string Daemon::metrics() {
+    json status, stats, overrides;
+    std::string error;
+    MetricsInput in;
+    in.dataplane_up = call({{"cmd", "status"}}, &status, &error) && status.value("ok", false);
+    if (in.dataplane_up) {
+        in.status = &status;
+        if (call({{"cmd", "stats"}}, &stats, &error) && stats.value("ok", false))
+            in.stats = &stats["stats"];
+        if (call({{"cmd", "overrides"}}, &overrides, &error) && overrides.value("ok", false))
+            in.overrides = &overrides;
+    }
+    {
+        std::lock_guard<std::recursive_mutex> guard(link_lock_);
+        in.dataplane_connects = connects_;
+    }
+    return prometheus_text(in);
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions &options) {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    if (!options.config.empty()) {
+        try {
+            load_config(options.config);
+        } catch (const ConfigError &e) {
+            log(std::string("--config: ") + e.what());
+            return 1;
+        }
+    }
+    LineServer cli;
+    std::string error;
+    if (!cli.listen(options.socket, &error)) {
+        log(error);
+        return 1;
+    }
+    HttpServer http;
+    if (options.metrics != "none" && !http.listen(options.metrics, &error)) {
+        log(error);
+        return 1;
+    }
+    DaemonOptions effective = options;
+    if (options.metrics != "none")  // the port actually bound, for HOST:0
+        effective.metrics =
+            options.metrics.substr(0, options.metrics.rfind(':') + 1) + std::to_string(http.port());
+    Daemon daemon(effective);
+    log("serving floodctl on " + options.socket +
+        (options.metrics != "none" ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
+        "; dataplane at " + options.dataplane);
+
+    std::thread cli_thread([&] {
+        cli.serve(
+            g_stop, [&](const std::string &line) { return daemon.handle_cli(line); }, {}, 200);
+    });
+    std::thread http_thread;
+    if (options.metrics != "none")
+        http_thread = std::thread([&] { http.serve(g_stop, [&] { return daemon.metrics(); }); });
+
+    // Samples once a second: keeps the connection (reconnecting and reconciling after either
+    // side restarts) and the per-port rates current.
+    while (!g_stop.load()) {
+        daemon.sample();
+        for (int i = 0; i < 10 && !g_stop.load(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    cli_thread.join();
+    if (http_thread.joinable()) http_thread.join();
+    log("stopped");
+    return 0;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,496 @@
+#include "control/metrics.h"
+
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "dataplane/api/stats.h"
+
+namespace floodgate {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- HELP texts of the counters named by the X-macros in dataplane/api/stats.h ----
+// The metric names come from the X-macros; the texts cannot (the lists carry comments, not
+// strings), so each list has a table here, and the static_asserts below fail the build when a
+// counter is added to a list without a text or removed from it with its text left behind.
+
+struct CounterHelp {
+    std::string_view name;
+    const char *help;
+};
+
+constexpr CounterHelp kWorkerCounterHelp[] = {
+    {"packets", "Frames decided by the worker core."},
+    {"passed", "Frames passed, for any reason."},
+    {"dropped", "Frames dropped, for any reason."},
+    {"malformed", "Frames dropped for a bad or truncated L3/L4 header."},
+    {"non_ip", "Frames that are not IPv4 or IPv6: passed unjudged."},
+    {"allow_hits", "Frames whose source is in an allow prefix: passed, no rule checked."},
+    {"block_hits", "Frames whose source is in a block prefix: dropped."},
+    {"rate_limited", "Frames dropped because an enforcing rule refused them."},
+    {"merge_unshared_keys",
+     "Admitted packets not shared with the other cores: the publish list was full."},
+    {"merge_table_full",
+     "Other cores' consumption records this core could not apply: its limit table was full."},
+};
+
+constexpr CounterHelp kRuleCounterHelp[] = {
+    {"matched", "Packets the rule's match held for, summed over the worker cores."},
+    {"passed", "Matched packets that were passed."},
+    {"refused", "Matched packets this rule was the first enforcing rule to refuse."},
+    {"shadow_refused", "Shadow mode: matched packets the rule would have refused (not held)."},
+    {"table_full_shared",
+     "New sources that found the limit table full and were limited in the rule's shared bucket "
+     "(on_table_full: shared)."},
+    {"table_full_pass",
+     "New sources that found the limit table full and were passed (on_table_full: pass)."},
+    {"table_full_drop",
+     "New sources that found the limit table full and were refused (on_table_full: drop)."},
+};
+
+template <size_t N>
+constexpr const char *find_help(const CounterHelp (&table)[N], std::string_view name) {
+    for (const CounterHelp &h : table)
+        if (h.name == name) return h.help;
+    return nullptr;
+}
+
+#define FG_X(name)                                                 \
+    static_assert(find_help(kWorkerCounterHelp, #name) != nullptr, \
+                  "FG_WORKER_COUNTERS has " #name ": give it a HELP text in kWorkerCounterHelp");
+FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+#define FG_X(name)                                               \
+    static_assert(find_help(kRuleCounterHelp, #name) != nullptr, \
+                  "FG_RULE_COUNTERS has " #name ": give it a HELP text in kRuleCounterHelp");
+FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+#define FG_X(name) +1
+static_assert(std::size(kWorkerCounterHelp) == 0 FG_WORKER_COUNTERS(FG_X),
+              "kWorkerCounterHelp has a counter that FG_WORKER_COUNTERS no longer has");
+static_assert(std::size(kRuleCounterHelp) == 0 FG_RULE_COUNTERS(FG_X),
+              "kRuleCounterHelp has a counter that FG_RULE_COUNTERS no longer has");
+#undef FG_X
+
+// ---- Reading the replies: never throws ----
+
+// obj[key] when obj is an object that has key, else null.
+const json *member(const json *obj, const char *key) {
+    if (obj == nullptr || !obj->is_object()) return nullptr;
+    auto it = obj->find(key);
+    return it == obj->end() ? nullptr : &*it;
+}
+
+// obj[key] when it is an array, else null.
+const json *array_at(const json *obj, const char *key) {
+    const json *j = member(obj, key);
+    return j != nullptr && j->is_array() ? j : nullptr;
+}
+
+// A sample value as the JSON held it. Integers stay integers: a 64-bit counter past 2^53 would
+// lose its low digits as a double.
+using Value = std::variant<uint64_t, int64_t, double>;
+
+// j's value when it is a number (booleans are not), else nothing.
+std::optional<Value> number(const json &j) {
+    if (j.is_number_unsigned()) return Value{j.get<uint64_t>()};
+    if (j.is_number_integer()) return Value{j.get<int64_t>()};
+    if (j.is_number_float()) return Value{j.get<double>()};
+    return std::nullopt;
+}
+
+std::optional<Value> number_at(const json *obj, const char *key) {
+    const json *j = member(obj, key);
+    return j != nullptr ? number(*j) : std::nullopt;
+}
+
+// The dataplane counts time in nanoseconds; Prometheus wants seconds.
+std::optional<Value> seconds_from_ns(std::optional<Value> ns) {
+    if (!ns) return std::nullopt;
+    return std::visit([](auto v) { return Value{static_cast<double>(v) / 1e9}; }, *ns);
+}
+
+// obj[key] as a label value: a string as it is, an integer in decimal, else nothing.
+std::optional<std::string> label_at(const json *obj, const char *key) {
+    const json *j = member(obj, key);
+    if (j == nullptr) return std::nullopt;
+    if (j->is_string()) return j->get<std::string>();
+    if (j->is_number_unsigned()) return std::to_string(j->get<uint64_t>());
+    if (j->is_number_integer()) return std::to_string(j->get<int64_t>());
+    return std::nullopt;
+}
+
+// ---- Writing the exposition ----
+
+void append_value(std::string &out, const Value &value) {
+    const double *d = std::get_if<double>(&value);
+    // The format's spellings, which are not to_chars's ("nan", "inf").
+    if (d != nullptr && std::isnan(*d)) {
+        out += "NaN";
+    } else if (d != nullptr && std::isinf(*d)) {
+        out += *d > 0 ? "+Inf" : "-Inf";
+    } else {
+        // Shortest form that reads back to the same value; integers without a decimal point.
+        char buf[32];  // a double's shortest form takes at most 24
+        auto r =
+            std::visit([&](auto v) { return std::to_chars(buf, buf + sizeof(buf), v); }, value);
+        out.append(buf, r.ptr);
+    }
+}
+
+// Label values escape backslash, double quote and newline; HELP texts the same but the quote.
+void append_escaped(std::string &out, std::string_view s, bool label_value) {
+    for (char c : s) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '"' && label_value)
+            out += "\\\"";
+        else
+            out += c;
+    }
+}
+
+bool negative(const Value &value) {
+    if (const int64_t *i = std::get_if<int64_t>(&value)) return *i < 0;
+    if (const double *d = std::get_if<double>(&value)) return !(*d >= 0);  // NaN too
+    return false;
+}
+
+enum class Type { counter, gauge };
+
+struct Label {
+    const char *name;
+    std::string_view value;
+};
+
+// One metric family: its samples are collected first and written as one block, because the
+// format wants a family's lines together, and a family with no samples is not written at all.
+class Family {
+  public:
+    Family(std::string name, Type type, std::string_view help)
+        : name_(std::move(name)), type_(type), help_(help) {}
+
+    // Adds one sample; nothing when the value is missing, or negative for a counter (which
+    // only a broken reply would send).
+    void add(std::initializer_list<Label> labels, std::optional<Value> value) {
+        if (!value || (type_ == Type::counter && negative(*value))) return;
+        samples_ += name_;
+        if (labels.size() != 0) {
+            char sep = '{';
+            for (const Label &l : labels) {
+                samples_ += sep;
+                samples_ += l.name;
+                samples_ += "=\"";
+                append_escaped(samples_, l.value, true);
+                samples_ += '"';
+                sep = ',';
+            }
+            samples_ += '}';
+        }
+        samples_ += ' ';
+        append_value(samples_, *value);
+        samples_ += '\n';
+    }
+
+    void write(std::string &out) const {
+        if (samples_.empty()) return;
+        out += "# HELP ";
+        out += name_;
+        out += ' ';
+        append_escaped(out, help_, false);
+        out += "\n# TYPE ";
+        out += name_;
+        out += type_ == Type::counter ? " counter\n" : " gauge\n";
+        out += samples_;
+    }
+
+  private:
+    std::string name_;
+    Type type_;
+    std::string_view help_;
+    std::string samples_;
+};
+
+Value flag(bool b) {
+    return Value{uint64_t{b ? 1u : 0u}};
+}
+
+// ---- The replies, one function each ----
+
+void status_metrics(const json *status, std::string &out) {
+    const json *ruleset = member(status, "ruleset");
+    Family version("floodgate_ruleset_version", Type::gauge,
+                   "Version of the ruleset in force: 1 at dataplane start, up by one on every "
+                   "accepted load, mode change or override change.");
+    version.add({}, number_at(ruleset, "version"));
+    version.write(out);
+
+    Family loaded("floodgate_ruleset_loaded_timestamp_seconds", Type::gauge,
+                  "Unix time the ruleset in force was swapped in.");
+    loaded.add({}, number_at(ruleset, "loaded_unix"));
+    loaded.write(out);
+
+    Family info("floodgate_ruleset_info", Type::gauge,
+                "The rules file in force (source) and who loaded it (origin: startup or "
+                "floodctl); always 1.");
+    auto source = label_at(ruleset, "source");
+    auto origin = label_at(ruleset, "origin");
+    if (source && origin) info.add({{"source", *source}, {"origin", *origin}}, flag(true));
+    info.write(out);
+
+    Family reloads("floodgate_reloads_total", Type::counter,
+                   "Ruleset changes (loads, mode changes, override changes and expiries) the "
+                   "dataplane accepted (result=ok) or refused (result=failed).");
+    const json *r = member(status, "reloads");
+    reloads.add({{"result", "ok"}}, number_at(r, "ok"));
+    reloads.add({{"result", "failed"}}, number_at(r, "failed"));
+    reloads.write(out);
+
+    Family expired("floodgate_overrides_expired_total", Type::counter,
+                   "Runtime overrides removed because their TTL ran out.");
+    expired.add({}, number_at(status, "overrides_expired"));
+    expired.write(out);
+
+    Family refused("floodgate_control_requests_refused_total", Type::counter,
+                   "Control requests the dataplane refused as malformed or invalid.");
+    refused.add({}, number_at(status, "requests_refused"));
+    refused.write(out);
+
+    Family started("floodgate_dataplane_start_timestamp_seconds", Type::gauge,
+                   "Unix time the dataplane process started.");
+    started.add({}, number_at(status, "started_unix"));
+    started.write(out);
+
+    Family workers("floodgate_workers", Type::gauge, "Worker cores the dataplane runs.");
+    workers.add({}, number_at(status, "workers"));
+    workers.write(out);
+}
+
+void overrides_metrics(const json *reply, std::string &out) {
+    // A reply without the list (an error reply) says nothing: no samples rather than zeros.
+    const json *rows = array_at(reply, "overrides");
+    if (rows == nullptr) return;
+    uint64_t allow = 0, block = 0;
+    for (const json &row : *rows) {
+        auto list = label_at(&row, "list");
+        if (list == "allow")
+            ++allow;
+        else if (list == "block")
+            ++block;
+    }
+    Family f("floodgate_overrides", Type::gauge,
+             "Runtime overrides (floodctl allow/block) in force, per list.");
+    f.add({{"list", "allow"}}, Value{allow});
+    f.add({{"list", "block"}}, Value{block});
+    f.write(out);
+}
+
+// Per worker core: stats.cores[], labelled by its "core" index. A core without one is skipped.
+void core_metrics(const json *stats, std::string &out) {
+    const json *cores = array_at(stats, "cores");
+    if (cores == nullptr) return;
+    std::vector<std::pair<std::string, const json *>> labelled;
+    for (const json &c : *cores)
+        if (auto label = label_at(&c, "core")) labelled.emplace_back(std::move(*label), &c);
+
+#define FG_X(name)                                                                           \
+    {                                                                                        \
+        Family f("floodgate_" #name "_total", Type::counter,                                 \
+                 find_help(kWorkerCounterHelp, #name));                                      \
+        for (const auto &[core, c] : labelled) f.add({{"core", core}}, number_at(c, #name)); \
+        f.write(out);                                                                        \
+    }
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+
+    struct Field {
+        const char *metric;
+        Type type;
+        const char *help;
+        const char *key;
+        bool in_table;  // under cores[].table
+        bool ns;        // nanoseconds, exported as seconds
+    };
+    static constexpr Field kFields[] = {
+        {"floodgate_table_occupancy", Type::gauge,
+         "Limit-table slots holding a TAT (live, reserved, or expired not yet swept).", "occupancy",
+         true, false},
+        {"floodgate_table_capacity", Type::gauge, "Limit-table slots of the worker core.",
+         "capacity", true, false},
+        {"floodgate_table_reclaims_total", Type::counter,
+         "Expired limit-table entries cleared by the sweep or reused by an insert.", "reclaims",
+         true, false},
+        {"floodgate_table_full_events_total", Type::counter,
+         "Limit-table inserts refused because every candidate slot was live.", "full_events", true,
+         false},
+        {"floodgate_merge_max_lag_seconds", Type::gauge,
+         "Longest time, since the dataplane started, between another core publishing its "
+         "consumption and this core applying it.",
+         "merge_max_lag_ns", false, true},
+        {"floodgate_merge_records_lost_total", Type::counter,
+         "Consumption records this core could not publish: its merge ring was full.",
+         "merge_records_lost", false, false},
+    };
+    for (const Field &field : kFields) {
+        Family f(field.metric, field.type, field.help);
+        for (const auto &[core, c] : labelled) {
+            auto v = number_at(field.in_table ? member(c, "table") : c, field.key);
+            f.add({{"core", core}}, field.ns ? seconds_from_ns(v) : v);
+        }
+        f.write(out);
+    }
+}
+
+void rule_metrics(const json *stats, std::string &out) {
+    const json *rules = array_at(stats, "rules");
+    if (rules == nullptr) return;
+    std::vector<std::pair<std::string, const json *>> named;
+    for (const json &r : *rules)
+        if (auto name = label_at(&r, "name")) named.emplace_back(std::move(*name), &r);
+
+#define FG_X(name)                                                                        \
+    {                                                                                     \
+        Family f("floodgate_rule_" #name "_total", Type::counter,                         \
+                 find_help(kRuleCounterHelp, #name));                                     \
+        for (const auto &[rule, r] : named) f.add({{"rule", rule}}, number_at(r, #name)); \
+        f.write(out);                                                                     \
+    }
+    FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+
+    Family shadow("floodgate_rule_shadow", Type::gauge,
+                  "1 when the rule is in shadow mode (counts, drops nothing), 0 when it enforces.");
+    for (const auto &[rule, r] : named)
+        if (auto mode = label_at(r, "mode")) shadow.add({{"rule", rule}}, flag(*mode == "shadow"));
+    shadow.write(out);
+
+    Family top("floodgate_rule_top_refused_packets", Type::gauge,
+               "Packets the rule refused from each of its top refused sources (prefixes of the "
+               "rule's key length), summed over the worker cores. A Space-Saving estimate: an "
+               "upper bound on the true count. Sources come and go from the list.");
+    for (const auto &[rule, r] : named) {
+        const json *rows = array_at(r, "top_refused");
+        if (rows == nullptr) continue;
+        for (const json &row : *rows)
+            if (auto source = label_at(&row, "source"))
+                top.add({{"rule", rule}, {"source", *source}}, number_at(&row, "count"));
+    }
+    top.write(out);
+}
+
+// The NICs' own counters (stats.nic[]), which include what never reached a worker.
+void nic_metrics(const json *stats, std::string &out) {
+    const json *nics = array_at(stats, "nic");
+    if (nics == nullptr) return;
+    struct Port {
+        std::string port, role;
+        const json *counters;
+    };
+    std::vector<Port> ports;
+    for (const json &n : *nics) {
+        auto port = label_at(&n, "port");
+        auto role = label_at(&n, "role");
+        if (port && role) ports.push_back({std::move(*port), std::move(*role), &n});
+    }
+    static constexpr const char *kFields[][3] = {
+        {"floodgate_port_rx_packets_total", "rx_packets", "Frames the NIC received."},
+        {"floodgate_port_rx_bytes_total", "rx_bytes", "Bytes the NIC received."},
+        {"floodgate_port_rx_missed_total", "rx_missed",
+         "Frames the NIC dropped because the RX queues were full."},
+        {"floodgate_port_rx_errors_total", "rx_errors", "Erroneous frames the NIC received."},
+        {"floodgate_port_rx_nombuf_total", "rx_nombuf",
+         "Frames the NIC dropped for want of an mbuf."},
+        {"floodgate_port_tx_packets_total", "tx_packets", "Frames the NIC sent."},
+        {"floodgate_port_tx_bytes_total", "tx_bytes", "Bytes the NIC sent."},
+        {"floodgate_port_tx_errors_total", "tx_errors", "Frames the NIC failed to send."},
+    };
+    for (const auto &[metric, key, help] : kFields) {
+        Family f(metric, Type::counter, help);
+        for (const Port &p : ports)
+            f.add({{"port", p.port}, {"role", p.role}}, number_at(p.counters, key));
+        f.write(out);
+    }
+}
+
+// The workers' own per-direction counters (stats.ports), summed over the workers.
+void direction_metrics(const json *stats, std::string &out) {
+    const json *ports = member(stats, "ports");
+    static constexpr const char *kDirections[] = {"outside_to_inside", "inside_to_outside"};
+    static constexpr const char *kFields[][3] = {
+        {"floodgate_direction_rx_total", "rx", "Frames the workers received, per direction."},
+        {"floodgate_direction_tx_total", "tx",
+         "Frames the workers handed to the TX queue, per direction."},
+        {"floodgate_direction_tx_failed_total", "tx_failed",
+         "Frames the NIC refused to send, per direction (sent = tx - tx_failed)."},
+    };
+    for (const auto &[metric, key, help] : kFields) {
+        Family f(metric, Type::counter, help);
+        for (const char *direction : kDirections)
+            f.add({{"direction", direction}}, number_at(member(ports, direction), key));
+        f.write(out);
+    }
+}
+
+void stats_metrics(const json *stats, std::string &out) {
+    core_metrics(stats, out);
+
+    Family malformed("floodgate_malformed_by_reason_total", Type::counter,
+                     "Malformed frames per reason, summed over the worker cores.");
+    if (const json *reasons = member(stats, "malformed_reasons"); reasons && reasons->is_object())
+        for (const auto &[reason, n] : reasons->items())
+            malformed.add({{"reason", reason}}, number(n));
+    malformed.write(out);
+
+    const json *table = member(stats, "table");
+    Family per_entry("floodgate_table_bytes_per_entry", Type::gauge,
+                     "Bytes of one limit-table entry.");
+    per_entry.add({}, number_at(table, "bytes_per_entry"));
+    per_entry.write(out);
+
+    Family memory("floodgate_table_memory_bytes", Type::gauge,
+                  "Memory of the limit tables of all worker cores.");
+    memory.add({}, number_at(table, "memory_bytes"));
+    memory.write(out);
+
+    Family interval("floodgate_merge_interval_seconds", Type::gauge,
+                    "How often the worker cores share their consumption with one another.");
+    interval.add({}, seconds_from_ns(number_at(member(stats, "merge"), "interval_ns")));
+    interval.write(out);
+
+    rule_metrics(stats, out);
+    nic_metrics(stats, out);
+    direction_metrics(stats, out);
+}
+
+}  // namespace
+
+std::string prometheus_text(const MetricsInput &in) {
+    std::string out;
+    Family up("floodgate_dataplane_up", Type::gauge,
+              "1 when the daemon's last poll of the dataplane succeeded, else 0.");
+    up.add({}, flag(in.dataplane_up));
+    up.write(out);
+
+    Family connects("floodgate_control_dataplane_connects_total", Type::counter,
+                    "Times the daemon connected (or reconnected) to the dataplane's socket.");
+    connects.add({}, Value{in.dataplane_connects});
+    connects.write(out);
+
+    if (in.status != nullptr) status_metrics(in.status, out);
+    if (in.overrides != nullptr) overrides_metrics(in.overrides, out);
+    if (in.stats != nullptr) stats_metrics(in.stats, out);
+    return out;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,172 @@
+#include "control/rules_diff.h"
+
+#include <algorithm>
+#include <set>
+
+#include "dataplane/api/protocols.h"
+
+namespace floodgate {
+
+namespace {
+
+std::string ports_text(const std::vector<PortRange> &ranges) {
+    std::string s;
+    for (const PortRange &r : ranges) {
+        if (!s.empty()) s += ",";
+        s += std::to_string(r.lo);
+        if (r.hi != r.lo) s += "-" + std::to_string(r.hi);
+    }
+    return s;
+}
+
+std::string prefixes_text(const std::vector<Prefix> &prefixes) {
+    std::string s;
+    for (const Prefix &p : prefixes) s += (s.empty() ? "" : ",") + format_prefix(p);
+    return s;
+}
+
+std::string proto_text(uint8_t proto) {
+    switch (proto) {
+        case kProtoTcp:
+            return "tcp";
+        case kProtoUdp:
+            return "udp";
+        case kProtoIcmp:
+            return "icmp";
+        case kProtoIcmpv6:
+            return "icmpv6";
+        default:
+            return std::to_string(proto);
+    }
+}
+
+std::string flags_text(const TcpFlagMatch &f) {
+    static const std::pair<const char *, uint8_t> names[] = {
+        {"fin", kTcpFin}, {"syn", kTcpSyn}, {"rst", kTcpRst}, {"psh", kTcpPsh},
+        {"ack", kTcpAck}, {"urg", kTcpUrg}, {"ece", kTcpEce}, {"cwr", kTcpCwr}};
+    std::string s;
+    for (const auto &[name, bit] : names) {
+        if (f.must_set & bit) s += (s.empty() ? "" : " ") + std::string(name);
+        if (f.must_clear & bit) s += (s.empty() ? "!" : " !") + std::string(name);
+    }
+    return s;
+}
+
+std::string period_text(uint64_t period_ns) {
+    if (period_ns == 3600ull * 1000000000) return "h";
+    if (period_ns == 60ull * 1000000000) return "min";
+    return "s";
+}
+
+std::string mode_text(RuleMode m) {
+    return m == RuleMode::shadow ? "shadow" : "enforce";
+}
+
+std::string table_full_text(TableFullPolicy p) {
+    switch (p) {
+        case TableFullPolicy::pass:
+            return "pass";
+        case TableFullPolicy::drop:
+            return "drop";
+        case TableFullPolicy::shared:
+        default:
+            return "shared";
+    }
+}
+
+const Rule *find(const Config &c, const std::string &name) {
+    for (const Rule &r : c.rules)
+        if (r.name == name) return &r;
+    return nullptr;
+}
+
+void diff_prefixes(const char *list, const std::vector<Prefix> &from, const std::vector<Prefix> &to,
+                   std::vector<std::string> *out) {
+    std::set<std::string> a, b;
+    for (const Prefix &p : from) a.insert(format_prefix(p));
+    for (const Prefix &p : to) b.insert(format_prefix(p));
+    for (const std::string &p : b)
+        if (!a.count(p)) out->push_back(std::string(list) + " + " + p);
+    for (const std::string &p : a)
+        if (!b.count(p)) out->push_back(std::string(list) + " - " + p);
+}
+
+}  // namespace
+
+std::string describe_match(const RuleMatch &m) {
+    std::vector<std::string> parts;
+    if (m.proto) parts.push_back("proto " + proto_text(*m.proto));
+    if (!m.dst_ports.empty()) parts.push_back("dst_port " + ports_text(m.dst_ports));
+    if (!m.src_ports.empty()) parts.push_back("src_port " + ports_text(m.src_ports));
+    if (!m.src.empty()) parts.push_back("src " + prefixes_text(m.src));
+    if (!m.dst.empty()) parts.push_back("dst " + prefixes_text(m.dst));
+    if ((m.tcp_flags.must_set | m.tcp_flags.must_clear) != 0)
+        parts.push_back("tcp_flags \"" + flags_text(m.tcp_flags) + "\"");
+    if (parts.empty()) return "every IP packet";
+    std::string s;
+    for (const std::string &p : parts) s += (s.empty() ? "" : ", ") + p;
+    return s;
+}
+
+std::string describe_limit(const Rule &r) {
+    return std::to_string(r.rate_count) + "/" + period_text(r.rate_period_ns) + " burst " +
+           std::to_string(r.burst_pkts);
+}
+
+std::string describe_key(const Rule &r) {
+    return "ipv4 /" + std::to_string(r.key_ipv4_len) + ", ipv6 /" + std::to_string(r.key_ipv6_len);
+}
+
+RulesDiff diff_rules(const Config &running, const Config &next) {
+    RulesDiff d;
+    diff_prefixes("allow", running.allow, next.allow, &d.changes);
+    diff_prefixes("block", running.block, next.block, &d.changes);
+    if (running.table_entries_per_core != next.table_entries_per_core)
+        d.changes.push_back("table.entries_per_core " +
+                            std::to_string(running.table_entries_per_core) + " -> " +
+                            std::to_string(next.table_entries_per_core) +
+                            " (takes effect when floodgate restarts)");
+
+    for (const Rule &old : running.rules)
+        if (find(next, old.name) == nullptr) {
+            d.changes.push_back("rule " + old.name + ": removed (its limiter state is dropped)");
+            d.removed.push_back(old.name);
+        }
+    std::vector<std::string> old_order, new_order;
+    for (const Rule &r : running.rules)
+        if (find(next, r.name) != nullptr) old_order.push_back(r.name);
+    for (const Rule &r : next.rules) {
+        const Rule *old = find(running, r.name);
+        if (old == nullptr) {
+            d.changes.push_back("rule " + r.name + ": added (" + describe_match(r.match) + "; " +
+                                describe_limit(r) + ")");
+            d.reset.push_back(r.name);
+            continue;
+        }
+        new_order.push_back(r.name);
+        const std::string prefix = "rule " + r.name + ": ";
+        if (describe_match(old->match) != describe_match(r.match))
+            d.changes.push_back(prefix + "match " + describe_match(old->match) + " -> " +
+                                describe_match(r.match));
+        if (describe_limit(*old) != describe_limit(r))
+            d.changes.push_back(prefix + "limit " + describe_limit(*old) + " -> " +
+                                describe_limit(r));
+        if (old->mode != r.mode)
+            d.changes.push_back(prefix + "mode " + mode_text(old->mode) + " -> " +
+                                mode_text(r.mode));
+        if (old->on_table_full != r.on_table_full)
+            d.changes.push_back(prefix + "on_table_full " + table_full_text(old->on_table_full) +
+                                " -> " + table_full_text(r.on_table_full));
+        if (describe_key(*old) != describe_key(r)) {
+            d.changes.push_back(prefix + "key " + describe_key(*old) + " -> " + describe_key(r) +
+                                " (its limiter state starts afresh)");
+            d.reset.push_back(r.name);
+        } else {
+            d.kept.push_back(r.name);
+        }
+    }
+    if (old_order != new_order) d.changes.push_back("rule order changed");
+    return d;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,147 @@
+// The control protocol's message checks, durations and the rules diff: plain functions, no
+// sockets. Hostile input must come back as a MessageError, never a crash or a hang.
+#include <gtest/gtest.h>
+
+#include "control/duration.h"
+#include "control/message.h"
+#include "control/rules_diff.h"
+#include "dataplane/api/control_protocol.h"
+
+namespace floodgate {
+namespace {
+
+TEST(ControlMessage, AcceptsARequestObjectWithACommand) {
+    nlohmann::json j = parse_request(R"({"cmd": "override_add", "ttl_s": 60, "dry_run": true})");
+    EXPECT_EQ(get_string(j, "cmd"), "override_add");
+    EXPECT_EQ(get_int(j, "ttl_s", 0, 100, -1), 60);
+    EXPECT_EQ(get_int(j, "absent", 0, 100, -1), -1);
+    EXPECT_TRUE(get_bool(j, "dry_run", false));
+}
+
+TEST(ControlMessage, RefusesWhatIsNotARequest) {
+    const char *bad[] = {"",
+                         "not json",
+                         "[1, 2]",
+                         "\"cmd\"",
+                         "{}",
+                         R"({"cmd": 5})",
+                         R"({"cmd": null})",
+                         R"({"cmd": "x"} trailing)",
+                         "{\"cmd\": \"\xff\xfe\"}"};
+    for (const char *line : bad) EXPECT_THROW(parse_request(line), MessageError) << line;
+}
+
+TEST(ControlMessage, RefusesDeepNestingBeforeParsing) {
+    std::string deep =
+        R"({"cmd": "x", "a": )" + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+    EXPECT_THROW(parse_request(deep), MessageError);
+    // Brackets inside strings are not nesting.
+    EXPECT_NO_THROW(parse_request(R"({"cmd": ")" + std::string(1000, '[') + "\"}"));
+    std::string ok = R"({"cmd": "x", "a": )" + std::string(kMaxMessageDepth - 1, '[') +
+                     std::string(kMaxMessageDepth - 1, ']') + "}";
+    EXPECT_NO_THROW(parse_request(ok));
+}
+
+TEST(ControlMessage, TypedFieldsAreChecked) {
+    nlohmann::json j = parse_request(
+        R"({"cmd": "x", "s": 1, "i": "1", "big": 18446744073709551615, "neg": -1, "f": 1.5})");
+    EXPECT_THROW(get_string(j, "s"), MessageError);
+    EXPECT_THROW(get_string(j, "missing"), MessageError);
+    EXPECT_THROW(get_int(j, "i", 0, 10, 0), MessageError);
+    EXPECT_THROW(get_int(j, "big", 0, 10, 0), MessageError);
+    EXPECT_THROW(get_int(j, "neg", 0, 10, 0), MessageError);
+    EXPECT_THROW(get_int(j, "f", 0, 10, 0), MessageError);
+    EXPECT_THROW(get_bool(j, "s", false), MessageError);
+}
+
+TEST(ControlMessage, ResponsesNeedOk) {
+    EXPECT_NO_THROW(parse_response(R"({"ok": false, "error": "x"})"));
+    EXPECT_THROW(parse_response(R"({"error": "x"})"), MessageError);
+    EXPECT_THROW(parse_response(R"({"ok": "yes"})"), MessageError);
+}
+
+TEST(Duration, ParsesWhatOperatorsType) {
+    std::string why;
+    EXPECT_EQ(parse_duration_s("90", &why), 90);
+    EXPECT_EQ(parse_duration_s("90s", &why), 90);
+    EXPECT_EQ(parse_duration_s("15m", &why), 900);
+    EXPECT_EQ(parse_duration_s("2h", &why), 7200);
+    EXPECT_EQ(parse_duration_s("1d", &why), 86400);
+    EXPECT_EQ(parse_duration_s("1h30m", &why), 5400);
+    for (const char *bad :
+         {"", "0", "0s", "-5", "5x", "m", "1.5h", "99999999999999999999", "4000d"})
+        EXPECT_FALSE(parse_duration_s(bad, &why)) << bad;
+    EXPECT_EQ(format_duration_s(5400), "1h30m");
+    EXPECT_EQ(format_duration_s(0), "0s");
+    EXPECT_EQ(format_duration_s(90061), "1d1h1m1s");
+}
+
+TEST(RulesDiff, NamesEveryChangeAndWhatKeepsItsState) {
+    Config a = parse_config(R"(
+allow: [198.18.200.0/24]
+block: [198.19.255.0/24]
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 10/s, burst: 5 }
+  - name: syn
+    match: { tcp_flags: "syn !ack" }
+    limit: { rate: 20/s, burst: 10 }
+  - name: old
+    limit: { rate: 1/s, burst: 1 }
+)");
+    Config b = parse_config(R"(
+allow: [198.18.200.0/24]
+block: [198.19.0.0/16]
+table: { entries_per_core: 1024 }
+rules:
+  - name: new
+    match: { proto: icmp }
+    limit: { rate: 5/min, burst: 2 }
+  - name: syn
+    match: { tcp_flags: "syn !ack" }
+    key: { ipv4: 24 }
+    limit: { rate: 20/s, burst: 10 }
+    mode: shadow
+  - name: dns
+    match: { proto: udp, dst_port: [53, 853] }
+    limit: { rate: 20/s, burst: 5 }
+)");
+    RulesDiff d = diff_rules(a, b);
+    const std::vector<std::string> want = {
+        "block + 198.19.0.0/16",
+        "block - 198.19.255.0/24",
+        "table.entries_per_core 1048576 -> 1024 (takes effect when floodgate restarts)",
+        "rule old: removed (its limiter state is dropped)",
+        "rule new: added (proto icmp; 5/min burst 2)",
+        "rule syn: mode enforce -> shadow",
+        "rule syn: key ipv4 /32, ipv6 /64 -> ipv4 /24, ipv6 /64 (its limiter state starts afresh)",
+        "rule dns: match proto udp, dst_port 53 -> proto udp, dst_port 53,853",
+        "rule dns: limit 10/s burst 5 -> 20/s burst 5",
+        "rule order changed",
+    };
+    EXPECT_EQ(d.changes, want);
+    EXPECT_EQ(d.kept, std::vector<std::string>{"dns"});
+    EXPECT_EQ(d.reset, (std::vector<std::string>{"new", "syn"}));
+    EXPECT_EQ(d.removed, std::vector<std::string>{"old"});
+    EXPECT_TRUE(diff_rules(a, a).changes.empty());
+}
+
+TEST(RulesDiff, DescribesMatches) {
+    Config c = parse_config(R"(
+rules:
+  - name: a
+    match: { src: [198.18.0.0/16, "2001:db8::/32"], dst_port: "1000-2000", tcp_flags: "syn !ack" }
+    limit: { rate: 1/h, burst: 1 }
+  - name: b
+    limit: { rate: 1/s, burst: 1 }
+)");
+    EXPECT_EQ(
+        describe_match(c.rules[0].match),
+        "proto tcp, dst_port 1000-2000, src 198.18.0.0/16,2001:db8::/32, tcp_flags \"syn !ack\"");
+    EXPECT_EQ(describe_match(c.rules[1].match), "every IP packet");
+    EXPECT_EQ(describe_limit(c.rules[0]), "1/h burst 1");
+}
+
+}  // namespace
+}  // namespace floodgate

@@ -1,0 +1,369 @@
+#include "control/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dataplane/api/stats.h"
+
+namespace floodgate {
+namespace {
+
+using nlohmann::json;
+
+// The counter names, from the same lists the dataplane and the formatter use.
+const std::vector<std::string> kWorkerCounters = {
+#define FG_X(name) #name,
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+};
+const std::vector<std::string> kRuleCounters = {
+#define FG_X(name) #name,
+    FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+};
+
+std::vector<std::string> lines_of(const std::string &text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+bool has_line(const std::string &text, const std::string &line) {
+    for (const std::string &l : lines_of(text))
+        if (l == line) return true;
+    return false;
+}
+
+// The family name of every "# TYPE" line, with how often each appears.
+std::map<std::string, int> type_lines(const std::string &text) {
+    std::map<std::string, int> families;
+    for (const std::string &l : lines_of(text))
+        if (l.rfind("# TYPE ", 0) == 0) ++families[l.substr(7, l.find(' ', 7) - 7)];
+    return families;
+}
+
+// Every family has one HELP and one TYPE line, in that order, right before its samples, and
+// every sample belongs to the family above it; the text ends with a newline.
+void expect_well_formed(const std::string &text) {
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.back(), '\n');
+    std::map<std::string, int> helps, types;
+    std::string family, expect_type_for;
+    for (const std::string &l : lines_of(text)) {
+        if (l.rfind("# HELP ", 0) == 0) {
+            EXPECT_TRUE(expect_type_for.empty()) << l;
+            family = l.substr(7, l.find(' ', 7) - 7);
+            ++helps[family];
+            expect_type_for = family;
+        } else if (l.rfind("# TYPE ", 0) == 0) {
+            EXPECT_EQ(l.substr(7, l.find(' ', 7) - 7), expect_type_for) << l;
+            ++types[expect_type_for];
+            expect_type_for.clear();
+        } else {
+            EXPECT_TRUE(expect_type_for.empty()) << l;
+            const std::string name = l.substr(0, l.find_first_of("{ "));
+            EXPECT_EQ(name, family) << l;
+        }
+    }
+    for (const auto &[name, n] : helps) EXPECT_EQ(n, 1) << name;
+    EXPECT_EQ(helps.size(), types.size());
+    for (const auto &[name, n] : types) EXPECT_EQ(n, 1) << name;
+}
+
+json status_reply() {
+    return json::parse(R"({
+        "ok": true, "instance": "1-2", "started_unix": 1700000000.25, "uptime_s": 3.5,
+        "workers": 2,
+        "ruleset": {"version": 3, "loaded_unix": 1700000100.5, "source": "/etc/fg.yaml",
+                    "origin": "floodctl", "rules": 4, "overrides": 1},
+        "reloads": {"ok": 2, "failed": 1},
+        "overrides_expired": 5, "requests_refused": 7})");
+}
+
+json overrides_reply() {
+    return json::parse(R"({"ok": true, "version": 3, "overrides": [
+        {"list": "block", "prefix": "192.0.2.0/24", "expires_unix": null, "ttl_left_s": null},
+        {"list": "block", "prefix": "2001:db8::/32", "expires_unix": 1.5, "ttl_left_s": 1.0}]})");
+}
+
+json stats_object() {
+    json core0 = {
+        {"core", 0},
+        {"lcore", 1},
+        {"table", {{"capacity", 1024}, {"occupancy", 3}, {"reclaims", 4}, {"full_events", 5}}},
+        {"merge_max_lag_ns", 1500000},
+        {"merge_records_lost", 6}};
+    json core1 = core0;
+    core1["core"] = 1;
+    // Each counter a value of its own: 100, 101, ... on core 0, then on core 1.
+    uint64_t n = 100;
+    for (const std::string &name : kWorkerCounters) core0[name] = n++;
+    for (const std::string &name : kWorkerCounters) core1[name] = n++;
+    core0["packets"] = 1000;
+    core1["packets"] = 2000;
+
+    json dns = {{"name", "dns"}, {"mode", "enforce"}};
+    json syn = {{"name", "syn"}, {"mode", "shadow"}};
+    for (const std::string &name : kRuleCounters) {
+        dns[name] = 1;
+        syn[name] = 2;
+    }
+    dns["refused"] = 42;
+    dns["top_refused"] = {{{"source", "198.18.1.1/32"}, {"count", 40}, {"error", 0}},
+                          {{"source", "2001:db8::/64"}, {"count", 2}, {"error", 1}}};
+    syn["top_refused"] = json::array();
+
+    json nic0 = {{"port", 0},      {"role", "outside"}, {"rx_packets", 10}, {"rx_bytes", 640},
+                 {"rx_missed", 1}, {"rx_errors", 2},    {"rx_nombuf", 3},   {"tx_packets", 0},
+                 {"tx_bytes", 0},  {"tx_errors", 0}};
+    json nic1 = {{"port", 1},       {"role", "inside"}, {"rx_packets", 0}, {"rx_bytes", 0},
+                 {"rx_missed", 0},  {"rx_errors", 0},   {"rx_nombuf", 0},  {"tx_packets", 9},
+                 {"tx_bytes", 576}, {"tx_errors", 0}};
+    return {{"packets", 3000},
+            {"malformed_reasons", {{"ipv4_bad_ihl", 7}, {"l4_truncated", 8}}},
+            {"table", {{"capacity", 2048}, {"bytes_per_entry", 32}, {"memory_bytes", 73819904}}},
+            {"rules", {dns, syn}},
+            {"ports",
+             {{"outside_to_inside", {{"rx", 20}, {"tx", 9}, {"tx_failed", 1}}},
+              {"inside_to_outside", {{"rx", 0}, {"tx", 0}, {"tx_failed", 0}}}}},
+            {"nic", {nic0, nic1}},
+            {"cores", {core0, core1}},
+            {"merge", {{"workers", 2}, {"interval_ns", 1000000}, {"max_lag_ns", 1500000}}}};
+}
+
+std::string full_text() {
+    const json status = status_reply(), stats = stats_object(), overrides = overrides_reply();
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.status = &status;
+    in.stats = &stats;
+    in.overrides = &overrides;
+    in.dataplane_connects = 3;
+    return prometheus_text(in);
+}
+
+TEST(Metrics, NothingButTheAlwaysPresentFamiliesWhenTheDataplaneIsDown) {
+    MetricsInput in;
+    in.dataplane_connects = 4;
+    const std::string text = prometheus_text(in);
+    EXPECT_EQ(text,
+              "# HELP floodgate_dataplane_up 1 when the daemon's last poll of the dataplane "
+              "succeeded, else 0.\n"
+              "# TYPE floodgate_dataplane_up gauge\n"
+              "floodgate_dataplane_up 0\n"
+              "# HELP floodgate_control_dataplane_connects_total Times the daemon connected (or "
+              "reconnected) to the dataplane's socket.\n"
+              "# TYPE floodgate_control_dataplane_connects_total counter\n"
+              "floodgate_control_dataplane_connects_total 4\n");
+}
+
+TEST(Metrics, EveryFamilyHasOneHelpAndOneTypeBeforeItsSamples) {
+    const std::string text = full_text();
+    expect_well_formed(text);
+    for (const auto &[name, n] : type_lines(text)) EXPECT_EQ(n, 1) << name;
+    EXPECT_TRUE(has_line(text, "# TYPE floodgate_packets_total counter"));
+    EXPECT_TRUE(has_line(text, "# TYPE floodgate_rule_shadow gauge"));
+}
+
+TEST(Metrics, Status) {
+    const std::string text = full_text();
+    const char *expected[] = {
+        "floodgate_dataplane_up 1",
+        "floodgate_control_dataplane_connects_total 3",
+        "floodgate_ruleset_version 3",
+        "floodgate_ruleset_loaded_timestamp_seconds 1700000100.5",
+        "floodgate_ruleset_info{source=\"/etc/fg.yaml\",origin=\"floodctl\"} 1",
+        "floodgate_reloads_total{result=\"ok\"} 2",
+        "floodgate_reloads_total{result=\"failed\"} 1",
+        "floodgate_overrides_expired_total 5",
+        "floodgate_control_requests_refused_total 7",
+        "floodgate_dataplane_start_timestamp_seconds 1700000000.25",
+        "floodgate_workers 2",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
+TEST(Metrics, OverridesCountsBothListsEvenWhenEmpty) {
+    const std::string text = full_text();
+    EXPECT_TRUE(has_line(text, "floodgate_overrides{list=\"allow\"} 0"));
+    EXPECT_TRUE(has_line(text, "floodgate_overrides{list=\"block\"} 2"));
+
+    const json empty = json::parse(R"({"ok": true, "version": 1, "overrides": []})");
+    MetricsInput in;
+    in.overrides = &empty;
+    const std::string none = prometheus_text(in);
+    EXPECT_TRUE(has_line(none, "floodgate_overrides{list=\"allow\"} 0"));
+    EXPECT_TRUE(has_line(none, "floodgate_overrides{list=\"block\"} 0"));
+}
+
+TEST(Metrics, PerCoreCountersComeFromTheXMacro) {
+    const std::string text = full_text();
+    EXPECT_TRUE(has_line(text, "floodgate_packets_total{core=\"0\"} 1000"));
+    EXPECT_TRUE(has_line(text, "floodgate_packets_total{core=\"1\"} 2000"));
+    // Every name in the list, for both cores, with the value the test gave it.
+    uint64_t n = 100;
+    for (const char *core : {"0", "1"})
+        for (const std::string &name : kWorkerCounters) {
+            const std::string line = "floodgate_" + name + "_total{core=\"" + core + "\"} ";
+            if (name != "packets") {  // given its own values above
+                EXPECT_TRUE(has_line(text, line + std::to_string(n))) << line;
+            }
+            ++n;
+        }
+    const char *expected[] = {
+        "floodgate_table_occupancy{core=\"0\"} 3",
+        "floodgate_table_capacity{core=\"1\"} 1024",
+        "floodgate_table_reclaims_total{core=\"0\"} 4",
+        "floodgate_table_full_events_total{core=\"1\"} 5",
+        "floodgate_merge_max_lag_seconds{core=\"0\"} 0.0015",
+        "floodgate_merge_records_lost_total{core=\"1\"} 6",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
+}
+
+TEST(Metrics, StatsWideGauges) {
+    const std::string text = full_text();
+    const char *expected[] = {
+        "floodgate_malformed_by_reason_total{reason=\"ipv4_bad_ihl\"} 7",
+        "floodgate_malformed_by_reason_total{reason=\"l4_truncated\"} 8",
+        "floodgate_table_bytes_per_entry 32",
+        "floodgate_table_memory_bytes 73819904",
+        "floodgate_merge_interval_seconds 0.001",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
+    EXPECT_EQ(text.find("reason=\"none\""), std::string::npos);
+}
+
+TEST(Metrics, Rules) {
+    const std::string text = full_text();
+    EXPECT_TRUE(has_line(text, "floodgate_rule_refused_total{rule=\"dns\"} 42"));
+    for (const std::string &name : kRuleCounters) {
+        const std::string metric = "floodgate_rule_" + name + "_total";
+        EXPECT_TRUE(has_line(text, metric + "{rule=\"syn\"} 2")) << metric;
+        if (name != "refused") {  // given its own value above
+            EXPECT_TRUE(has_line(text, metric + "{rule=\"dns\"} 1")) << metric;
+        }
+    }
+    const char *expected[] = {
+        "floodgate_rule_shadow{rule=\"dns\"} 0",
+        "floodgate_rule_shadow{rule=\"syn\"} 1",
+        "floodgate_rule_top_refused_packets{rule=\"dns\",source=\"198.18.1.1/32\"} 40",
+        "floodgate_rule_top_refused_packets{rule=\"dns\",source=\"2001:db8::/64\"} 2",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
+    EXPECT_EQ(text.find("floodgate_rule_top_refused_packets{rule=\"syn\""), std::string::npos);
+    EXPECT_NE(text.find("Space-Saving"), std::string::npos);
+}
+
+TEST(Metrics, PortsAndDirections) {
+    const std::string text = full_text();
+    const char *expected[] = {
+        "floodgate_port_rx_packets_total{port=\"0\",role=\"outside\"} 10",
+        "floodgate_port_rx_bytes_total{port=\"0\",role=\"outside\"} 640",
+        "floodgate_port_rx_missed_total{port=\"0\",role=\"outside\"} 1",
+        "floodgate_port_rx_errors_total{port=\"0\",role=\"outside\"} 2",
+        "floodgate_port_rx_nombuf_total{port=\"0\",role=\"outside\"} 3",
+        "floodgate_port_tx_packets_total{port=\"1\",role=\"inside\"} 9",
+        "floodgate_port_tx_bytes_total{port=\"1\",role=\"inside\"} 576",
+        "floodgate_port_tx_errors_total{port=\"1\",role=\"inside\"} 0",
+        "floodgate_direction_rx_total{direction=\"outside_to_inside\"} 20",
+        "floodgate_direction_tx_total{direction=\"outside_to_inside\"} 9",
+        "floodgate_direction_tx_failed_total{direction=\"outside_to_inside\"} 1",
+        "floodgate_direction_rx_total{direction=\"inside_to_outside\"} 0",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
+}
+
+TEST(Metrics, EscapesLabelValues) {
+    json stats = {{"rules",
+                   {{{"name", "dns"},
+                     {"mode", "enforce"},
+                     {"top_refused", {{{"source", "a\"b\\c\nd"}, {"count", 1}}}}}}}};
+    json status = {{"ruleset", {{"source", "C:\\rules \"new\".yaml"}, {"origin", "floodctl"}}}};
+    MetricsInput in;
+    in.stats = &stats;
+    in.status = &status;
+    const std::string text = prometheus_text(in);
+    EXPECT_TRUE(
+        has_line(text, R"(floodgate_rule_top_refused_packets{rule="dns",source="a\"b\\c\nd"} 1)"))
+        << text;
+    EXPECT_TRUE(has_line(
+        text, R"(floodgate_ruleset_info{source="C:\\rules \"new\".yaml",origin="floodctl"} 1)"))
+        << text;
+    expect_well_formed(text);
+}
+
+TEST(Metrics, WrongTypesAndMissingObjectsSkipSamples) {
+    json stats = stats_object();
+    stats["cores"][0]["packets"] = "1000";            // a string for a number
+    stats["cores"][1]["passed"] = true;               // a boolean for a number
+    stats["cores"][1]["dropped"] = -5;                // a negative counter
+    stats["cores"][1].erase("table");                 // a missing object
+    stats["cores"].push_back({{"packets", 1}});       // a core without its index
+    stats["cores"].push_back(17);                     // not an object at all
+    stats["rules"][0]["refused"] = json::object();    // an object for a number
+    stats["rules"][1]["top_refused"] = "none";        // a string for an array
+    stats["rules"].push_back({{"mode", "enforce"}});  // a rule without a name
+    stats["nic"] = json::object();                    // an object for an array
+    stats["ports"]["outside_to_inside"] = json::array();
+    stats["malformed_reasons"] = {{"l4_truncated", nullptr}};
+    stats["table"] = 3;
+    stats["merge"] = {{"interval_ns", "1ms"}};
+    const json status = {{"ruleset", "v3"}, {"reloads", {{"ok", 1.5}}}, {"workers", nullptr}};
+    const json overrides = {{"ok", false}, {"error", "no"}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.stats = &stats;
+    in.status = &status;
+    in.overrides = &overrides;
+    std::string text;
+    ASSERT_NO_THROW(text = prometheus_text(in));
+    expect_well_formed(text);
+
+    EXPECT_EQ(text.find("floodgate_packets_total{core=\"0\"}"), std::string::npos);
+    EXPECT_TRUE(has_line(text, "floodgate_packets_total{core=\"1\"} 2000"));
+    EXPECT_EQ(text.find("floodgate_passed_total{core=\"1\"}"), std::string::npos);
+    EXPECT_EQ(text.find("floodgate_dropped_total{core=\"1\"}"), std::string::npos);
+    EXPECT_TRUE(has_line(text, "floodgate_table_occupancy{core=\"0\"} 3"));
+    EXPECT_EQ(text.find("floodgate_table_occupancy{core=\"1\"}"), std::string::npos);
+    EXPECT_EQ(text.find("floodgate_rule_refused_total{rule=\"dns\"}"), std::string::npos);
+    EXPECT_TRUE(has_line(text, "floodgate_rule_refused_total{rule=\"syn\"} 2"));
+    EXPECT_TRUE(has_line(text, "floodgate_reloads_total{result=\"ok\"} 1.5"));
+
+    // Families left with no sample are left out whole.
+    const std::map<std::string, int> families = type_lines(text);
+    const char *absent[] = {
+        "floodgate_port_rx_packets_total",
+        "floodgate_malformed_by_reason_total",
+        "floodgate_table_bytes_per_entry",
+        "floodgate_merge_interval_seconds",
+        "floodgate_ruleset_version",
+        "floodgate_ruleset_info",
+        "floodgate_workers",
+        "floodgate_overrides",
+    };
+    for (const char *name : absent) EXPECT_EQ(families.count(name), 0u) << name;
+    EXPECT_EQ(text.find("direction=\"outside_to_inside\""), std::string::npos);
+    EXPECT_TRUE(has_line(text, "floodgate_direction_rx_total{direction=\"inside_to_outside\"} 0"));
+}
+
+TEST(Metrics, NonObjectRepliesDoNotThrow) {
+    const json values[] = {json(), json(3), json("stats"), json::array({1, 2}), json::object()};
+    for (const json &v : values) {
+        MetricsInput in;
+        in.status = &v;
+        in.stats = &v;
+        in.overrides = &v;
+        std::string text;
+        ASSERT_NO_THROW(text = prometheus_text(in)) << v.dump();
+        EXPECT_EQ(type_lines(text).size(), 2u) << v.dump() << "\n" << text;
+    }
+}
+
+}  // namespace
+}  // namespace floodgate
