@@ -7,7 +7,7 @@ FG_BUILD="${FG_BUILD:-$FG_ROOT/build}"
 
 # Debian 12 packages the build, the tests and the tools need.
 FG_PACKAGES=(
-  build-essential meson ninja-build pkg-config python3 iproute2
+  build-essential meson ninja-build pkg-config python3 iproute2 python3-prometheus-client
   dpdk dpdk-dev libdpdk-dev
   libyaml-cpp-dev nlohmann-json3-dev
   googletest libgtest-dev libbenchmark-dev

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Every test: installs what is missing, builds, runs the unit, scenario and lab suites, and ends
+# Every test: installs what is missing, builds, runs the unit, scenario, control and lab suites, and ends
 # with one line "N passed, N failed" counting individual test cases.
 source "$(dirname "$0")/lib.sh"
 fg_install_deps
 fg_build
 
 status=0
-meson test -C "$FG_BUILD" --suite unit --suite scenario --suite lab --print-errorlogs \
+meson test -C "$FG_BUILD" --suite unit --suite scenario --suite control --suite lab --print-errorlogs \
   --num-processes "${FG_JOBS:-2}" || status=$?
 
 # Count test cases from meson's JUnit log, which lists each GoogleTest case of a 'gtest'

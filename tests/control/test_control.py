@@ -1,0 +1,421 @@
+#!/usr/bin/python3
+"""Control-plane integration test: `floodgate run` on virtual ports with continuous traffic,
+`floodctl daemon` and the `floodctl` CLI, as an operator would use them.
+
+Traffic: net_pcap replays a small trace forever (infinite_rx) on two RX queues, one per worker;
+passed frames go to net_null. Every source sends millions of packets a second, so the rules
+use rates of 1 or 2 per hour: within this test (minutes) a source whose burst is spent is
+admitted nothing more, unless a reload hands it a fresh burst. That makes "no fresh burst"
+an exact check. The rules (counts independent of floodgate's code):
+
+  dns  udp/53 from 198.18.1.1, 1/h burst 10, key /32: passes its burst on each of the 2
+       cores before the merge catches up: between 10 and 21 packets in all (README bound
+       b + (N-1)(b + ceil(L/T)) with b = 10, N = 2, L << T), then never again.
+  web  tcp/80 from 198.18.2.0/24, 10^9/s: never refuses.
+  ntp  udp/123 from 198.18.3.1, 1/h burst 5: between 5 and 11 passed.
+
+Prints TAP; needs root (DPDK) and builds nothing. Usage: test_control.py BUILD_DIR
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frames  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+FLOODGATE = os.path.join(BUILD, "dataplane", "floodgate")
+FLOODCTL = os.path.join(BUILD, "control", "floodctl")
+DEADLINE_S = 60  # longest any one condition is waited for
+
+results = []
+
+
+def check(ok, what, detail=""):
+    results.append(bool(ok))
+    print(("ok" if ok else "not ok") + " %d - %s" % (len(results), what))
+    if not ok and detail:
+        for line in str(detail).splitlines():
+            print("#   " + line)
+    sys.stdout.flush()
+    return ok
+
+
+def wait_until(condition, what, timeout=DEADLINE_S):
+    """Polls condition() until it holds; a bounded wait for a state, not a timed sleep."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError("timed out waiting for " + what)
+
+
+RULES = """\
+# line 1
+table: {{ entries_per_core: 65536 }}
+block: [{block}]
+rules:
+{extra}  - name: {first}
+    match: {{ proto: {first_proto}, {first_match} }}
+    limit: {{ rate: {first_rate}, burst: {first_burst} }}
+  - name: web
+    match: {{ proto: tcp, src: 198.18.2.0/24 }}
+    limit: {{ rate: 1000000000/s, burst: 1048576 }}
+  - name: ntp
+    match: {{ proto: udp, dst_port: 123 }}
+    key: {{ ipv4: {ntp_key} }}
+    limit: {{ rate: 1/h, burst: 5 }}
+"""
+
+
+def rules_text(dns_rate="1/h", ntp_key=32, block="198.19.255.0/24", extra=""):
+    return RULES.format(block=block, first="dns", first_proto="udp", first_match="dst_port: 53",
+                        first_rate=dns_rate, first_burst=10, ntp_key=ntp_key, extra=extra)
+
+
+V1 = rules_text()
+# A new rule first (every other rule moves down one place), dns at 2/h (same key: state
+# kept), a block prefix more.
+V2 = rules_text(dns_rate="2/h", block="198.19.0.0/16",
+                extra="  - name: extra\n    match: { proto: udp, dst_port: 9999 }\n"
+                      "    limit: { rate: 5/s, burst: 5 }\n")
+V3 = rules_text(ntp_key=24)  # ntp re-keyed: its state starts afresh
+BAD = V1.replace("rate: 1/h, burst: 10", "rate: 10/q, burst: 10")  # on line 7
+
+
+class Floodctl:
+    def __init__(self, socket_path):
+        self.socket = socket_path
+
+    def run(self, *args):
+        p = subprocess.run([FLOODCTL, "--socket", self.socket] + list(args),
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def json(self, *args):
+        code, out, err = self.run("-j", *args)
+        if code != 0:
+            raise RuntimeError("floodctl %s: exit %d: %s" % (" ".join(args), code, err))
+        return json.loads(out)
+
+    def rule(self, name):
+        for r in self.json("stats")["stats"]["rules"]:
+            if r["name"] == name:
+                return r
+        raise KeyError(name)
+
+
+def telemetry(prefix, command):
+    """One DPDK telemetry request on the dataplane's v2 socket (what dpdk-telemetry.py does)."""
+    path = "/var/run/dpdk/%s/dpdk_telemetry.v2" % prefix
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(10)
+        s.connect(path)
+        s.recv(65536)  # the greeting
+        s.send(command.encode())
+        return json.loads(s.recv(1 << 20).decode())[command.split(",")[0]]
+
+
+def raw_request(path, payload, read=True):
+    """Sends raw bytes on a control socket; returns the reply line or None."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(path)
+        try:
+            s.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server stopped reading (a line too long); its reply may still be there
+        if not read:
+            return None
+        data = b""
+        while not data.endswith(b"\n"):
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace")
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="fg-control-")
+    prefix = "fgctl%d" % os.getpid()
+    dp_sock = os.path.join(work, "dataplane.sock")
+    ctl_sock = os.path.join(work, "floodctl.sock")
+    for name, text in (("v1.yaml", V1), ("v2.yaml", V2), ("v3.yaml", V3), ("bad.yaml", BAD)):
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+    trace = [frames.udp4("198.18.1.1", "198.18.255.1", 4000, 53)] * 4
+    trace += [frames.tcp4("198.18.2.%d" % i, "198.18.255.1", 4000 + i, 80, 0x10) for i in (1, 2, 3)]
+    trace += [frames.udp4("198.18.3.1", "198.18.255.1", 4000, 123)] * 2
+    trace += [frames.udp6("2001:db8:1::1", "2001:db8:ff::1", 4000, 5353)]  # matches no rule
+    frames.write_pcap(os.path.join(work, "trace.pcap"), trace)
+
+    stats_file = os.path.join(work, "stats.json")
+    # Two workers time-share CPU 1 so that CPU 0 is left for this test, the main lcore and
+    # the daemon on a 2-core machine.
+    cpu = 1 if os.cpu_count() > 1 else 0
+    dataplane_cmd = [
+        FLOODGATE, "run", "--lcores", "0@0,1@%d,2@%d" % (cpu, cpu), "--no-huge", "--no-pci",
+        "--no-shconf", "-m", "1024", "--file-prefix", prefix,
+        "--vdev", "net_pcap0,rx_pcap=%s,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null,"
+                  "tx_pcap=/dev/null" % ((os.path.join(work, "trace.pcap"),) * 2),
+        "--vdev", "net_null0,no-rx=1", "--",
+        "--config", os.path.join(work, "v1.yaml"), "--control", dp_sock, "--stats", stats_file]
+    dp_log = open(os.path.join(work, "dataplane.log"), "w")
+    dataplane = subprocess.Popen(dataplane_cmd, stdout=dp_log, stderr=subprocess.STDOUT,
+                                 cwd=work)
+    daemon_cmd = [FLOODCTL, "--socket", ctl_sock, "daemon", "--config",
+                  os.path.join(work, "v1.yaml"), "--dataplane", dp_sock,
+                  "--metrics", "127.0.0.1:0"]
+    daemon_log = open(os.path.join(work, "daemon.log"), "a")
+    daemon = subprocess.Popen(daemon_cmd, stdout=daemon_log, stderr=subprocess.STDOUT)
+    ctl = Floodctl(ctl_sock)
+    try:
+        scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd, daemon_log,
+                 stats_file)
+    except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
+        check(False, "scenario ran to the end", repr(e))
+    finally:
+        for p in (daemon, dataplane):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for p in (globals().get("restarted"),):
+            if p is not None and p.poll() is None:
+                p.kill()
+        subprocess.run(["rm", "-rf", "/var/run/dpdk/" + prefix])
+    if not all(results):
+        for log in ("dataplane.log", "daemon.log"):
+            print("# --- " + log)
+            with open(os.path.join(work, log)) as f:
+                for line in f.read().splitlines()[-40:]:
+                    print("# " + line)
+    else:
+        subprocess.run(["rm", "-rf", work])
+    print("1..%d" % len(results))
+    return 0 if all(results) else 1
+
+
+def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd, daemon_log,
+             stats_file):
+    global restarted
+    status = wait_until(lambda: (lambda s: s if s["dataplane_up"] else None)(
+        ctl.json("status")) if ctl.run("status")[0] == 0 else None,
+        "the daemon to reach the dataplane")
+    check(status["dataplane_up"] and status["dataplane"]["workers"] == 2,
+          "status: dataplane up with 2 workers", status)
+    check(status["dataplane"]["ruleset"]["version"] == 1 and
+          status["dataplane"]["ruleset"]["origin"] == "startup",
+          "daemon adopted the dataplane's startup rules (same as --config): version 1", status)
+
+    # The flood settles: every core has spent the burst and the merge has spread it.
+    dns0 = wait_until(lambda: (lambda r: r if r["refused"] > 200000 else None)(ctl.rule("dns")),
+                      "dns to refuse")
+    settled = wait_until(lambda: (lambda r: r if r["refused"] > dns0["refused"] + 200000 else None)(
+        ctl.rule("dns")), "more dns refusals")
+    passed0 = settled["passed"]
+    check(10 <= passed0 <= 21, "dns passed its burst once per core at most (10..21): %d" % passed0)
+    web0 = ctl.rule("web")
+    ntp0 = ctl.rule("ntp")
+    check(5 <= ntp0["passed"] <= 11, "ntp passed 5..11: %d" % ntp0["passed"])
+
+    # Dry run: shows the change, applies nothing.
+    code, out, err = ctl.run("rules", "load", os.path.join(work, "v2.yaml"), "--dry-run")
+    check(code == 0 and "rule extra: added" in out and "dns: limit 1/h burst 10 -> 2/h burst 10"
+          in out and "block + 198.19.0.0/16" in out and "dry run" in out,
+          "rules load --dry-run shows the difference", out + err)
+    check(ctl.json("status")["dataplane"]["ruleset"]["version"] == 1,
+          "dry run changed nothing")
+
+    # 40 reloads under traffic, alternating two files (rule positions and rates change).
+    failures = []
+    for i in range(40):
+        code, out, err = ctl.run("rules", "load", os.path.join(work, "v2.yaml" if i % 2 == 0 else
+                                                                "v1.yaml"))
+        if code != 0:
+            failures.append(err)
+    status = ctl.json("status")["dataplane"]
+    check(not failures and status["ruleset"]["version"] == 41 and status["reloads"]["ok"] == 40,
+          "40 reloads under traffic applied (version 41)", failures or status)
+    rules = ctl.json("rules", "show")
+    check([r["name"] for r in rules["rules"]] == ["dns", "web", "ntp"] and
+          all(r["state"] == "kept" for r in rules["rules"]),
+          "every rule kept its state across the reloads", rules["rules"])
+
+    before = ctl.rule("dns")
+    after = wait_until(lambda: (lambda r: r if r["refused"] > before["refused"] + 200000 else None)(
+        ctl.rule("dns")), "dns refusals after the reloads")
+    check(after["passed"] == passed0,
+          "no fresh burst: dns passed stayed %d across 40 reloads (now %d)" % (passed0,
+                                                                             after["passed"]))
+    web1 = ctl.rule("web")
+    check(web1["refused"] == 0 and web1["passed"] > web0["passed"] and
+          web1["matched"] == web1["passed"],
+          "web: counters carried on, nothing refused (%d -> %d passed)" % (web0["passed"],
+                                                                          web1["passed"]))
+
+    # A bad file: refused with file, line and field; nothing changes.
+    bad = os.path.join(work, "bad.yaml")
+    code, out, err = ctl.run("rules", "load", bad)
+    check(code == 1 and bad + ":7: rules[0].limit.rate" in err,
+          "a bad file is refused naming file:line: field", err)
+    code, out, err = ctl.run("rules", "check", bad)
+    check(code == 1 and ":7: rules[0].limit.rate" in err, "rules check: exit 1 on a bad file", err)
+    code, out, err = ctl.run("rules", "check", os.path.join(work, "v1.yaml"))
+    check(code == 0 and "valid" in out, "rules check: exit 0 on a good file", out + err)
+    check(ctl.json("status")["dataplane"]["ruleset"]["version"] == 41,
+          "the bad file changed nothing (still version 41)")
+
+    # Re-keying a rule starts its state afresh, as the diff warns.
+    code, out, err = ctl.run("rules", "load", os.path.join(work, "v3.yaml"))
+    check(code == 0 and "ntp: key ipv4 /32, ipv6 /64 -> ipv4 /24, ipv6 /64" in out,
+          "re-keying ntp is shown in the diff", out + err)
+    ntp1 = wait_until(lambda: (lambda r: r if r["refused"] > 100000 else None)(ctl.rule("ntp")),
+                      "ntp refusals under its new key")
+    check(5 <= ntp1["passed"] <= 11, "re-keyed ntp got one fresh burst (5..11): %d" %
+          ntp1["passed"])
+
+    # Shadow and back, one rule only.
+    code, out, err = ctl.run("rule", "dns", "shadow")
+    check(code == 0, "rule dns shadow", err)
+    modes = {r["name"]: r["mode"] for r in ctl.json("rules", "show")["rules"]}
+    check(modes == {"dns": "shadow", "web": "enforce", "ntp": "enforce"},
+          "only dns switched to shadow", modes)
+    wait_until(lambda: ctl.rule("dns")["shadow_refused"] > 100000, "dns shadow refusals")
+    code, out, err = ctl.run("rule", "dns", "enforce")
+    check(code == 0, "rule dns enforce", err)
+    d1 = ctl.rule("dns")
+    d2 = wait_until(lambda: (lambda r: r if r["refused"] > d1["refused"] + 200000 else None)(
+        ctl.rule("dns")), "dns to refuse again")
+    check(d2["passed"] == d1["passed"] and d2["shadow_refused"] == d1["shadow_refused"],
+          "back in enforce, dns admits nothing (no fresh burst from shadow mode)", (d1, d2))
+
+    # An override with a TTL blocks web's sources, then expires on its own.
+    code, out, err = ctl.run("block", "add", "198.18.2.0/24", "--ttl", "2s")
+    check(code == 0 and "198.18.2.0/24" in out, "block add --ttl 2s", out + err)
+    b0 = ctl.json("stats")["stats"]["block_hits"]
+    wait_until(lambda: ctl.json("stats")["stats"]["block_hits"] > b0 + 100000, "block hits")
+    wait_until(lambda: not ctl.json("block", "list")["overrides"], "the override to expire", 30)
+    w0 = ctl.rule("web")["matched"]
+    wait_until(lambda: ctl.rule("web")["matched"] > w0 + 100000, "web traffic after expiry")
+    check(ctl.json("status")["dataplane"]["overrides_expired"] == 1,
+          "the expired override is gone and web passes again")
+
+    # Hostile messages on both sockets: refused, logged, nobody crashes.
+    hostile = [b"not json\n", b"[" * 100000 + b"\n", b"\xff\xfe\x00garbage\n", b"{}\n",
+               b'{"cmd": 5}\n', b'{"cmd": "override_add", "list": "block", "prefix": 123}\n',
+               b'{"cmd": "override_add", "list": "block", "prefix": "198.18.0.0/15", '
+               b'"ttl_s": -5}\n',
+               b'{"cmd": "override_add", "list": "both", "prefix": "198.18.0.0/15"}\n',
+               b'{"cmd": "override_add", "list": "block", "prefix": "10.0.0.1/8"}\n',
+               b'{"cmd": "load", "source": "x", "text": "rules: [[[["}\n',
+               b'{"cmd": "mode", "rule": "nosuch", "mode": "shadow"}\n',
+               b'{"cmd": "stats", "top": 1000000}\n', b'{"cmd": "reboot"}\n']
+    replies_ok = True
+    for path in (dp_sock, ctl_sock):
+        for payload in hostile:
+            reply = raw_request(path, payload)
+            replies_ok &= reply is not None and json.loads(reply)["ok"] is False
+        raw_request(path, b'{"cmd": "status"', read=False)  # half a line, then gone
+        reply = raw_request(path, b"x" * (65 << 20))  # past the 64 MiB line limit
+        replies_ok &= reply is not None and "too long" in reply
+    check(replies_ok, "every hostile message got an error reply")
+    check(dataplane.poll() is None and daemon.poll() is None, "both processes still run")
+    status = ctl.json("status")["dataplane"]
+    check(status["requests_refused"] >= len(hostile) and status["ruleset"]["overrides"] == 0,
+          "the dataplane counted the refused requests and changed nothing", status)
+
+    # Prometheus: scrape, parse with the reference parser, compare with floodctl's numbers.
+    from prometheus_client.parser import text_string_to_metric_families
+    metrics_addr = ctl.json("status")["daemon"]["metrics"]
+    body = urllib.request.urlopen("http://%s/metrics" % metrics_addr, timeout=30).read().decode()
+    families = {f.name: f for f in text_string_to_metric_families(body)}
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in families.values() for s in f.samples}
+    version = ctl.json("status")["dataplane"]["ruleset"]["version"]
+    check(samples.get(("floodgate_dataplane_up", ())) == 1, "metrics: floodgate_dataplane_up 1")
+    check(samples.get(("floodgate_ruleset_version", ())) == version,
+          "metrics: ruleset version %d" % version)
+    dns_passed = ctl.rule("dns")["passed"]
+    check(samples.get(("floodgate_rule_passed_total", (("rule", "dns"),))) == dns_passed,
+          "metrics: floodgate_rule_passed_total{rule=\"dns\"} == floodctl stats (%d)" %
+          dns_passed)
+    check(samples.get(("floodgate_rule_refused_total", (("rule", "web"),))) == 0,
+          "metrics: web refused 0")
+    cores = [k for k in samples if k[0] == "floodgate_packets_total"]
+    check(len(cores) == 2, "metrics: per-core packet counters for 2 cores", cores)
+    check(all(families[n].documentation and families[n].type != "unknown" for n in families),
+          "metrics: every family has HELP and TYPE")
+    check(("floodgate_reloads_total", (("result", "ok"),)) in samples and
+          ("floodgate_table_occupancy", (("core", "0"),)) in samples and
+          ("floodgate_merge_max_lag_seconds", (("core", "1"),)) in samples,
+          "metrics: reloads, table occupancy and merge lag present")
+
+    # DPDK telemetry, through the tool DPDK ships.
+    tool = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f", prefix],
+                          input="/floodgate/status\n/floodgate/rule,dns\n", capture_output=True,
+                          text=True, timeout=60)
+    check('"ruleset_version": %d' % version in tool.stdout and '"refused"' in tool.stdout,
+          "dpdk-telemetry.py shows /floodgate/status and /floodgate/rule,dns", tool.stdout +
+          tool.stderr)
+
+    # The control plane dies; the dataplane filters on and expires an override by itself.
+    code, out, err = ctl.run("block", "add", "198.19.7.0/24", "--ttl", "1s")
+    check(code == 0, "block add 198.19.7.0/24 --ttl 1s", err)
+    daemon.kill()
+    daemon.wait()
+    t0 = telemetry(prefix, "/floodgate/stats")
+    dns_t0 = telemetry(prefix, "/floodgate/rule,dns")
+    wait_until(lambda: telemetry(prefix, "/floodgate/overrides") == [],
+               "the dataplane to expire the override with no daemon", 30)
+    t1 = wait_until(lambda: (lambda s: s if s["rate_limited"] > t0["rate_limited"] + 200000
+                             else None)(telemetry(prefix, "/floodgate/stats")),
+                    "filtering with no daemon")
+    dns_t1 = telemetry(prefix, "/floodgate/rule,dns")
+    check(t1["packets"] > t0["packets"] and dns_t1["passed"] == dns_t0["passed"] and
+          dns_t1["refused"] > dns_t0["refused"],
+          "with the daemon killed the dataplane keeps filtering (dns passed stays %d)" %
+          dns_t0["passed"])
+    version_before = telemetry(prefix, "/floodgate/status")["ruleset_version"]
+
+    # A restarted daemon reads the running state and carries on without pushing anything.
+    restarted = subprocess.Popen(daemon_cmd, stdout=daemon_log, stderr=subprocess.STDOUT)
+    status = wait_until(lambda: ctl.run("-j", "status")[0] == 0 and ctl.json("status"),
+                        "the restarted daemon")
+    rs = status["dataplane"]["ruleset"]
+    check(rs["version"] == version_before and rs["origin"] == "floodctl" and
+          rs["source"].endswith("v3.yaml"),
+          "the restarted daemon adopted the running ruleset (version %d from v3.yaml)" %
+          version_before, rs)
+    check(ctl.rule("dns")["passed"] == dns_t1["passed"], "and dns still has no fresh burst")
+
+    # Stop the dataplane: every received frame was decided and every passed one sent.
+    dataplane.send_signal(signal.SIGTERM)
+    check(dataplane.wait(timeout=60) == 0, "the dataplane stops cleanly on SIGTERM")
+    with open(stats_file) as f:
+        final = json.load(f)
+    d = final["ports"]["outside_to_inside"]
+    check(d["rx"] == final["packets"] == final["passed"] + final["dropped"] and
+          d["tx"] == final["passed"] and d["tx_failed"] == 0,
+          "no frame lost: rx %d = decided %d = passed %d + dropped %d; tx %d" %
+          (d["rx"], final["packets"], final["passed"], final["dropped"], d["tx"]))
+    check(final["merge"]["records_lost"] == 0, "no merge record lost")
+    restarted.terminate()
+    check(restarted.wait(timeout=30) == 0, "the daemon stops cleanly on SIGTERM")
+
+
+restarted = None
+
+if __name__ == "__main__":
+    sys.exit(main())
