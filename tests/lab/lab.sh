@@ -8,7 +8,8 @@
 # As root; cleans up after itself, also on failure. With af_xdp, exits 77 (skipped) when the
 # kernel does not let DPDK open AF_XDP sockets on the veths.
 #
-# check (the default) asserts; show prints what reached the server and floodgate's counters.
+# check (the default) asserts; show prints what reached the server and floodgate's counters,
+# with `floodctl daemon` attached to the running dataplane to show `floodctl status` and `top`.
 #
 # Addresses: 198.18.0.0/15 and 2001:db8::/32 only, in frames sent raw on the test's own veths.
 set -euo pipefail
@@ -23,6 +24,7 @@ out_ns="$tag-out" in_ns="$tag-in"
 work="$(mktemp -d /tmp/floodgate-lab.XXXXXX)"
 fg_pid=""
 recv_pid=""
+ctl_pid=""
 hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
 
@@ -38,6 +40,7 @@ stop() {  # stop PID: SIGINT, up to 10 s to finish, then SIGKILL
 
 cleanup() {
   [ -n "$recv_pid" ] && { kill -KILL "$recv_pid" 2>/dev/null; wait "$recv_pid" 2>/dev/null; }
+  [ -n "$ctl_pid" ] && stop "$ctl_pid"
   [ -n "$fg_pid" ] && stop "$fg_pid"
   ip netns del "$out_ns" 2>/dev/null || true
   ip netns del "$in_ns" 2>/dev/null || true
@@ -87,7 +90,8 @@ for w in $(seq 1 "$workers"); do lcores="$lcores,$w@$(( w % $(nproc) ))"; done
 "$build/dataplane/floodgate" run --lcores="$lcores" $("$root/scripts/hugepages.sh" 512) --no-pci \
   --file-prefix="$tag" --log-level=error \
   $(port_args 0 "$tag-o") $(port_args 1 "$tag-i") \
-  -- --config "$root/config/default.yaml" --stats "$work/stats.json" >"$work/floodgate.log" 2>&1 &
+  -- --config "$root/config/default.yaml" --stats "$work/stats.json" \
+  --control "$work/dataplane.sock" >"$work/floodgate.log" 2>&1 &
 fg_pid=$!
 
 wait_for() {  # wait_for FILE PATTERN SECONDS: bounded wait for a line a process prints
@@ -110,6 +114,19 @@ wait_for "$work/receiver.log" "^ready" 10
 ip netns exec "$out_ns" python3 "$here/traffic.py" send "$tag-op" "$work/lab.pcap" >"$work/sent.json"
 wait "$recv_pid"
 recv_pid=""
+if [ "$mode" = show ]; then
+  # The control plane, as an operator would use it on the running dataplane.
+  ctl=("$build/control/floodctl" --socket "$work/floodctl.sock")
+  "${ctl[@]}" daemon --config "$root/config/default.yaml" --dataplane "$work/dataplane.sock" \
+    --metrics 127.0.0.1:0 >"$work/floodctl.log" 2>&1 &
+  ctl_pid=$!
+  deadline=$(( $(date +%s) + 10 ))
+  until "${ctl[@]}" status >/dev/null 2>&1 || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.1; done
+  echo "\$ floodctl status"; "${ctl[@]}" status || true
+  echo "\$ floodctl top -n 3"; "${ctl[@]}" top -n 3 || true
+  stop "$ctl_pid"
+  ctl_pid=""
+fi
 fg_rc=0
 stop "$fg_pid" || fg_rc=$?
 fg_pid=""
