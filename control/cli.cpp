@@ -129,7 +129,8 @@ int cmd_status(const Cli &cli) {
                 static_cast<unsigned long long>(u64(d["reloads"], "ok")),
                 static_cast<unsigned long long>(u64(d["reloads"], "failed")),
                 static_cast<unsigned long long>(u64(d, "overrides_expired")));
-    if (r["rates"].empty()) std::printf("ports:     no rates yet (the daemon samples once a second)\n");
+    if (r["rates"].empty())
+        std::printf("ports:     no rates yet (the daemon samples once a second)\n");
     for (const json &p : r["rates"])
         std::printf("port %u (%s): rx %spps %sbit/s, tx %spps %sbit/s\n", p.value("port", 0u),
                     p.value("role", "").c_str(), si(p.value("rx_pps", 0.0)).c_str(),

@@ -182,8 +182,8 @@ def main():
     daemon = subprocess.Popen(daemon_cmd, stdout=daemon_log, stderr=subprocess.STDOUT)
     ctl = Floodctl(ctl_sock)
     try:
-        scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd, daemon_log,
-                 stats_file)
+        scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, daemon,
+                 daemon_cmd, daemon_log, stats_file)
     except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
         check(False, "scenario ran to the end", repr(e))
     finally:
@@ -207,8 +207,8 @@ def main():
     return 0 if all(results) else 1
 
 
-def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd, daemon_log,
-             stats_file):
+def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, daemon, daemon_cmd,
+             daemon_log, stats_file):
     global restarted
     status = wait_until(lambda: (lambda s: s if s["dataplane_up"] else None)(
         ctl.json("status")) if ctl.run("status")[0] == 0 else None,
@@ -401,6 +401,8 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd
     check(ctl.rule("dns")["passed"] == dns_t1["passed"], "and dns still has no fresh burst")
 
     # Stop the dataplane: every received frame was decided and every passed one sent.
+    code, out, err = ctl.run("allow", "add", "198.18.9.0/24", "--ttl", "1h")
+    check(code == 0, "allow add 198.18.9.0/24 --ttl 1h", err)
     dataplane.send_signal(signal.SIGTERM)
     check(dataplane.wait(timeout=60) == 0, "the dataplane stops cleanly on SIGTERM")
     with open(stats_file) as f:
@@ -411,6 +413,26 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, daemon, daemon_cmd
           "no frame lost: rx %d = decided %d = passed %d + dropped %d; tx %d" %
           (d["rx"], final["packets"], final["passed"], final["dropped"], d["tx"]))
     check(final["merge"]["records_lost"] == 0, "no merge record lost")
+
+    # The dataplane comes back on its startup file; the daemon applies again what was changed
+    # through it: the last loaded file and the override, with what is left of its hour.
+    second = dataplane_cmd[:]
+    second[second.index("--stats") + 1] = stats_file + ".2"
+    again = subprocess.Popen(second, stdout=open(os.path.join(work, "dataplane2.log"), "w"),
+                             stderr=subprocess.STDOUT, cwd=work)
+    try:
+        status = wait_until(lambda: (lambda s: s if s["dataplane_up"] and s["dataplane"][
+            "ruleset"]["origin"] == "floodctl" and s["dataplane"]["ruleset"]["overrides"] == 1
+            else None)(ctl.json("status")), "the daemon to re-apply its changes")
+        rs = status["dataplane"]["ruleset"]
+        allow = ctl.json("allow", "list")["overrides"]
+        check(rs["source"].endswith("v3.yaml") and len(allow) == 1 and
+              allow[0]["prefix"] == "198.18.9.0/24" and 3000 < allow[0]["ttl_left_s"] <= 3600,
+              "after a dataplane restart the daemon re-applied v3.yaml and the override", (rs,
+                                                                                       allow))
+    finally:
+        again.send_signal(signal.SIGTERM)
+        check(again.wait(timeout=60) == 0, "the second dataplane stops cleanly")
     restarted.terminate()
     check(restarted.wait(timeout=30) == 0, "the daemon stops cleanly on SIGTERM")
 
