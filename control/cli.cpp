@@ -89,7 +89,7 @@ bool ask(const Cli &cli, const json &request, json *reply) {
                      error.c_str());
         return false;
     }
-    if (!client.request(request, reply, &error, 30000)) {
+    if (!client.request(request, reply, &error, 90000)) {  // a load may take a while
         std::fprintf(stderr, "floodctl: %s\n", error.c_str());
         return false;
     }

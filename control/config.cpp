@@ -45,10 +45,73 @@ ConfigError::ConfigError(std::string file, int line, std::string field, const st
 
 namespace {
 
-// A rules file is a few kilobytes; the cap only stops "--config /dev/zero" from eating memory.
-// A rules file travels to the dataplane inside one control message (kMaxMessageBytes, 64 MiB),
-// where JSON escaping may grow it up to 6 times.
-constexpr size_t kMaxConfigFileBytes = 8u << 20;
+// A rules file is a few kilobytes; the cap stops "--config /dev/zero" (or a hostile control
+// message) from eating memory. A rules file travels to the dataplane inside one control
+// message (kMaxMessageBytes, 32 MiB), where JSON escaping may grow it up to 6 times.
+constexpr size_t kMaxConfigFileBytes = 4u << 20;
+// yaml-cpp spends about 230 bytes and 1.4 us per nesting level before it refuses a deep one, so
+// deep nesting is refused before it parses (no rules file needs more than a few levels).
+constexpr unsigned kMaxYamlDepth = 32;
+constexpr unsigned kMaxYamlIndent = 256;
+
+// Refuses text too large or nested too deeply for yaml-cpp to be handed safely. Counts flow
+// brackets outside quotes and comments, block sequence markers ("- - -") opening a line, and
+// indentation; an estimate, generous to any real rules file.
+void check_yaml_shape(const std::string &text, const std::string &file) {
+    if (text.size() > kMaxConfigFileBytes)
+        throw ConfigError(file, 0, "",
+                          "larger than " + std::to_string(kMaxConfigFileBytes) + " bytes");
+    unsigned flow = 0;
+    int line = 1;
+    char quote = 0;
+    bool line_start = true, comment = false;
+    unsigned indent = 0, dashes = 0;
+    char prev = '\n';
+    auto too_deep = [&] {
+        throw ConfigError(file, line, "",
+                          "nested more than " + std::to_string(kMaxYamlDepth) + " levels deep");
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        if (ch == '\n') {
+            ++line;
+            line_start = true;
+            comment = false;
+            indent = dashes = 0;
+            prev = ch;
+            continue;
+        }
+        if (comment) continue;
+        if (line_start) {
+            if (ch == ' ') {
+                if (++indent > kMaxYamlIndent)
+                    throw ConfigError(
+                        file, line, "",
+                        "indented more than " + std::to_string(kMaxYamlIndent) + " columns");
+                prev = ch;
+                continue;
+            }
+            if (ch == '-' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '\n')) {
+                if (++dashes > kMaxYamlDepth) too_deep();
+                prev = ch;
+                continue;
+            }
+            line_start = false;
+        }
+        if (quote != 0) {
+            if (ch == quote && !(quote == '"' && prev == '\\')) quote = 0;
+        } else if (ch == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
+            comment = true;
+        } else if ((ch == '"' || ch == '\'') && std::strchr(" \t\n:[{,-", prev) != nullptr) {
+            quote = ch;
+        } else if (ch == '[' || ch == '{') {
+            if (++flow > kMaxYamlDepth) too_deep();
+        } else if ((ch == ']' || ch == '}') && flow > 0) {
+            --flow;
+        }
+        prev = ch;
+    }
+}
 
 // Rates are "N/unit"; the period of each unit in nanoseconds.
 constexpr std::pair<std::string_view, uint64_t> kRateUnits[] = {
@@ -488,6 +551,7 @@ class ConfigParser {
 }  // namespace
 
 Config parse_config(const std::string &yaml_text, const std::string &file_name) {
+    check_yaml_shape(yaml_text, file_name);
     try {
         const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
         if (docs.empty()) return ConfigParser(file_name).parse(YAML::Node());

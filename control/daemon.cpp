@@ -42,6 +42,7 @@ void log(const std::string &line) {
 // What the operator applied through the daemon, to apply again if the dataplane restarts.
 struct Remembered {
     bool valid = false;
+    std::string origin;  // "startup": the dataplane's own file; "floodctl": loaded through us
     std::string source, text;
     json modes = json::object();  // rule name -> "shadow" | "enforce"
     json overrides = json::array();
@@ -57,11 +58,11 @@ class Daemon {
 
   private:
     // One request to the dataplane, connecting (and reconciling) first if needed.
-    bool call(const json &request, json *reply, std::string *error);
-    bool raw(const json &request, json *reply, std::string *error);
+    bool call(const json &request, json *reply, std::string *error, int timeout_ms = 10000);
+    bool raw(const json &request, json *reply, std::string *error, int timeout_ms = 10000);
     void reconcile();
-    void reapply(const Remembered &r);
-    void adopt();
+    bool reapply(const Remembered &r, const json &running);
+    bool adopt();
     json status();
     json rules_load(const json &request);
 
@@ -81,8 +82,8 @@ class Daemon {
     double last_sample_s_ = 0;
 };
 
-bool Daemon::raw(const json &request, json *reply, std::string *error) {
-    if (!link_.request(request, reply, error)) return false;
+bool Daemon::raw(const json &request, json *reply, std::string *error, int timeout_ms) {
+    if (!link_.request(request, reply, error, timeout_ms)) return false;
     if (!(*reply)["ok"].get<bool>()) {
         *error = reply->value("error", std::string("refused"));
         return false;
@@ -90,7 +91,7 @@ bool Daemon::raw(const json &request, json *reply, std::string *error) {
     return true;
 }
 
-bool Daemon::call(const json &request, json *reply, std::string *error) {
+bool Daemon::call(const json &request, json *reply, std::string *error, int timeout_ms) {
     std::lock_guard<std::recursive_mutex> guard(link_lock_);
     if (!link_.connected()) {
         if (!link_.connect(options_.dataplane, error)) {
@@ -103,15 +104,19 @@ bool Daemon::call(const json &request, json *reply, std::string *error) {
             return false;
         }
     }
-    if (!link_.request(request, reply, error)) {
+    if (!link_.request(request, reply, error, timeout_ms)) {
         *error = "dataplane connection lost: " + *error;
         return false;
     }
     return true;
 }
 
+// A load compiles a ruleset and waits for a grace period: give it longer than a query.
+constexpr int kLoadTimeoutMs = 60000;
+
 // Reads the running state of a (re)connected dataplane and decides whether to push anything
-// (see daemon.h).
+// (see daemon.h). The dataplane counts as reached only once that is done: if the connection
+// fails midway, the next attempt starts over.
 void Daemon::reconcile() {
     json status, running;
     std::string error;
@@ -123,45 +128,59 @@ void Daemon::reconcile() {
     const std::string instance = status.value("instance", "");
     if (instance == instance_) return;  // the same process; the connection had dropped
     const bool first = instance_.empty();
-    instance_ = instance;
-    ++connects_;
-    const std::string origin = status["ruleset"].value("origin", "");
+    const json &ruleset = status["ruleset"];
+    const std::string origin = ruleset.value("origin", "");
     log("connected to dataplane " + instance + " (ruleset version " +
-        std::to_string(status["ruleset"].value("version", 0)) + ", " + origin + ")");
-    if (origin == "startup") {
-        const bool changed = remembered_.text != running.value("text", "") ||
-                             !remembered_.modes.empty() || !remembered_.overrides.empty();
-        if (!first && remembered_.valid && changed) {
-            log("the dataplane restarted: applying the rules, modes and overrides set through "
-                "floodctl again");
-            reapply(remembered_);
-        } else if (first && !options_.config.empty()) {
-            try {
-                std::string text = read_config_file(options_.config);
-                parse_config(text, options_.config);
-                json reply;
-                if (text != running.value("text", "") &&
-                    !raw({{"cmd", "load"}, {"source", options_.config}, {"text", text}}, &reply,
-                         &error))
-                    log("cannot load " + options_.config + ": " + error);
-                else if (text != running.value("text", ""))
+        std::to_string(ruleset.value("version", 0)) + ", " + origin + ")");
+    // Mode switches and overrides keep the origin: "startup" with either is not a fresh start.
+    const bool untouched = origin == "startup" && running.value("modes", json::object()).empty() &&
+                           ruleset.value("overrides", 0) == 0;
+    if (!first && remembered_.valid && untouched) {
+        if (!reapply(remembered_, running)) return;
+    } else if (first && untouched && !options_.config.empty()) {
+        try {
+            std::string text = read_config_file(options_.config);
+            parse_config(text, options_.config);
+            json reply;
+            if (text != running.value("text", "")) {
+                if (raw({{"cmd", "load"}, {"source", options_.config}, {"text", text}}, &reply,
+                        &error, kLoadTimeoutMs))
                     log("loaded " + options_.config);
-            } catch (const ConfigError &e) {
-                log(std::string("--config refused, keeping the running rules: ") + e.what());
+                else if (!link_.connected())
+                    return;
+                else
+                    log("cannot load " + options_.config + ": " + error);
             }
+        } catch (const ConfigError &e) {
+            log(std::string("--config refused, keeping the running rules: ") + e.what());
         }
     }
-    adopt();
+    if (!adopt()) return;
+    instance_ = instance;
+    ++connects_;
 }
 
-void Daemon::reapply(const Remembered &r) {
+// After a dataplane restart: what was changed through floodctl, again. False when the
+// connection failed (the whole reconcile is retried); a refusal is logged and skipped.
+bool Daemon::reapply(const Remembered &r, const json &running) {
     json reply;
     std::string error;
-    if (!raw({{"cmd", "load"}, {"source", r.source}, {"text", r.text}}, &reply, &error))
-        log("cannot apply the remembered rules: " + error);
+    auto send = [&](const json &request, const std::string &what, int timeout_ms = 10000) {
+        if (raw(request, &reply, &error, timeout_ms)) return true;
+        if (!link_.connected()) return false;
+        log("cannot apply " + what + " again: " + error);
+        return true;
+    };
+    if (r.origin == "floodctl" && r.text != running.value("text", "")) {
+        log("the dataplane restarted: loading " + r.source + " again");
+        if (!send({{"cmd", "load"}, {"source", r.source}, {"text", r.text}}, r.source,
+                  kLoadTimeoutMs))
+            return false;
+    }
     for (const auto &[rule, mode] : r.modes.items())
-        if (!raw({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}}, &reply, &error))
-            log("cannot switch rule " + rule + ": " + error);
+        if (!send({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}},
+                  "rule " + rule + " " + mode.get<std::string>()))
+            return false;
     const double now = now_unix_s();
     for (const json &o : r.overrides) {
         json request = {{"cmd", "override_add"}, {"list", o["list"]}, {"prefix", o["prefix"]}};
@@ -170,26 +189,31 @@ void Daemon::reapply(const Remembered &r) {
             if (left < 1) continue;  // expired while the dataplane was down
             request["ttl_s"] = static_cast<long long>(left + 0.5);
         }
-        if (!raw(request, &reply, &error))
-            log("cannot apply override " + o["prefix"].get<std::string>() + ": " + error);
+        if (!send(request, "override " + o["prefix"].get<std::string>())) return false;
     }
+    if (!r.modes.empty() || !r.overrides.empty())
+        log("the dataplane restarted: applied " + std::to_string(r.modes.size()) +
+            " mode switches and " + std::to_string(r.overrides.size()) + " overrides again");
+    return true;
 }
 
-// Remembers the dataplane's current rules, modes and overrides.
-void Daemon::adopt() {
+// Remembers the dataplane's current rules, modes and overrides; false if the link failed.
+bool Daemon::adopt() {
     json rules, overrides;
     std::string error;
     if (!raw({{"cmd", "rules"}}, &rules, &error) ||
         !raw({{"cmd", "overrides"}}, &overrides, &error)) {
         log("cannot read the dataplane's rules: " + error);
         link_.close();
-        return;
+        return false;
     }
     remembered_.valid = true;
+    remembered_.origin = rules.value("origin", "");
     remembered_.source = rules.value("source", "");
     remembered_.text = rules.value("text", "");
     remembered_.modes = rules.value("modes", json::object());
     remembered_.overrides = overrides.value("overrides", json::array());
+    return true;
 }
 
 void Daemon::sample() {
@@ -281,7 +305,8 @@ json Daemon::rules_load(const json &request) {
     if (dry_run) return {{"ok", true}, {"dry_run", true}, {"diff", diff}};
 
     json reply;
-    if (!call({{"cmd", "load"}, {"source", source}, {"text", text}}, &reply, &error))
+    if (!call({{"cmd", "load"}, {"source", source}, {"text", text}}, &reply, &error,
+              kLoadTimeoutMs))
         return error_reply(error);
     if (reply.value("ok", false)) {
         std::lock_guard<std::recursive_mutex> guard(link_lock_);
@@ -304,7 +329,7 @@ std::string Daemon::handle_cli(const std::string &line) {
         } else if (cmd == "rules" || cmd == "stats" || cmd == "overrides" || cmd == "mode" ||
                    cmd == "override_add" || cmd == "override_del") {
             std::string error;
-            if (!call(request, &reply, &error)) {
+            if (!call(request, &reply, &error, kLoadTimeoutMs)) {
                 reply = error_reply(error);
             } else if (reply.value("ok", false) && cmd != "rules" && cmd != "stats" &&
                        cmd != "overrides") {

@@ -91,8 +91,6 @@ void HttpServer::serve(const std::atomic<bool> &stop, const std::function<std::s
         if (::poll(&p, 1, 200) <= 0) continue;
         int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) continue;
-        timeval tv{2, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         std::string header;
         if (read_header(fd, &header)) {
             std::string line = header.substr(0, header.find_first_of("\r\n"));
@@ -111,7 +109,7 @@ void HttpServer::serve(const std::atomic<bool> &stop, const std::function<std::s
                 else
                     reply = response("404 Not Found", "text/plain", "not found\n");
             }
-            write_all(fd, reply);
+            write_all(fd, reply, 5000);  // a scraper that reads slower is dropped
         }
         ::close(fd);
     }

@@ -20,7 +20,8 @@ namespace floodgate {
 
 namespace {
 
-constexpr size_t kMaxClients = 16;
+// Each client costs a buffer of up to kMaxMessageBytes; idle ones are dropped after 60 s.
+constexpr size_t kMaxClients = 32;
 
 bool make_address(const std::string &path, sockaddr_un *addr, std::string *error) {
     *addr = {};
@@ -33,11 +34,6 @@ bool make_address(const std::string &path, sockaddr_un *addr, std::string *error
     return true;
 }
 
-void set_timeout(int fd, int option, int ms) {
-    timeval tv{ms / 1000, (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
-}
-
 // Root, or the user the server runs as.
 bool peer_allowed(int fd) {
     ucred cred{};
@@ -46,20 +42,30 @@ bool peer_allowed(int fd) {
     return cred.uid == 0 || cred.uid == geteuid();
 }
 
-struct Client {
-    int fd;
-    std::string in;
-};
+// A last word to a client about to be closed: whatever the socket takes now.
+void send_once(int fd, const std::string &data) {
+    ssize_t ignored = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+}
 
 }  // namespace
 
-bool write_all(int fd, const std::string &data) {
+bool write_all(int fd, const std::string &data, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     size_t done = 0;
     while (done < data.size()) {
-        ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+        ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            done += static_cast<size_t>(n);
+            continue;
+        }
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<size_t>(n);
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+        pollfd p{fd, POLLOUT, 0};
+        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
     }
     return true;
 }
@@ -114,62 +120,119 @@ bool LineServer::listen(const std::string &path, std::string *error) {
 
 void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
                        const std::function<void()> &tick, int tick_ms) {
-    std::vector<Client> clients;
-    auto drop = [&](size_t i) {
-        ::close(clients[i].fd);
-        clients.erase(clients.begin() + static_cast<long>(i));
+    using Clock = std::chrono::steady_clock;
+    // A reply not taken within this is a stuck client: it is dropped, so that no client can
+    // hold the thread (which also expires overrides) for longer.
+    constexpr auto kReplyDeadline = std::chrono::seconds(2);
+    constexpr auto kIdle = std::chrono::seconds(60);
+    // Lines answered per client per loop pass, so a client pipelining many requests shares
+    // the thread with the others and with tick.
+    constexpr int kLinesPerPass = 16;
+
+    struct Client {
+        int fd;
+        std::string in;
+        size_t scanned = 0;  // bytes of `in` known to hold no newline
+        std::string out;     // reply bytes not yet sent
+        Clock::time_point out_since, last_request;
     };
-    auto last_tick = std::chrono::steady_clock::now();
+    std::vector<Client> clients;
+    auto last_tick = Clock::now();
+
+    // Sends what the socket takes now; false when the client is gone.
+    auto flush = [](Client &c) {
+        while (!c.out.empty()) {
+            ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+            if (n <= 0) return false;
+            c.out.erase(0, static_cast<size_t>(n));
+        }
+        return true;
+    };
+    // Answers complete lines while replies leave at once; false when the client must go.
+    auto answer = [&](Client &c) {
+        for (int lines = 0; lines < kLinesPerPass && c.out.empty(); ++lines) {
+            size_t nl = c.in.find('\n', c.scanned);
+            if (nl == std::string::npos) {
+                c.scanned = c.in.size();
+                if (c.in.size() > kMaxMessageBytes) {
+                    std::fprintf(stderr, "%s: a client sent a line over %zu bytes; disconnected\n",
+                                 path_.c_str(), kMaxMessageBytes);
+                    send_once(c.fd, error_reply("message too long").dump() + "\n");
+                    return false;
+                }
+                return true;
+            }
+            std::string line = c.in.substr(0, nl);
+            c.in.erase(0, nl + 1);
+            c.scanned = 0;
+            c.last_request = Clock::now();
+            c.out = handler(line) + "\n";
+            c.out_since = Clock::now();
+            if (!flush(c)) return false;
+        }
+        return true;
+    };
+
     while (!stop.load()) {
         std::vector<pollfd> fds;
         fds.push_back({fd_, POLLIN, 0});
-        for (const Client &c : clients) fds.push_back({c.fd, POLLIN, 0});
+        // A client with a reply pending is not read from until the reply has left.
+        for (const Client &c : clients)
+            fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
         int n = ::poll(fds.data(), fds.size(), tick_ms);
-        auto now = std::chrono::steady_clock::now();
-        if (now - last_tick >= std::chrono::milliseconds(tick_ms) || n == 0) {
+        const auto now = Clock::now();
+        if (now - last_tick >= std::chrono::milliseconds(tick_ms)) {
             last_tick = now;
             if (tick) tick();
         }
-        if (n <= 0) continue;
 
-        // Clients first (their indexes match fds[1..]), newest last so erasing is safe.
-        for (size_t i = clients.size(); i-- > 0;) {
-            if (fds[i + 1].revents == 0) continue;
-            char buf[65536];
-            ssize_t got = ::recv(clients[i].fd, buf, sizeof buf, 0);
-            if (got <= 0) {
-                drop(i);
-                continue;
-            }
+        std::vector<bool> keep(clients.size(), true);
+        for (size_t i = 0; i < clients.size(); ++i) {
             Client &c = clients[i];
-            c.in.append(buf, static_cast<size_t>(got));
-            bool ok = true;
-            for (size_t nl; ok && (nl = c.in.find('\n')) != std::string::npos;) {
-                std::string line = c.in.substr(0, nl);
-                c.in.erase(0, nl + 1);
-                ok = write_all(c.fd, handler(line) + "\n");
+            const short revents = n > 0 ? fds[i + 1].revents : 0;
+            if (revents & POLLOUT) {
+                keep[i] = flush(c) && answer(c);
+            } else if (revents & (POLLIN | POLLHUP | POLLERR)) {
+                char buf[65536];
+                ssize_t got = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+                if (got <= 0) {
+                    keep[i] = false;
+                    continue;
+                }
+                c.in.append(buf, static_cast<size_t>(got));
+                keep[i] = answer(c);
+            } else if (c.out.empty() && !c.in.empty() &&
+                       c.in.find('\n', c.scanned) != std::string::npos) {
+                keep[i] = answer(c);  // lines left over from the last pass's limit
             }
-            if (ok && c.in.size() > kMaxMessageBytes) {
-                std::fprintf(stderr, "%s: a client sent a line over %zu bytes; disconnected\n",
-                             path_.c_str(), kMaxMessageBytes);
-                write_all(c.fd, error_reply("message too long").dump() + "\n");
-                ok = false;
+            if (keep[i] && !c.out.empty() && now - c.out_since > kReplyDeadline) {
+                std::fprintf(stderr, "%s: a client did not read its reply in time; disconnected\n",
+                             path_.c_str());
+                keep[i] = false;
             }
-            if (!ok) drop(i);
+            if (keep[i] && c.out.empty() && now - c.last_request > kIdle) keep[i] = false;
         }
-        if (fds[0].revents & POLLIN) {
-            int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        for (size_t i = clients.size(); i-- > 0;)
+            if (!keep[i]) {
+                ::close(clients[i].fd);
+                clients.erase(clients.begin() + static_cast<long>(i));
+            }
+
+        if (n > 0 && (fds[0].revents & POLLIN)) {
+            int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd < 0) continue;
             if (!peer_allowed(fd)) {
                 std::fprintf(stderr, "%s: refused a client that is neither root nor our user\n",
                              path_.c_str());
                 ::close(fd);
             } else if (clients.size() >= kMaxClients) {
-                write_all(fd, error_reply("too many clients").dump() + "\n");
+                send_once(fd, error_reply("too many clients").dump() + "\n");
                 ::close(fd);
             } else {
-                set_timeout(fd, SO_SNDTIMEO, 2000);
-                clients.push_back({fd, {}});
+                clients.push_back({fd, {}, 0, {}, now, now});
             }
         }
     }
@@ -201,8 +264,7 @@ bool LineClient::request(const nlohmann::json &request, nlohmann::json *reply, s
         *error = "not connected";
         return false;
     }
-    set_timeout(fd_, SO_SNDTIMEO, timeout_ms);
-    if (!write_all(fd_, request.dump() + "\n")) {
+    if (!write_all(fd_, request.dump() + "\n", timeout_ms)) {
         *error = std::string("cannot send: ") + std::strerror(errno);
         close();
         return false;

@@ -23,9 +23,10 @@ class LineServer {
 
     // Binds path, replacing a stale socket file but refusing one a live server answers on.
     bool listen(const std::string &path, std::string *error);
-    // Serves until stop is set, calling tick at least every tick_ms. A client whose line
-    // grows past kMaxMessageBytes gets an error reply and is disconnected; one that does not
-    // read its reply within 2 s is disconnected.
+    // Serves until stop is set, calling tick every tick_ms. Sockets are non-blocking and a
+    // client is read from only once its last reply has left, so no client can hold the
+    // thread: one whose line grows past kMaxMessageBytes gets an error reply and is
+    // disconnected, as is one that leaves a reply unread for 2 s or sends nothing for 60 s.
     void serve(const std::atomic<bool> &stop, const Handler &handler,
                const std::function<void()> &tick, int tick_ms);
     const std::string &path() const { return path_; }
@@ -55,7 +56,8 @@ class LineClient {
     std::string buffer_;  // bytes read past the last reply
 };
 
-// Writes all of data; false on error or timeout (the socket's SO_SNDTIMEO).
-bool write_all(int fd, const std::string &data);
+// Writes all of data within timeout_ms in all (a peer reading slowly cannot stretch it);
+// false on error or timeout.
+bool write_all(int fd, const std::string &data, int timeout_ms);
 
 }  // namespace floodgate

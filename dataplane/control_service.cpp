@@ -200,16 +200,21 @@ ordered_json ControlService::del_override(const nlohmann::json &request) {
 void ControlService::expire_overrides() {
     std::lock_guard<std::mutex> guard(lock_);
     const uint64_t now = unix_now_ns();
+    if (now < expiry_retry_unix_ns_) return;
     std::vector<PrefixOverride> next;
     for (const PrefixOverride &o : overrides_)
         if (o.expires_unix_ns == 0 || o.expires_unix_ns > now) next.push_back(o);
     if (next.size() == overrides_.size()) return;
     const size_t expired = overrides_.size() - next.size();
     std::string error;
-    if (apply(source_, config_, modes_, next, origin_.c_str(), &error))
+    if (apply(source_, config_, modes_, next, origin_.c_str(), &error)) {
         overrides_expired_ += expired;
-    else  // tried again on the next tick
-        std::fprintf(stderr, "floodgate: cannot remove expired overrides: %s\n", error.c_str());
+        expiry_retry_unix_ns_ = 0;
+    } else {  // out of DPDK memory for a second ruleset: tried again every 10 s
+        if (expiry_retry_unix_ns_ == 0)
+            std::fprintf(stderr, "floodgate: cannot remove expired overrides: %s\n", error.c_str());
+        expiry_retry_unix_ns_ = now + 10000000000ull;
+    }
 }
 
 ordered_json ControlService::status_locked() const {

@@ -88,7 +88,8 @@ class ControlService {
     uint64_t reloads_ok_ = 0;
     uint64_t reloads_failed_ = 0;
     uint64_t overrides_expired_ = 0;
-    uint64_t requests_refused_ = 0;  // malformed or invalid control messages
+    uint64_t expiry_retry_unix_ns_ = 0;  // after a failed expiry: not before this
+    uint64_t requests_refused_ = 0;      // malformed or invalid control messages
 };
 
 uint64_t unix_now_ns();

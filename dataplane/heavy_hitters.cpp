@@ -94,6 +94,7 @@ void HeavyHitters::merge(const HeavyHitters &other) {
         const Source &o = other.source_[i];
         add(o.addr_hi, o.addr_lo, o.family, o.prefix_len, other.hash_[i]);
         int c = find(o.addr_hi, o.addr_lo, o.family, tag_of(other.hash_[i]));
+        if (c < 0) continue;  // only if other changed under us (callers merge a copy)
         count_[c] += other.count_[i] - 1;
         source_[c].error += o.error;
     }

@@ -5,7 +5,15 @@
 namespace floodgate {
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
-    : rules_(rules), table_(table), core_(core), checks_(kMaxBurst * (kMaxRules + 1)) {}
+    : table_(table), core_(core), checks_(kMaxBurst * (kMaxRules + 1)) {
+    adopt(rules);
+}
+
+void Pipeline::adopt(const RuleSet *rules) {
+    rules_ = rules;
+    serial_ = rules->serial();
+    for (const CompiledRule &r : rules->rules()) mine_[r.index] = &r.state->per_core[core_];
+}
 
 void Pipeline::enable_merge() {
     merging_ = true;

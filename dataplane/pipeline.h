@@ -56,7 +56,9 @@ class Pipeline {
     // The ruleset the next decide() uses (a live worker reads LiveRuleSet once per loop pass).
     // It must stay alive until then; rules with a state shared with the previous ruleset keep
     // counting where it left off.
-    void set_rules(const RuleSet *rules) { rules_ = rules; }
+    void set_rules(const RuleSet *rules) {
+        if (rules->serial() != serial_) adopt(rules);
+    }
 
     // Decides frames[0..n) (n <= kMaxBurst); frame i was lens[i] bytes on the wire and arrived
     // at now_ns[i]. captured_lens, when not null, says how many of those bytes are present
@@ -88,14 +90,18 @@ class Pipeline {
     };
 
     Verdict decide_one(const PacketInfo &info, Check *checks, unsigned n_checks, uint64_t now_ns);
-    RuleCoreState &mine(const CompiledRule &r) const { return r.state->per_core[core_]; }
+    [[gnu::cold]] void adopt(const RuleSet *rules);
+    RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
     void note_refusal(const PacketInfo &info, const Check &c);
     void note_admitted(LimitEntry *e, const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
-    const RuleSet *rules_;
+    const RuleSet *rules_ = nullptr;
+    uint64_t serial_ = 0;  // rules_->serial(): compared, not the pointer, which may be reused
     LimitTable *table_;
     unsigned core_;
+    // This core's state of each rule of rules_, by rule index: one load instead of two per use.
+    RuleCoreState *mine_[kMaxRules] = {};
     WorkerCounters counters_;
     std::vector<Check> checks_;  // kMaxBurst x (kMaxRules + 1): any ruleset fits
     bool merging_ = false;

@@ -73,11 +73,13 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
     // any later rule; 2^24 of them fit in LimitKey::tag.
     static std::atomic<uint32_t> next_key_id{0};
     constexpr uint32_t kMaxKeyIds = 1u << 24;
+    static std::atomic<uint64_t> next_serial{1};
 
     std::unique_ptr<RuleSet> rs(new RuleSet());
     rs->config_ = config;
     rs->overrides_ = options.overrides;
     rs->version_ = options.version;
+    rs->serial_ = next_serial.fetch_add(1);
     rs->cores_ = options.cores;
     for (size_t i = 0; i < config.rules.size(); ++i) {
         const Rule &r = config.rules[i];

@@ -66,6 +66,8 @@ class RuleSet {
     const Config &config() const { return config_; }
     const std::vector<PrefixOverride> &overrides() const { return overrides_; }
     uint64_t version() const { return version_; }
+    // Unique among every RuleSet this process built (addresses may be reused; this is not).
+    uint64_t serial() const { return serial_; }
     unsigned cores() const { return cores_; }
     // Whether rule i of this set took over the state of a rule of the previous set.
     bool kept_state(size_t i) const { return kept_state_[i]; }
@@ -78,6 +80,7 @@ class RuleSet {
     std::vector<bool> kept_state_;
     std::vector<PrefixOverride> overrides_;
     uint64_t version_ = 0;
+    uint64_t serial_ = 0;
     unsigned cores_ = 1;
     rte_lpm *lpm4_ = nullptr;
     rte_lpm6 *lpm6_ = nullptr;

@@ -60,7 +60,10 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset,
 #define FG_X(name) sum.name += core.counters.name;
             FG_RULE_COUNTERS(FG_X)
 #undef FG_X
-            top.merge(core.top_refused);
+            // A running worker may be rewriting its summary: merge a private copy, so that
+            // every field is read once (a value may be stale, never inconsistent with itself).
+            HeavyHitters copy = core.top_refused;
+            top.merge(copy);
         }
         ordered_json rule;
         rule["name"] = r.name;

@@ -34,7 +34,9 @@ void expect_errors(const std::vector<ErrorCase> &cases) {
             EXPECT_EQ(e.line(), c.line) << e.what();
             EXPECT_EQ(e.field(), c.field) << e.what();
             const std::string what = e.what();
-            std::string where = std::string(kFile) + ":" + std::to_string(c.line) + ": ";
+            std::string where = kFile;
+            if (c.line > 0) where.append(":").append(std::to_string(c.line));
+            where += ": ";
             if (*c.field != '\0') where += std::string(c.field) + ": ";
             EXPECT_EQ(what.rfind(where, 0), 0u) << what;
             EXPECT_NE(what.find(c.reason), std::string::npos) << what;
@@ -69,6 +71,32 @@ TEST(ConfigErrors, YamlSyntax) {
         {"bad indentation", "rules:\n  - name: a\n   limit: x\n", 3, "",
          "end of sequence not found"},
     });
+}
+
+// Sizes and nesting yaml-cpp would spend seconds and gigabytes on are refused before parsing.
+TEST(ConfigErrors, TooLargeOrTooDeep) {
+    expect_errors({
+        {"5 MiB", "# " + std::string(5u << 20, 'x') + "\n", 0, "", "larger than 4194304 bytes"},
+        {"deep flow nesting", "allow: []\nrules: " + std::string(100000, '[') + "\n", 2, "",
+         "nested more than 32 levels deep"},
+        {"deep block sequences, spaced",
+         [] {
+             std::string s = "rules:\n";
+             for (int i = 0; i < 40; ++i) s += "- ";
+             return s + "x\n";
+         }(),
+         2, "", "nested more than 32 levels deep"},
+        {"indentation", "rules:\n" + std::string(300, ' ') + "- x\n", 2, "",
+         "indented more than 256 columns"},
+    });
+    // Brackets in quotes and comments are not nesting.
+    Config c = parse_config(
+        "# " + std::string(100, '[') + "\nrules:\n  - name: \"a\"\n    " + kLimit + "  # ]]]]\n",
+        kFile);
+    EXPECT_EQ(c.rules.size(), 1u);
+    // ... nor in quoted strings: this one is refused as a prefix, not as nesting.
+    expect_errors({{"brackets in quotes", "rules: []\nallow: ['" + std::string(40, '[') + "']\n", 2,
+                    "allow[0]", "is not an IPv4 address"}});
 }
 
 TEST(ConfigErrors, TopLevelNotAMap) {

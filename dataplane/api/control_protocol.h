@@ -20,7 +20,7 @@ inline constexpr const char *kDefaultDaemonSocket = "/run/floodgate/floodctl.soc
 inline constexpr const char *kDefaultMetricsAddress = "127.0.0.1:9417";
 
 // A request or response line longer than this is refused (rules files are far smaller).
-inline constexpr size_t kMaxMessageBytes = 64u << 20;
+inline constexpr size_t kMaxMessageBytes = 32u << 20;
 // Requests nest objects and arrays at most this deep; deeper is refused before parsing.
 inline constexpr unsigned kMaxMessageDepth = 16;
 // Most runtime overrides the dataplane holds at once (each costs LPM memory).
