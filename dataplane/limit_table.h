@@ -6,16 +6,17 @@
 // keeps keys and a separate data pointer in two places (two cache misses, more bytes per key),
 // and it cannot treat an expired TAT as a free slot, which is how this table reclaims
 // millions of one-packet spoofed sources without a delete per key. perf/bench_table.cpp runs
-// both on the same keys (lookup plus TAT update, bursts of 32): on the project's 2-core VM this
-// table took 203 ns per burst against rte_hash's 481 at 1K keys, and the two were within the
-// machine's noise of each other at 1M (748 vs 784) and 16M keys (1.3-1.8 us vs 1.3-2.8 us),
-// at 35 bytes per key against rte_hash's ~45.
+// both on the same keys (lookup plus limiter update, bursts of 32), with rte_hash carrying an
+// rte_meter per key as the library way would.
 //
-// Layout: 128-byte buckets of four 32-byte entries; each key may live in one of two buckets
-// (two choices from one keyed hash), so a lookup touches at most two buckets, which are
-// prefetched ahead of use (Pipeline::decide). Insertion moves entries along a short cuckoo
-// path when both buckets are full; 10% spare slots let the configured number of keys fit
-// (tests/test_limit_table.cpp checks it over many seeds).
+// Layout: one 64-byte cache line per bucket, three 20-byte entries in it. An entry holds the
+// key's 64-bit keyed hash instead of the key: the hash picks the key's two buckets and
+// identifies it within them, so a lookup touches at most two cache lines, prefetched ahead of
+// use (Pipeline::decide), and moving an entry along a cuckoo path needs no rehash. Two live
+// keys with the same 64-bit hash would share a TAT: among 16 million live keys that happens
+// with probability 2^48 / 2^65 (under 1 in 100,000), and since the hash is keyed an attacker
+// cannot aim for it. 64 / 3 bytes per slot plus 15% spare slots is 24.5 bytes per configured
+// key.
 #pragma once
 
 #include <rte_prefetch.h>
@@ -28,38 +29,33 @@
 namespace floodgate {
 
 // A rule's view of a source: the address masked to the rule's prefix length, plus which rule
-// and family it belongs to (the same address under two rules is two independent keys).
+// and family it belongs to (the same address under two rules is two independent keys). The
+// table sees only its hash (LimitTable::hash).
 struct LimitKey {
     uint64_t addr_hi;  // address bytes 0-7, as loaded from memory (host order of raw bytes)
     uint64_t addr_lo;  // address bytes 8-15
     uint32_t tag;      // the rule's RuleState::key_id << 8 | IP family
 };
 
-struct LimitEntry {
-    uint64_t addr_hi;
-    uint64_t addr_lo;
+struct [[gnu::packed]] LimitEntry {
+    uint64_t hash;  // LimitTable::hash of the key
     // Theoretical arrival time. 0: free. <= now: expired, exactly equivalent to an absent
     // key, so the slot is free for any key. kReservedTat: claimed for a key whose packet is
     // being decided (see LimitTable::acquire).
     uint64_t tat_ns;
-    uint32_t tag;
     // Packets this core admitted for the key since it last published its consumption to the
     // other cores (Pipeline::publish); moves with the entry.
     uint32_t unpublished;
-
-    bool holds(const LimitKey &k) const {
-        return ((addr_hi ^ k.addr_hi) | (addr_lo ^ k.addr_lo) | (tag ^ k.tag)) == 0;
-    }
 };
-static_assert(sizeof(LimitEntry) == 32, "the README documents 32 bytes per entry");
+static_assert(sizeof(LimitEntry) == 20);
 
-inline constexpr unsigned kSlotsPerBucket = 4;
+inline constexpr unsigned kSlotsPerBucket = 3;
 inline constexpr uint64_t kReservedTat = UINT64_MAX;
 
-struct alignas(128) LimitBucket {
+struct alignas(64) LimitBucket {
     LimitEntry slot[kSlotsPerBucket];
 };
-static_assert(sizeof(LimitBucket) == 128);
+static_assert(sizeof(LimitBucket) == 64, "one cache line per bucket");
 
 struct LimitTableStats {
     uint64_t occupancy = 0;    // slots holding a TAT (live, reserved, or expired not yet swept)
@@ -77,7 +73,7 @@ TableMemory heap_table_memory();
 
 class LimitTable {
   public:
-    // Sizes the table so that `entries` live keys fit (plus 10% spare slots for cuckoo paths).
+    // Sizes the table so that `entries` live keys fit (plus 15% spare slots for cuckoo paths).
     LimitTable(uint64_t entries, const HashSeed &seed, TableMemory mem = heap_table_memory());
     ~LimitTable();
     LimitTable(const LimitTable &) = delete;
@@ -86,6 +82,7 @@ class LimitTable {
     bool ok() const { return buckets_ != nullptr; }
     static uint64_t bytes_for(uint64_t entries);
 
+    // Everything below identifies a key by this.
     uint64_t hash(const LimitKey &k) const {
         return keyed_hash(seed_, k.addr_hi, k.addr_lo, k.tag);
     }
@@ -94,22 +91,18 @@ class LimitTable {
     // to a helper made only of __builtin_prefetch (measured: 188 ns/packet at 1M keys without
     // any prefetch instruction in the binary).
     void prefetch(uint64_t h) const {
-        const char *a = reinterpret_cast<const char *>(&buckets_[first_bucket(h)]);
-        const char *b = reinterpret_cast<const char *>(&buckets_[second_bucket(h)]);
-        rte_prefetch0(a);
-        rte_prefetch0(a + 64);
-        rte_prefetch0(b);
-        rte_prefetch0(b + 64);
+        rte_prefetch0(&buckets_[first_bucket(h)]);
+        rte_prefetch0(&buckets_[second_bucket(h)]);
     }
 
-    // The entry holding k, or nullptr.
-    LimitEntry *find(const LimitKey &k, uint64_t h) {
+    // The entry holding the key of hash h (free or not), or nullptr.
+    LimitEntry *find(uint64_t h) {
         LimitBucket *a = &buckets_[first_bucket(h)];
         for (auto &e : a->slot)
-            if (e.holds(k)) return &e;
+            if (e.hash == h && e.tat_ns != 0) return &e;
         LimitBucket *b = &buckets_[second_bucket(h)];
         for (auto &e : b->slot)
-            if (e.holds(k)) return &e;
+            if (e.hash == h && e.tat_ns != 0) return &e;
         return nullptr;
     }
 
@@ -119,34 +112,33 @@ class LimitTable {
     // counts as live for every other insert, so several rules of one packet can never claim
     // the same free slot, until commit() or release() ends it. Returns nullptr when every
     // candidate slot is live: live entries are never evicted.
-    LimitEntry *acquire(const LimitKey &k, uint64_t h, uint64_t now_ns, uint64_t *tat_ns) {
-        LimitEntry *e = find(k, h);
+    LimitEntry *acquire(uint64_t h, uint64_t now_ns, uint64_t *tat_ns) {
+        LimitEntry *e = find(h);
         if (e != nullptr && e->tat_ns > now_ns) {
             *tat_ns = e->tat_ns;
             return e;
         }
         *tat_ns = 0;
-        if (e == nullptr) return insert(k, h, now_ns);
-        stats_.occupancy += e->tat_ns == 0;
-        e->tat_ns = kReservedTat;
+        if (e == nullptr) return insert(h, now_ns);
+        e->tat_ns = kReservedTat;  // expired: reserved in place (find skips free slots)
         return e;
     }
 
-    // Stores k's new TAT in e (from acquire) and returns where k now is. A later acquire for
-    // the same packet may have moved e along a cuckoo path, so it is looked up again when it
-    // no longer holds k.
-    LimitEntry *commit(LimitEntry *e, const LimitKey &k, uint64_t h, uint64_t tat_ns) {
-        if (!e->holds(k)) [[unlikely]]
-            e = find(k, h);
+    // Stores the key's new TAT in e (from acquire) and returns where the key now is. A later
+    // acquire for the same packet may have moved e along a cuckoo path, so it is looked up again
+    // when it no longer holds the key.
+    LimitEntry *commit(LimitEntry *e, uint64_t h, uint64_t tat_ns) {
+        if (e->hash != h) [[unlikely]]
+            e = find(h);
         e->tat_ns = tat_ns;
         return e;
     }
 
     // Gives back a reservation whose packet stored nothing (it was refused): the key is again
     // exactly as absent as before.
-    void release(LimitEntry *e, const LimitKey &k, uint64_t h) {
-        if (!e->holds(k)) [[unlikely]]
-            e = find(k, h);
+    void release(LimitEntry *e, uint64_t h) {
+        if (e->hash != h) [[unlikely]]
+            e = find(h);
         if (e->tat_ns != kReservedTat) return;
         e->tat_ns = 0;
         --stats_.occupancy;
@@ -170,9 +162,12 @@ class LimitTable {
         uint64_t b = ((h >> 32) * n_buckets_) >> 32;
         return b != a ? b : (a + 1 == n_buckets_ ? 0 : a + 1);
     }
-    uint64_t alternate_bucket(const LimitEntry &e, uint64_t current) const;
-    // Reserves a free slot for k (absent) at now_ns; see acquire().
-    LimitEntry *insert(const LimitKey &k, uint64_t h, uint64_t now_ns);
+    uint64_t alternate_bucket(const LimitEntry &e, uint64_t current) const {
+        uint64_t a = first_bucket(e.hash);
+        return a == current ? second_bucket(e.hash) : a;
+    }
+    // Reserves a free slot for the key of hash h (absent) at now_ns; see acquire().
+    LimitEntry *insert(uint64_t h, uint64_t now_ns);
 
     LimitBucket *buckets_ = nullptr;
     uint64_t n_buckets_ = 0;

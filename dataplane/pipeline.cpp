@@ -29,14 +29,14 @@ void Pipeline::note_admitted(LimitEntry *e, const Check &c) {
             return;
         }
         unpublished_.push_back(
-            Consumption{c.key, c.hash, 0, rules_->rules()[c.rule].profile.interval_ns, 0});
+            Consumption{c.hash, 0, rules_->rules()[c.rule].profile.interval_ns, 0});
     }
     ++e->unpublished;
 }
 
 void Pipeline::publish(std::vector<Consumption> *out) {
     for (Consumption &c : unpublished_) {
-        LimitEntry *e = table_->find(c.key, c.hash);
+        LimitEntry *e = table_->find(c.hash);
         if (e == nullptr || e->unpublished == 0) continue;  // expired and reused since
         c.packets = e->unpublished;
         out->push_back(c);
@@ -47,12 +47,12 @@ void Pipeline::publish(std::vector<Consumption> *out) {
 
 void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
     uint64_t tat_ns;
-    LimitEntry *e = table_->acquire(c.key, c.hash, now_ns, &tat_ns);
+    LimitEntry *e = table_->acquire(c.hash, now_ns, &tat_ns);
     if (e == nullptr) {
         ++counters_.merge_table_full;
         return;
     }
-    table_->commit(e, c.key, c.hash, std::max(tat_ns, now_ns) + c.packets * c.interval_ns);
+    table_->commit(e, c.hash, std::max(tat_ns, now_ns) + c.packets * c.interval_ns);
 }
 
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
@@ -90,7 +90,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
         uint64_t tat_ns;
-        c.entry = table_->acquire(c.key, c.hash, now_ns, &tat_ns);
+        c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
         c.reserved = c.entry != nullptr && tat_ns == 0;
         if (c.entry != nullptr)
             c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
@@ -115,7 +115,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         ++mine(rules[checks[blamed].rule]).counters.refused;
         ++counters_.rate_limited;
         for (unsigned i = 0; i < n_checks; ++i)
-            if (checks[i].reserved) table_->release(checks[i].entry, checks[i].key, checks[i].hash);
+            if (checks[i].reserved) table_->release(checks[i].entry, checks[i].hash);
         return Verdict::drop;
     }
     for (unsigned i = 0; i < n_checks; ++i) {
@@ -126,10 +126,10 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
             if (c.admitted && r.on_table_full == TableFullPolicy::shared)
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
-            LimitEntry *e = table_->commit(c.entry, c.key, c.hash, c.new_tat_ns);
+            LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
             if (merging_) note_admitted(e, c);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
-            table_->release(c.entry, c.key, c.hash);
+            table_->release(c.entry, c.hash);
         }
     }
     return Verdict::pass;

@@ -36,8 +36,7 @@ enum class Verdict : uint8_t { pass, drop };
 // It carries the rule's emission interval rather than the rule, so that it means the same
 // after a ruleset swap.
 struct Consumption {
-    LimitKey key;
-    uint64_t hash;
+    uint64_t hash;          // the key's LimitTable::hash: the same on every core (one seed)
     uint64_t published_ns;  // when the core published it (for the merge lag)
     uint64_t interval_ns;   // the rule's T when the packets were admitted
     uint32_t packets;

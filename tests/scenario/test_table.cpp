@@ -118,25 +118,27 @@ TEST_F(Scenario, TwoMillionSpoofedSourcesWithThreeHeavyHitters) {
 // A table too small for its live keys, under each on_table_full policy.
 //
 // `table: { entries_per_core: 1 }` gives the smallest table the dataplane makes: 2 buckets of
-// 4 slots, and since a key's two candidate buckets are then always both buckets, every key may
-// use all 8 slots. Live entries are never evicted, so with one rule a new key finds the table
-// full exactly when 8 keys have a TAT after now.
+// 3 slots, and since a key's two candidate buckets are then always both buckets, every key may
+// use all 6 slots. Live entries are never evicted, so with one rule a new key finds the table
+// full exactly when 6 keys have a TAT after now.
 //
 // One rule of 10/s with bursts of 2 (T = 100 ms, tau = 200 ms). Sources sending 20/s stay
 // live: once their burst is spent, every other packet is admitted and leaves the TAT tau ahead
 // of it, so each arrival finds the TAT at least T ahead.
-//   - 8 residents at 20/s from 0 to 1 s: they take the 8 slots and keep them.
+//   - 6 residents at 20/s from 0 to 1 s: they take the 6 slots and keep them.
 //   - 12 latecomers send 3 packets each between 200 and 840 ms: every one finds the table full.
-//   - From 1.5 s (every resident long expired) the latecomers return at 20/s, 7 ms apart. The
-//     first 8 take the slots; latecomers 0-3 stop after 4 packets, so their TATs end at
-//     1.8 s + 7 ms x i, and latecomers 8-11, full until then, get in one by one.
-//   - Latecomer 8 also probes at 1.8 s - 1 us and at 1.8 s exactly, when latecomer 0's TAT
+//   - From 1.5 s (every resident long expired) latecomers 0-9 return at 20/s, 1 ms apart. The
+//     first 6 take the slots; latecomers 0-3 stop after 4 packets, so their TATs end at
+//     1.8 s + i ms, and latecomers 6-9 find the table full six times each (1.506 s + i ms to
+//     1.756 s + i ms), then get in at their seventh packet.
+//   - Latecomer 6 also probes at 1.8 s - 1 us and at 1.8 s exactly, when latecomer 0's TAT
 //     reaches 1.8 s: full, then a free slot (a TAT equal to now has expired).
 
-constexpr uint64_t kTinyTableLiveKeys = 8;  // entries_per_core 1: 2 buckets x 4 slots
-constexpr int kResidents = 8;
+constexpr uint64_t kTinyTableLiveKeys = 6;  // entries_per_core 1: 2 buckets x 3 slots
+constexpr int kResidents = 6;
 constexpr int kLatecomers = 12;
-constexpr int kProbingLatecomer = 8;
+constexpr int kReturning = 10;  // latecomers 0-9 come back at 1.5 s
+constexpr int kProbingLatecomer = 6;
 const uint64_t kProbeNs = kStartNs + ms(1800);
 
 std::string tiny_table_rules(const char *on_table_full) {
@@ -160,10 +162,10 @@ Traffic tiny_table_traffic() {
     Traffic t;
     const uint64_t s = kStartNs;
     for (int i = 0; i < kResidents; ++i) t.every(s + i * ms(5), per_second(20), 20, resident(i));
-    for (int i = 0; i < kLatecomers; ++i) {
+    for (int i = 0; i < kLatecomers; ++i)
         t.every(s + ms(200) + i * ms(40), ms(100), 3, latecomer(i));
-        t.every(s + ms(1500) + i * ms(7), per_second(20), i < 4 ? 4 : 10, latecomer(i));
-    }
+    for (int i = 0; i < kReturning; ++i)
+        t.every(s + ms(1500) + i * ms(1), per_second(20), i < 4 ? 4 : 10, latecomer(i));
     t.every(kProbeNs - kNsPerUs, kNsPerUs, 2, latecomer(kProbingLatecomer));
     return t;
 }
@@ -209,10 +211,10 @@ class TableFull : public Scenario {
         ASSERT_EQ(seen->probes_full.size(), 2u);
         EXPECT_TRUE(seen->probes_full[0]) << "1 us before latecomer 0's TAT";
         EXPECT_FALSE(seen->probes_full[1]) << "at latecomer 0's TAT";
-        // Whatever the policy: those 36, then latecomers 8-11 five times each before their
+        // Whatever the policy: those 36, then latecomers 6-9 six times each before their
         // slots free up, and the first probe.
         const ModelCounters &c = model_->counters();
-        EXPECT_EQ(c.table_full_events, 36u + 4 * 5 + 1);
+        EXPECT_EQ(c.table_full_events, 36u + 4 * 6 + 1);
         EXPECT_EQ(c.table_full_events, seen->full_passed + seen->full_dropped);
     }
 };
