@@ -55,10 +55,18 @@ unsigned HeavyHitters::smallest() {
 
 void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_len,
                        uint64_t hash) {
+    // A flood repeats its source: the counter that took the last refusal is checked first,
+    // which spares the tag scan for every packet of a run (a full 64-bit keyed hash match,
+    // as good an identity as the limit table's).
+    if (hash_[last_] == hash && used_ > last_) {
+        ++count_[last_];
+        return;
+    }
     uint32_t tag = tag_of(hash);
     int c = find(hi, lo, family, tag);
     if (c >= 0) {
         ++count_[c];
+        last_ = static_cast<unsigned>(c);
         return;
     }
     unsigned slot;
@@ -73,6 +81,7 @@ void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_
     count_[slot] = floor + 1;
     source_[slot] = {hi, lo, floor, family, prefix_len};
     hash_[slot] = hash;
+    last_ = slot;
 }
 
 std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {

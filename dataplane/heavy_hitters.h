@@ -52,6 +52,7 @@ class HeavyHitters {
     unsigned used_ = 0;
     uint64_t min_count_ = 0;  // no counter is below this once all are used
     unsigned cursor_ = 0;     // where the search for a counter at min_count_ resumes
+    unsigned last_ = 0;       // the counter the last add() went to
 };
 
 }  // namespace floodgate

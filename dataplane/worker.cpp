@@ -101,7 +101,8 @@ void Worker::run(uint64_t tsc0) {
         // The ruleset for this pass; the quiescent report at the end of the pass lets a
         // swapped-out one be freed (LiveRuleSet).
         pipeline_->set_rules(rules_->current());
-        uint64_t now = epoch_ns + clock.ns(rte_rdtsc() - tsc0);
+        const uint64_t tsc = rte_rdtsc();
+        uint64_t now = epoch_ns + clock.ns(tsc - tsc0);
         if (merge_ != nullptr) {
             if (now >= next_exchange_ns) {
                 publish_consumption(now);
@@ -123,14 +124,20 @@ void Worker::run(uint64_t tsc0) {
             }
             pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
             filtered_.rx += n;
+            rte_mbuf *dropped[kMaxBurst];
+            unsigned n_dropped = 0;
             for (uint16_t i = 0; i < n; ++i) {
                 if (verdicts[i] == Verdict::pass) {
                     filtered_.tx += 1;
                     rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
                 } else {
-                    rte_pktmbuf_free(pkts[i]);
+                    dropped[n_dropped++] = pkts[i];
                 }
             }
+            // One call back to the mempool for the burst's drops (a flood drops most).
+            rte_pktmbuf_free_bulk(dropped, n_dropped);
+            rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+            busy_tsc_ += rte_rdtsc() - tsc;
         }
         rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
 

@@ -43,6 +43,10 @@ class Worker {
     uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
+    // TSC cycles spent on non-empty outside bursts, from the clock read before the receive to
+    // after the passed frames were handed to the TX queue: busy_tsc / filtered().rx is the
+    // cost of a packet inside floodgate, I/O included.
+    uint64_t busy_tsc() const { return busy_tsc_; }
 
   private:
     WorkerPorts ports_;
@@ -58,6 +62,7 @@ class Worker {
     std::vector<Consumption> published_;  // capacity reserved once
     uint64_t merge_records_lost_ = 0;
     uint64_t merge_max_lag_ns_ = 0;
+    uint64_t busy_tsc_ = 0;
 
     void publish_consumption(uint64_t now_ns);
     void apply_consumption(uint64_t now_ns);
