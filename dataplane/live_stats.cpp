@@ -1,5 +1,6 @@
 #include "dataplane/live_stats.h"
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include <algorithm>
@@ -60,6 +61,7 @@ ordered_json core(unsigned index, unsigned lcore, const Worker &w) {
                   {"full_events", t.stats().full_events}};
     j["filtered"] = port_counters(w.filtered());
     j["returning"] = port_counters(w.returning());
+    j["busy_tsc"] = w.busy_tsc();
     j["merge_max_lag_ns"] = w.merge_max_lag_ns();
     j["merge_records_lost"] = w.merge_records_lost();
     return j;
@@ -85,6 +87,14 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
         lag = std::max(lag, workers[i]->merge_max_lag_ns());
     }
     stats["cores"] = cores;
+    uint64_t busy = 0, rx = 0;
+    for (const auto &w : workers) {
+        busy += w->busy_tsc();
+        rx += w->filtered().rx;
+    }
+    stats["cycles"] = {{"tsc_hz", rte_get_tsc_hz()},
+                       {"busy_tsc", busy},
+                       {"per_packet", rx > 0 ? static_cast<double>(busy) / rx : 0.0}};
     stats["merge"] = {{"workers", workers.size()},
                       {"interval_ns", view.merge_interval_ns},
                       {"max_lag_ns", lag},

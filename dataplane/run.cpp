@@ -47,6 +47,8 @@ struct RunOptions {
     int inside = -1;  // -1: port 1 when there are two ports, else one-port mode
     double stats_interval_s = 0;
     uint64_t merge_interval_ns = 1000000;
+    unsigned mbufs = 0;  // 0: enough for every RX ring, computed from the workers
+    unsigned mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
 };
 
 void usage(std::FILE *to) {
@@ -54,6 +56,7 @@ void usage(std::FILE *to) {
         "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
         "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
         "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
+        "           [--mbufs N] [--mbuf-size BYTES]\n"
         "Filters frames received on the outside port and sends the passed ones out of the inside\n"
         "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
         "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
@@ -61,7 +64,9 @@ void usage(std::FILE *to) {
         "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit.\n"
         "With several workers, their consumption is merged every --merge-interval-us (1000).\n"
         "floodctl's daemon changes rules and overrides through --control (default\n"
-        "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n",
+        "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n"
+        "--mbufs and --mbuf-size (data room, headroom included, like testpmd's) size the mbuf\n"
+        "pool; by default it holds every RX ring full with 2176-byte mbufs.\n",
         to);
 }
 
@@ -73,6 +78,8 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {"stats", required_argument, nullptr, 's'},
                                       {"merge-interval-us", required_argument, nullptr, 'm'},
                                       {"control", required_argument, nullptr, 'C'},
+                                      {"mbufs", required_argument, nullptr, 'N'},
+                                      {"mbuf-size", required_argument, nullptr, 'S'},
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
@@ -97,6 +104,25 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 case 'C':
                     o->control = optarg;
                     break;
+                case 'N': {
+                    long long n = std::stoll(optarg);
+                    if (n < 1024 || n > (1ll << 30)) {
+                        std::fputs("floodgate run: --mbufs takes 1024 to 2^30\n", stderr);
+                        return false;
+                    }
+                    o->mbufs = static_cast<unsigned>(n);
+                    break;
+                }
+                case 'S': {
+                    long long n = std::stoll(optarg);
+                    if (n < RTE_PKTMBUF_HEADROOM + 64 || n > 65535) {
+                        std::fprintf(stderr, "floodgate run: --mbuf-size takes %d to 65535\n",
+                                     RTE_PKTMBUF_HEADROOM + 64);
+                        return false;
+                    }
+                    o->mbuf_size = static_cast<unsigned>(n);
+                    break;
+                }
                 case 'm': {
                     long long us = std::stoll(optarg);
                     if (us < 1 || us > 10000000) {
@@ -187,9 +213,10 @@ int run_dataplane(const RunOptions &opt, const RulesSource &source, const Config
     if (opt.control != "none" && !control.listen(opt.control, &error)) return fail(error);
 
     // Mbufs: every RX ring full on both ports, plus a burst in flight and a cache per worker.
-    const unsigned n_mbufs = 2 * n_workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
+    const unsigned n_mbufs =
+        opt.mbufs != 0 ? opt.mbufs : 2 * n_workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
     std::unique_ptr<rte_mempool, void (*)(rte_mempool *)> pool(
-        rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+        rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0, static_cast<uint16_t>(opt.mbuf_size),
                                 static_cast<int>(rte_socket_id())),
         rte_mempool_free);
     if (!pool)
