@@ -1,9 +1,16 @@
 // floodgate-gen: writes generated traffic as pcap files, for the demo and for load tests.
 //
 //   floodgate-gen demo --out demo.pcap      a 10-second mixed attack on legitimate traffic
+//   floodgate-gen lab --out lab.pcap        the lab test's 3 seconds
+//   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d --out mix.pcap
+//                                           the benchmark mixes (perf/harness.py), 64-byte
+//                                           frames on the wire (IPv6: 66, its minimum)
 //
 // Deterministic (fixed seed): the same command writes the same bytes. Addresses are inside
-// 198.18.0.0/15 and 2001:db8::/32 only.
+// 198.18.0.0/15 and 2001:db8::/32, except mix-b's 1,048,576 distinct sources, which need
+// more than a /15: they are drawn from 10.0.0.0/8 and that mix is only ever replayed inside
+// one process or over shared memory, never sent on a network (mix-b15 is its /15 variant).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -19,6 +26,8 @@ namespace {
 
 using floodgate::test::Frame;
 using floodgate::test::PacketBuilder;
+using Ipv4 = floodgate::test::Ipv4Addr;
+using Ipv6 = floodgate::test::Ipv6Addr;
 
 constexpr uint64_t kSecond = 1000000000;
 
@@ -183,17 +192,92 @@ int lab(const std::string &out) {
     return write_streams(streams, out);
 }
 
+// Benchmark mixes: frames with no timing of their own (a replay loops over them as fast as it
+// can), 1 us apart in the file. UDP to port 53, 64 bytes on the wire with the FCS.
+Frame udp64(const Ipv4 &src) {
+    return PacketBuilder().ipv4(src, Ipv4{198, 18, 255, 1}).udp(40000, 53).payload(18).build();
+}
+
+// Microsecond pcap, which every replay tool reads (Pktgen-DPDK refuses nanosecond files).
+int write_frames(const std::vector<Frame> &frames, const std::string &out) {
+    floodgate::test::PcapWriter w(out, floodgate::test::PcapPrecision::micro);
+    for (size_t i = 0; i < frames.size(); ++i) w.write(kSecond + i * 1000, frames[i]);
+    w.close();
+    std::printf("wrote %zu frames to %s\n", frames.size(), out.c_str());
+    return 0;
+}
+
+Ipv4 from_u32(uint32_t a) {
+    return Ipv4{static_cast<uint8_t>(a >> 24), static_cast<uint8_t>(a >> 16),
+                static_cast<uint8_t>(a >> 8), static_cast<uint8_t>(a)};
+}
+
+// The n addresses base .. base + n - 1, in a random order.
+std::vector<uint32_t> shuffled_range(uint32_t base, uint32_t n, std::mt19937_64 &rng) {
+    std::vector<uint32_t> v(n);
+    for (uint32_t i = 0; i < n; ++i) v[i] = base + i;
+    std::shuffle(v.begin(), v.end(), rng);
+    return v;
+}
+
+int mix(const std::string &name, const std::string &out) {
+    std::mt19937_64 rng(20261130);
+    std::vector<Frame> frames;
+    if (name == "mix-a") {  // (a) one source flooding
+        frames.assign(4096, udp64(Ipv4{198, 18, 66, 6}));
+    } else if (name == "mix-b") {  // (b) 1,048,576 random sources, each once per pass
+        for (uint32_t a : shuffled_range(0x0a000000u, 1u << 20, rng))
+            frames.push_back(udp64(from_u32(a)));
+    } else if (name == "mix-b15") {  // (b) inside 198.18.0.0/15: 131,072 sources, each 8 times
+        for (int pass = 0; pass < 8; ++pass)
+            for (uint32_t a : shuffled_range(0xc6120000u, 1u << 17, rng))
+                frames.push_back(udp64(from_u32(a)));
+    } else if (name == "mix-c") {  // (c) IPv6 sources over 65,536 /64s, random interface ids
+        for (int pass = 0; pass < 4; ++pass)
+            for (uint32_t net : shuffled_range(0, 1u << 16, rng)) {
+                Ipv6 src{0x20,
+                         0x01,
+                         0x0d,
+                         0xb8,
+                         0,
+                         0,
+                         static_cast<uint8_t>(net >> 8),
+                         static_cast<uint8_t>(net)};
+                uint64_t iid = rng();
+                for (int i = 0; i < 8; ++i) src[8 + i] = static_cast<uint8_t>(iid >> (8 * i));
+                Ipv6 dst{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+                frames.push_back(PacketBuilder().ipv6(src, dst).udp(40000, 53).build());
+            }
+    } else if (name == "mix-d") {
+        // (d) 90% flood from 1,000 sources (198.18.0.0 - 198.18.3.231), 10% from 100,000
+        // legitimate ones (198.18.16.0 and up), each of them once per pass: replayed at
+        // 10 Mpps, a pass takes 0.1 s, so each sends 10/s, under perf/perf.yaml's 100/s.
+        std::vector<uint32_t> legit = shuffled_range(0xc6121000u, 100000, rng);
+        std::uniform_int_distribution<uint32_t> flood(0, 999);
+        for (uint32_t i = 0; i < 1000000; ++i)
+            frames.push_back(
+                udp64(from_u32(i % 10 == 9 ? legit[i / 10] : 0xc6120000u + flood(rng))));
+    } else {
+        return -1;
+    }
+    return write_frames(frames, out);
+}
+
 void usage(std::FILE *to) {
-    std::fputs("usage: floodgate-gen demo|lab --out FILE.pcap\n", to);
+    std::fputs("usage: floodgate-gen demo|lab|mix-a|mix-b|mix-b15|mix-c|mix-d --out FILE.pcap\n",
+               to);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc == 4 && std::strcmp(argv[2], "--out") == 0 &&
-        (std::strcmp(argv[1], "demo") == 0 || std::strcmp(argv[1], "lab") == 0)) {
+    if (argc == 4 && std::strcmp(argv[2], "--out") == 0) {
+        const std::string what = argv[1];
         try {
-            return std::strcmp(argv[1], "demo") == 0 ? demo(argv[3]) : lab(argv[3]);
+            if (what == "demo") return demo(argv[3]);
+            if (what == "lab") return lab(argv[3]);
+            int rc = mix(what, argv[3]);
+            if (rc >= 0) return rc;
         } catch (const std::exception &e) {
             std::fprintf(stderr, "floodgate-gen: %s\n", e.what());
             return 1;
