@@ -22,12 +22,13 @@ inline constexpr uint16_t kMaxBurst = 32;
 // (263k buckets) is swept every ~0.2 s, for 4 x 128 bytes of extra reads per burst.
 inline constexpr uint32_t kSweepBucketsPerBurst = 4;
 
-// How many table lookups ahead stage 2 prefetches. Prefetching a whole burst at once (128
-// cache lines) stalls on the CPU's miss buffers and load queue: measured on this project's
-// 2-core EPYC VM at 16M keys, table lookups after parsing took 261 ns/key with all 32
-// prefetched up front and 52 ns/key at a distance of 16 (perf/bench_decision shows the
-// whole-pipeline effect).
-inline constexpr unsigned kPrefetchAhead = 16;
+// How many table lookups ahead stage 2 prefetches: a whole burst of single-rule checks, at
+// 2 cache lines (one per candidate bucket) each. Measured with perf/bench_decision on this
+// project's 2-core EPYC VM, 16M keys, every packet refused, ns/packet: 70-123 prefetching 32
+// ahead, 73-233 at 16 ahead, and 173-252 prefetching in stage 1 as each hash is computed
+// (too early: the lines are evicted or the miss buffers are full before they are used).
+// With the former 128-byte buckets (4 lines per lookup) a whole burst stalled; 16 was best.
+inline constexpr unsigned kPrefetchAhead = 32;
 
 enum class Verdict : uint8_t { pass, drop };
 

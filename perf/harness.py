@@ -1,0 +1,502 @@
+#!/usr/bin/python3
+"""floodgate's performance harness: every case, side by side with its baseline, as ratios.
+
+    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro] [--quick]
+
+Writes perf/results/<date>.json; perf/report.py turns it into perf/RESULTS.md. As root.
+
+Mixes (floodgate-gen, 64-byte frames): a one source; b 1,048,576 random sources (b15: the
+131,072 of 198.18.0.0/15, for the case that sends on a veth); c IPv6 sources over 65,536 /64s;
+d 90% flood from 1,000 sources and 10% legitimate traffic under its limits.
+
+Cases, each peer run in turn (baseline first on even repetitions, floodgate first on odd):
+  1  in-process I/O: dpdk-testpmd --forward-mode=io and floodgate run (one worker), both
+     reading the mix from net_pcap (infinite_rx) and sending to net_null, same EAL options,
+     same mbuf pool (count and size).
+  2  two processes over shared memory: floodgate-tx writes the mix into net_memif; testpmd
+     rxonly, testpmd io (to net_null) or floodgate receive it.
+  3  the kernel: floodgate-tx sends the mix over a veth pair between two namespaces
+     (198.18.0.0/15 and 2001:db8::/32 only); nftables (a dynamic set with `limit rate over`,
+     per source) or floodgate on net_af_xdp (net_af_packet where AF_XDP is refused) judges it.
+  micro: perf/bench_decision (per-packet decision at 1K, 1M and 16M live keys) and
+     perf/bench_table (the table against rte_hash + rte_meter).
+Rates are medians of one-second samples after a warm-up; each peer's figure is the median of
+its repetitions.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "mix-d"}
+MBUF_SIZE = 256  # data room, headroom included: a 64-byte frame fits; the same for every peer
+
+
+def log(msg):
+    print("harness: " + msg, file=sys.stderr, flush=True)
+
+
+def eal_memory(mb):
+    out = subprocess.run(["bash", os.path.join(ROOT, "scripts/hugepages.sh"), str(mb)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return out
+
+
+class Lines:
+    """A process's output, line by line, with a timeout (select on the raw pipe: a buffered
+    reader would hold lines select cannot see)."""
+
+    def __init__(self, p):
+        self.fd, self.buf, self.eof = p.stdout.fileno(), b"", False
+
+    def next(self, timeout):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf and not self.eof:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 65536)
+            self.eof = not chunk
+            self.buf += chunk
+        if b"\n" not in self.buf:
+            line, self.buf = self.buf, b""
+            return line.decode(errors="replace") if line else None
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode(errors="replace") + "\n"
+
+
+class Sampler:
+    """Runs a process and turns its per-second output lines into rate samples."""
+
+    def __init__(self, cmd, parse, cwd=None):
+        self.cmd, self.parse, self.cwd = cmd, parse, cwd
+        self.lines = []
+
+    def run(self, warmup, samples, timeout):
+        p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             cwd=self.cwd, start_new_session=True)
+        values, state, out = [], {}, Lines(p)
+        end = time.monotonic() + timeout
+        try:
+            while len(values) < warmup + samples and time.monotonic() < end:
+                line = out.next(1.0)
+                if line is None:
+                    if out.eof or p.poll() is not None:
+                        break
+                    continue
+                self.lines.append(line)
+                v = self.parse(line, state)
+                if v is not None:
+                    values.append(v)
+        finally:
+            stop(p)
+            rest = p.stdout.read() if p.stdout else b""
+            self.lines += rest.decode(errors="replace").splitlines(True)
+        if len(values) < warmup + samples:
+            raise RuntimeError("%s: %d samples of %d; last output:\n%s" % (
+                os.path.basename(self.cmd[0]), len(values), warmup + samples,
+                "".join(self.lines[-15:])))
+        return values[warmup:]
+
+
+def stop(p, grace=20):
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def testpmd_parser(port):
+    """testpmd --stats-period 1 prints each port's block in port order; Rx-pps of `port`."""
+    def parse(line, state):
+        if "NIC statistics for port" in line:
+            state["port"] = int(re.search(r"port (\d+)", line).group(1))
+        m = re.search(r"Rx-pps:\s+(\d+)", line)
+        if m and state.get("port") == port:
+            return float(m.group(1))
+        return None
+    return parse
+
+
+def floodgate_parser(line, state):
+    """floodgate run --stats-interval 1: "outside rx N: ..." lines; the rate between two."""
+    m = re.match(r"outside rx (\d+):", line)
+    if not m:
+        return None
+    now, n = time.monotonic(), int(m.group(1))
+    prev = state.get("prev")
+    state["prev"] = (now, n)
+    if prev is None or now <= prev[0]:
+        return None
+    return (n - prev[1]) / (now - prev[0])
+
+
+def tx_parser(line, state):
+    m = re.match(r"tx (\d+) pps", line)
+    return float(m.group(1)) if m else None
+
+
+class Harness:
+    def __init__(self, args):
+        self.args = args
+        self.build = os.path.abspath(args.build)
+        self.bin = {
+            "floodgate": os.path.join(self.build, "dataplane/floodgate"),
+            "gen": os.path.join(self.build, "perf/floodgate-gen"),
+            "tx": os.path.join(self.build, "perf/floodgate-tx"),
+            "bench_decision": os.path.join(self.build, "perf/bench_decision"),
+            "bench_table": os.path.join(self.build, "perf/bench_table"),
+        }
+        self.work = tempfile.mkdtemp(prefix="floodgate-perf-")
+        self.config = os.path.join(ROOT, "perf/perf.yaml")
+        self.cpu_worker = 1 if os.cpu_count() > 1 else 0
+        self.results = {"cases": {}}
+
+    def mix(self, name):
+        path = os.path.join(self.work, MIX_FILES[name] + ".pcap")
+        if not os.path.exists(path):
+            subprocess.run([self.bin["gen"], MIX_FILES[name], "--out", path], check=True,
+                           stdout=subprocess.DEVNULL)
+        return path
+
+    @staticmethod
+    def frames(path):
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            f.read(24)
+            n = 0
+            while True:
+                h = f.read(16)
+                if len(h) < 16:
+                    return n
+                f.seek(int.from_bytes(h[8:12], "little"), 1)
+                n += 1
+        return size
+
+    def mbufs(self, path):
+        # net_pcap keeps the whole capture in mbufs (infinite_rx); room for the rings on top.
+        return self.frames(path) + 32768
+
+    def eal(self, prefix, lcores, mb):
+        return ["--lcores", lcores, "--no-pci", "--file-prefix", prefix, "--log-level", "error"] + \
+            eal_memory(mb)
+
+    def lcores(self):
+        return "0@0,1@%d" % self.cpu_worker
+
+    # --- peers -------------------------------------------------------------------------
+    def testpmd(self, ports_vdevs, mode, mbufs, prefix, rx_port=0, netns=None):
+        cmd = ["dpdk-testpmd"] + self.eal(prefix, self.lcores(), 2048) + ports_vdevs + [
+            "--", "--forward-mode=" + mode, "--total-num-mbufs=%d" % mbufs,
+            "--mbuf-size=%d" % MBUF_SIZE, "--rxd=1024", "--txd=1024", "--burst=32",
+            "--stats-period", "1", "--rxq=1", "--txq=1"]
+        return Sampler(self.netns(netns) + cmd, testpmd_parser(rx_port))
+
+    def floodgate(self, ports_vdevs, mbufs, prefix, stats, netns=None, mbuf_size=MBUF_SIZE):
+        cmd = [self.bin["floodgate"], "run"] + self.eal(prefix, self.lcores(), 2048) + \
+            ports_vdevs + ["--", "--config", self.config, "--control", "none",
+                           "--stats-interval", "1", "--stats", stats, "--mbufs", str(mbufs),
+                           "--mbuf-size", str(mbuf_size)]
+        return Sampler(self.netns(netns) + cmd, floodgate_parser)
+
+    @staticmethod
+    def netns(ns):
+        return ["ip", "netns", "exec", ns] if ns else []
+
+    def measure(self, sampler):
+        a = self.args
+        values = sampler.run(warmup=2, samples=a.seconds, timeout=a.seconds + 120)
+        return statistics.median(values)
+
+    def cycles_per_packet(self, stats):
+        try:
+            with open(stats) as f:
+                return json.load(f)["cycles"]["per_packet"]
+        except (OSError, KeyError, ValueError):
+            return None
+
+    # --- case 1 ------------------------------------------------------------------------
+    def case1(self):
+        out = []
+        for mix in self.args.mixes:
+            path = self.mix(mix)
+            vdevs = ["--vdev", "net_pcap0,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null" % path,
+                     "--vdev", "net_null0,no-rx=1"]
+            row = {"mix": mix, "frames": self.frames(path), "testpmd_io": [], "floodgate": [],
+                   "floodgate_cycles_per_packet": []}
+            for rep in range(self.args.reps):
+                order = ["testpmd_io", "floodgate"] if rep % 2 == 0 else ["floodgate",
+                                                                          "testpmd_io"]
+                for peer in order:
+                    log("case 1, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
+                    if peer == "testpmd_io":
+                        row[peer].append(self.measure(self.testpmd(
+                            vdevs, "io", self.mbufs(path), "fgp-tp")))
+                    else:
+                        stats = os.path.join(self.work, "stats.json")
+                        row[peer].append(self.measure(self.floodgate(
+                            vdevs, self.mbufs(path), "fgp-fg", stats)))
+                        row["floodgate_cycles_per_packet"].append(self.cycles_per_packet(stats))
+            out.append(summarise(row, "floodgate", ["testpmd_io"]))
+        self.results["cases"]["1"] = out
+
+    # --- case 2 ------------------------------------------------------------------------
+    def case2(self):
+        out = []
+        sock = os.path.join(self.work, "memif.sock")
+        for mix in self.args.mixes:
+            path = self.mix(mix)
+            memif = "net_memif0,role=client,socket=%s,socket-abstract=no" % sock
+            row = {"mix": mix, "frames": self.frames(path), "testpmd_rxonly": [],
+                   "testpmd_io": [], "floodgate": [], "generator": []}
+            peers = ["testpmd_rxonly", "testpmd_io", "floodgate"]
+            for rep in range(self.args.reps):
+                for peer in (peers if rep % 2 == 0 else peers[::-1]):
+                    log("case 2, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
+                    if os.path.exists(sock):
+                        os.unlink(sock)  # left by the last generator
+                    gen = subprocess.Popen(
+                        [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix",
+                         "fgp-gen", "--log-level", "error"] + eal_memory(2048) + [
+                            "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
+                            "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                        start_new_session=True)
+                    try:
+                        # The server's socket must exist before the client looks for it.
+                        end = time.monotonic() + 60
+                        while not os.path.exists(sock) and time.monotonic() < end:
+                            if gen.poll() is not None:
+                                raise RuntimeError("floodgate-tx: " + gen.stdout.read())
+                            time.sleep(0.05)
+                        if peer == "testpmd_rxonly":
+                            s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
+                        elif peer == "testpmd_io":
+                            s = self.testpmd(["--vdev", memif, "--vdev", "net_null0,no-rx=1"],
+                                             "io", 65536, "fgp-tp")
+                        else:
+                            s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"],
+                                               65536, "fgp-fg",
+                                               os.path.join(self.work, "stats.json"))
+                        row[peer].append(self.measure(s))
+                    finally:
+                        stop(gen)
+                        sent = [tx_parser(l, {}) for l in gen.stdout.read().splitlines()]
+                        sent = [v for v in sent if v]
+                        row["generator"].append(statistics.median(sent) if sent else None)
+            out.append(summarise(row, "floodgate", ["testpmd_io", "testpmd_rxonly"]))
+        self.results["cases"]["2"] = out
+
+    # --- case 3 ------------------------------------------------------------------------
+    def case3(self):
+        out = []
+        tag = "fgp%d" % os.getpid()
+        gen_ns, flt_ns = tag + "-gen", tag + "-flt"
+        try:
+            self.veth(tag, gen_ns, flt_ns)
+            pmd = "af_xdp" if self.af_xdp_works(tag, flt_ns) else "af_packet"
+            for mix in [m if m != "b" else "b15" for m in self.args.mixes]:
+                path = self.mix(mix)
+                row = {"mix": mix, "frames": self.frames(path), "pmd": pmd, "nftables": [],
+                       "floodgate": [], "generator": []}
+                for rep in range(self.args.reps):
+                    order = ["nftables", "floodgate"] if rep % 2 == 0 else ["floodgate",
+                                                                            "nftables"]
+                    for peer in order:
+                        log("case 3, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
+                        row[peer].append(self.kernel_run(peer, tag, gen_ns, flt_ns, pmd, path,
+                                                         row))
+                out.append(summarise(row, "floodgate", ["nftables"]))
+        finally:
+            for ns in (gen_ns, flt_ns):
+                subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+        self.results["cases"]["3"] = out
+
+    def veth(self, tag, gen_ns, flt_ns):
+        sh = lambda *c: subprocess.run(list(c), check=True)  # noqa: E731
+        sh("ip", "netns", "add", gen_ns)
+        sh("ip", "netns", "add", flt_ns)
+        sh("ip", "link", "add", tag + "-g", "type", "veth", "peer", "name", tag + "-f")
+        sh("ip", "link", "set", tag + "-g", "netns", gen_ns)
+        sh("ip", "link", "set", tag + "-f", "netns", flt_ns)
+        for ns, dev in ((gen_ns, tag + "-g"), (flt_ns, tag + "-f")):
+            sh("ip", "netns", "exec", ns, "sh", "-c",
+               "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % dev)
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+
+    def af_xdp_works(self, tag, flt_ns):
+        """Whether floodgate starts on net_af_xdp on the veth (the kernel may refuse)."""
+        p = subprocess.Popen(self.netns(flt_ns) + [
+            self.bin["floodgate"], "run"] + self.eal("fgp-probe", self.lcores(), 512) + [
+            "--vdev", "net_af_xdp0,iface=%s-f,start_queue=0,queue_count=1" % tag, "--vdev",
+            "net_null0,no-rx=1", "--", "--config", self.config, "--control", "none"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        started, out = False, Lines(p)
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not out.eof:
+            line = out.next(1.0)
+            if line and line.startswith("floodgate: "):
+                started = True
+                break
+        stop(p)
+        log("net_af_xdp on the veth: " + ("works" if started else "refused, using net_af_packet"))
+        return started
+
+    def kernel_run(self, peer, tag, gen_ns, flt_ns, pmd, path, row):
+        dev = tag + "-f"
+        gen = subprocess.Popen(
+            self.netns(gen_ns) + [self.bin["tx"], "--lcores", "0@0", "--no-pci",
+                                  "--file-prefix", "fgp-gen", "--log-level", "error"] +
+            eal_memory(2048) + ["--vdev", "net_af_packet0,iface=%s-g" % tag, "--", "--pcap",
+                                path, "--seconds", str(self.args.seconds + 60)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            if peer == "nftables":
+                return self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
+            vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev if pmd == "af_xdp"
+                    else "net_af_packet0,iface=%s,qpairs=1" % dev)
+            # net_af_packet and net_af_xdp want whole-page frames: the default 2176-byte mbufs.
+            return self.measure(self.floodgate(
+                ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
+                os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
+        finally:
+            stop(gen)
+            sent = [tx_parser(l, {}) for l in gen.stdout.read().splitlines()]
+            sent = [v for v in sent if v]
+            row["generator"].append(statistics.median(sent) if sent else None)
+
+    def nft_rate(self, ns, dev, ipv6):
+        """The same limit as perf/perf.yaml (100/s, burst 50 per source; IPv6 per /64) in a
+        netdev ingress chain; the rate is the chain's packet counter over one-second steps."""
+        key = "ip6 saddr and ffff:ffff:ffff:ffff::" if ipv6 else "ip saddr"
+        keytype = "ipv6_addr" if ipv6 else "ipv4_addr"
+        proto = "ip6" if ipv6 else "ip"
+        ruleset = """
+table netdev floodgate_perf {
+  set sources { type %s; size 1048576; flags dynamic,timeout; timeout 10s; }
+  chain ingress {
+    type filter hook ingress device "%s" priority 0; policy accept;
+    counter name seen
+    meta protocol %s update @sources { %s limit rate over 100/second burst 50 packets } counter name over drop
+  }
+  counter seen { }
+  counter over { }
+}
+""" % (keytype, dev, proto, key)
+        nft = self.netns(ns) + ["nft"]
+        subprocess.run(nft + ["-f", "-"], input=ruleset, text=True, check=True)
+        try:
+            values, prev = [], None
+            for _ in range(self.args.seconds + 3):
+                time.sleep(1)
+                out = subprocess.run(nft + ["-j", "list", "counter", "netdev", "floodgate_perf",
+                                            "seen"], capture_output=True, text=True,
+                                     check=True).stdout
+                packets = json.loads(out)["nftables"][1]["counter"]["packets"]
+                now = time.monotonic()
+                if prev is not None:
+                    values.append((packets - prev[1]) / (now - prev[0]))
+                prev = (now, packets)
+            return statistics.median(values[2:])
+        finally:
+            subprocess.run(nft + ["delete", "table", "netdev", "floodgate_perf"])
+
+    # --- micro -------------------------------------------------------------------------
+    def micro(self):
+        res = {}
+        for name in ("bench_decision", "bench_table"):
+            p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
+                                "--benchmark_repetitions=%d" % self.args.reps,
+                                "--benchmark_report_aggregates_only=true",
+                                "--benchmark_format=json"], capture_output=True, text=True,
+                               timeout=3600)
+            if p.returncode != 0:
+                raise RuntimeError(name + ": " + p.stderr[-2000:])
+            rows = []
+            for b in json.loads(p.stdout)["benchmarks"]:
+                if b.get("aggregate_name") != "median":
+                    continue
+                row = {"name": b["run_name"], "ns": b["real_time"]}
+                for k in ("bytes_per_key", "keys_live", "table_MiB"):
+                    if k in b:
+                        row[k] = b[k]
+                rows.append(row)
+            res[name] = rows
+        self.results["micro"] = res
+
+    def machine(self):
+        cpu = "unknown"
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            mem_kb = int(f.readline().split()[1])
+        ver = lambda *c: subprocess.run(list(c), capture_output=True, text=True).stdout.strip()  # noqa
+        return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1),
+                "kernel": platform.release(), "dpdk": ver("pkg-config", "--modversion", "libdpdk"),
+                "nftables": ver("nft", "--version"),
+                "commit": ver("git", "-C", ROOT, "rev-parse", "--short", "HEAD")}
+
+
+def summarise(row, ours, baselines):
+    for k in [ours] + baselines:
+        vals = [v for v in row[k] if v is not None]
+        row[k + "_median_pps"] = statistics.median(vals) if vals else None
+    for b in baselines:
+        a, z = row[ours + "_median_pps"], row[b + "_median_pps"]
+        row["ratio_vs_" + b] = a / z if a and z else None
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cases", default="1,2,3,micro")
+    ap.add_argument("--mixes", default="a,b,c,d")
+    ap.add_argument("--quick", action="store_true", help="1 repetition, 2 samples")
+    ap.add_argument("--out", default=os.path.join(ROOT, "perf/results"))
+    args = ap.parse_args()
+    if args.quick:
+        args.reps, args.seconds = 1, 2
+    args.mixes = args.mixes.split(",")
+    h = Harness(args)
+    h.results["machine"] = h.machine()
+    h.results["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    h.results["settings"] = {"seconds": args.seconds, "repetitions": args.reps,
+                             "mbuf_size": MBUF_SIZE, "config": "perf/perf.yaml"}
+    failures = []
+    for case in args.cases.split(","):
+        try:
+            {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro}[case]()
+        except Exception as e:  # one case failing still leaves the others' figures
+            log("case %s failed: %s" % (case, e))
+            failures.append({"case": case, "error": str(e)[-3000:]})
+    h.results["failures"] = failures
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, datetime.date.today().isoformat() + ".json")
+    with open(path, "w") as f:
+        json.dump(h.results, f, indent=1)
+    subprocess.run(["rm", "-rf", h.work])
+    print(path)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
