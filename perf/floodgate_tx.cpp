@@ -14,6 +14,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -48,10 +49,15 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
         std::fputs("floodgate-tx: no port (add one with --vdev)\n", stderr);
         return 1;
     }
-    // The templates, plus room for the port's own rings.
+    // The templates, plus room for the port's own rings; each mbuf just holds the largest
+    // frame (a million 64-byte frames take 400 MB, not 2.3 GB).
     const unsigned n = static_cast<unsigned>(frames.size()) + 4096;
-    rte_mempool *pool = rte_pktmbuf_pool_create("fgtx", n, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM,
-                                                static_cast<int>(rte_socket_id()));
+    size_t largest = 0;
+    for (const auto &f : frames) largest = std::max(largest, f.size());
+    rte_mempool *pool = rte_pktmbuf_pool_create(
+        "fgtx", n, 0, 0,
+        static_cast<uint16_t>(std::max<size_t>(largest, 256) + RTE_PKTMBUF_HEADROOM),
+        static_cast<int>(rte_socket_id()));
     if (pool == nullptr) {
         std::fprintf(stderr, "floodgate-tx: mbuf pool: %s\n", rte_strerror(rte_errno));
         return 1;
@@ -67,12 +73,21 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
         std::memcpy(p, f.data(), f.size());
         templates.push_back(m);
     }
+    // The port's receive side (unused, but every PMD wants one) gets its own pool of
+    // full-size mbufs: net_af_packet and net_af_xdp refuse small ones.
+    rte_mempool *rx_pool = rte_pktmbuf_pool_create("fgtx_rx", 4096, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                                   static_cast<int>(rte_socket_id()));
     RssMode rss;
     std::string error;
-    if (!setup_port({0, 1}, pool, &rss, &error)) {
-        std::fprintf(stderr, "floodgate-tx: %s\n", error.c_str());
+    if (rx_pool == nullptr || !setup_port({0, 1}, rx_pool, &rss, &error)) {
+        std::fprintf(stderr, "floodgate-tx: %s\n",
+                     rx_pool == nullptr ? rte_strerror(rte_errno) : error.c_str());
         return 1;
     }
+    // For a harness: the frames are loaded and the port is started (a memif server now
+    // accepts its client).
+    std::printf("floodgate-tx: ready\n");
+    std::fflush(stdout);
     // A memif server sends nothing until its client connects.
     const uint64_t hz = rte_get_tsc_hz();
     const uint64_t link_deadline = rte_rdtsc() + static_cast<uint64_t>(wait_link_s * hz);
@@ -120,6 +135,7 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
     close_port(0);
     for (rte_mbuf *m : templates) rte_pktmbuf_free(m);
     rte_mempool_free(pool);
+    rte_mempool_free(rx_pool);
     return 0;
 }
 

@@ -144,6 +144,38 @@ def floodgate_parser(line, state):
     return (n - prev[1]) / (now - prev[0])
 
 
+class Generator:
+    """floodgate-tx in the background: started, waited for until its port is up, stopped."""
+
+    def __init__(self, cmd):
+        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        self.out, self.text = Lines(self.p), ""
+
+    def wait_ready(self, timeout=120):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not self.out.eof:
+            line = self.out.next(1.0)
+            if line:
+                self.text += line
+                if line.startswith("floodgate-tx: ready"):
+                    return
+        raise RuntimeError("floodgate-tx did not start:\n" + self.text[-2000:])
+
+    def finish(self):
+        """Stops it; returns its median sending rate (raises if it sent nothing)."""
+        stop(self.p)
+        while not self.out.eof:
+            line = self.out.next(5.0)
+            if line is None:
+                break
+            self.text += line
+        sent = [v for v in (tx_parser(l, {}) for l in self.text.splitlines()) if v]
+        if not sent:
+            raise RuntimeError("floodgate-tx sent nothing:\n" + self.text[-2000:])
+        return statistics.median(sent)
+
+
 def tx_parser(line, state):
     m = re.match(r"tx (\d+) pps", line)
     return float(m.group(1)) if m else None
@@ -241,14 +273,15 @@ class Harness:
                 order = ["testpmd_io", "floodgate"] if rep % 2 == 0 else ["floodgate",
                                                                           "testpmd_io"]
                 for peer in order:
-                    log("case 1, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
+                    what = "case 1, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
+                    log(what)
                     if peer == "testpmd_io":
-                        row[peer].append(self.measure(self.testpmd(
-                            vdevs, "io", self.mbufs(path), "fgp-tp")))
+                        row[peer].append(self.guarded(what, lambda: self.measure(self.testpmd(
+                            vdevs, "io", self.mbufs(path), "fgp-tp"))))
                     else:
                         stats = os.path.join(self.work, "stats.json")
-                        row[peer].append(self.measure(self.floodgate(
-                            vdevs, self.mbufs(path), "fgp-fg", stats)))
+                        row[peer].append(self.guarded(what, lambda: self.measure(
+                            self.floodgate(vdevs, self.mbufs(path), "fgp-fg", stats))))
                         row["floodgate_cycles_per_packet"].append(self.cycles_per_packet(stats))
             out.append(summarise(row, "floodgate", ["testpmd_io"]))
         self.results["cases"]["1"] = out
@@ -265,40 +298,48 @@ class Harness:
             peers = ["testpmd_rxonly", "testpmd_io", "floodgate"]
             for rep in range(self.args.reps):
                 for peer in (peers if rep % 2 == 0 else peers[::-1]):
-                    log("case 2, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
-                    if os.path.exists(sock):
-                        os.unlink(sock)  # left by the last generator
-                    gen = subprocess.Popen(
-                        [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix",
-                         "fgp-gen", "--log-level", "error"] + eal_memory(2048) + [
-                            "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
-                            "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)],
-                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                        start_new_session=True)
-                    try:
-                        # The server's socket must exist before the client looks for it.
-                        end = time.monotonic() + 60
-                        while not os.path.exists(sock) and time.monotonic() < end:
-                            if gen.poll() is not None:
-                                raise RuntimeError("floodgate-tx: " + gen.stdout.read())
-                            time.sleep(0.05)
-                        if peer == "testpmd_rxonly":
-                            s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
-                        elif peer == "testpmd_io":
-                            s = self.testpmd(["--vdev", memif, "--vdev", "net_null0,no-rx=1"],
-                                             "io", 65536, "fgp-tp")
-                        else:
-                            s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"],
-                                               65536, "fgp-fg",
-                                               os.path.join(self.work, "stats.json"))
-                        row[peer].append(self.measure(s))
-                    finally:
-                        stop(gen)
-                        sent = [tx_parser(l, {}) for l in gen.stdout.read().splitlines()]
-                        sent = [v for v in sent if v]
-                        row["generator"].append(statistics.median(sent) if sent else None)
+                    what = "case 2, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
+                    log(what)
+                    row[peer].append(self.guarded(
+                        what, lambda: self.memif_run(peer, path, sock, memif, row)))
             out.append(summarise(row, "floodgate", ["testpmd_io", "testpmd_rxonly"]))
         self.results["cases"]["2"] = out
+
+    def memif_run(self, peer, path, sock, memif, row):
+        if os.path.exists(sock):
+            os.unlink(sock)  # left by the last generator
+        gen = Generator(
+            [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
+             "--log-level", "error"] + eal_memory(2048) + [
+                "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
+                "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)])
+        rate, sent = None, None
+        try:
+            gen.wait_ready()
+            if peer == "testpmd_rxonly":
+                s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
+            elif peer == "testpmd_io":
+                s = self.testpmd(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], "io", 65536,
+                                 "fgp-tp")
+            else:
+                s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], 65536,
+                                   "fgp-fg", os.path.join(self.work, "stats.json"))
+            rate = self.measure(s)
+        finally:
+            try:
+                sent = gen.finish()
+            finally:
+                row["generator"].append(sent)
+        return rate
+
+    def guarded(self, what, fn):
+        """One measurement; a failure is recorded (and reported) instead of ending the run."""
+        try:
+            return fn()
+        except Exception as e:
+            log("%s failed: %s" % (what, e))
+            self.results.setdefault("errors", []).append({"run": what, "error": str(e)[-3000:]})
+            return None
 
     # --- case 3 ------------------------------------------------------------------------
     def case3(self):
@@ -316,9 +357,10 @@ class Harness:
                     order = ["nftables", "floodgate"] if rep % 2 == 0 else ["floodgate",
                                                                             "nftables"]
                     for peer in order:
-                        log("case 3, mix %s, repetition %d: %s" % (mix, rep + 1, peer))
-                        row[peer].append(self.kernel_run(peer, tag, gen_ns, flt_ns, pmd, path,
-                                                         row))
+                        what = "case 3, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
+                        log(what)
+                        row[peer].append(self.guarded(what, lambda: self.kernel_run(
+                            peer, tag, gen_ns, flt_ns, pmd, path, row)))
                 out.append(summarise(row, "floodgate", ["nftables"]))
         finally:
             for ns in (gen_ns, flt_ns):
@@ -357,26 +399,29 @@ class Harness:
 
     def kernel_run(self, peer, tag, gen_ns, flt_ns, pmd, path, row):
         dev = tag + "-f"
-        gen = subprocess.Popen(
+        gen = Generator(
             self.netns(gen_ns) + [self.bin["tx"], "--lcores", "0@0", "--no-pci",
                                   "--file-prefix", "fgp-gen", "--log-level", "error"] +
             eal_memory(2048) + ["--vdev", "net_af_packet0,iface=%s-g" % tag, "--", "--pcap",
-                                path, "--seconds", str(self.args.seconds + 60)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                path, "--seconds", str(self.args.seconds + 60)])
+        rate, sent = None, None
         try:
+            gen.wait_ready()
             if peer == "nftables":
-                return self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
-            vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev if pmd == "af_xdp"
-                    else "net_af_packet0,iface=%s,qpairs=1" % dev)
-            # net_af_packet and net_af_xdp want whole-page frames: the default 2176-byte mbufs.
-            return self.measure(self.floodgate(
-                ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
-                os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
+                rate = self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
+            else:
+                vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev
+                        if pmd == "af_xdp" else "net_af_packet0,iface=%s,qpairs=1" % dev)
+                # net_af_packet and net_af_xdp want whole-page frames: 2176-byte mbufs.
+                rate = self.measure(self.floodgate(
+                    ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
+                    os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
         finally:
-            stop(gen)
-            sent = [tx_parser(l, {}) for l in gen.stdout.read().splitlines()]
-            sent = [v for v in sent if v]
-            row["generator"].append(statistics.median(sent) if sent else None)
+            try:
+                sent = gen.finish()
+            finally:
+                row["generator"].append(sent)
+        return rate
 
     def nft_rate(self, ns, dev, ipv6):
         """The same limit as perf/perf.yaml (100/s, burst 50 per source; IPv6 per /64) in a

@@ -153,6 +153,11 @@ def main(path):
         out += ["## Targets (issue #5)", "", "| target | measured | |", "|---|---|---|"]
         out += ["| %s | %s | %s |" % t for t in targets]
         out.append("")
+    if r.get("errors"):
+        out += ["## Runs that failed (their figures are left out above)", ""]
+        out += ["- %s: `%s`" % (e["run"], (e["error"].strip().splitlines() or [""])[-1])
+                for e in r["errors"]]
+        out.append("")
     if r.get("failures"):
         out += ["## Cases that failed to run", ""]
         out += ["- case %s: `%s`" % (f["case"], f["error"].splitlines()[-1] if f["error"] else "")
