@@ -145,12 +145,26 @@ def floodgate_parser(line, state):
 
 
 class Generator:
-    """floodgate-tx in the background: started, waited for until its port is up, stopped."""
+    """floodgate-tx in the background, as a context: started and waited for until its port
+    is up on entry; on exit stopped, and its median rate (None if it sent nothing) appended
+    to `rates`. A generator that sent nothing fails the run."""
 
-    def __init__(self, cmd):
+    def __init__(self, cmd, rates):
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   start_new_session=True)
-        self.out, self.text = Lines(self.p), ""
+        self.out, self.text, self.rates = Lines(self.p), "", rates
+
+    def __enter__(self):
+        self.wait_ready()
+        return self
+
+    def __exit__(self, *exc):
+        sent = None
+        try:
+            sent = self.finish()
+        finally:
+            self.rates.append(sent)
+        return False
 
     def wait_ready(self, timeout=120):
         end = time.monotonic() + timeout
@@ -308,14 +322,12 @@ class Harness:
     def memif_run(self, peer, path, sock, memif, row):
         if os.path.exists(sock):
             os.unlink(sock)  # left by the last generator
-        gen = Generator(
-            [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
-             "--log-level", "error"] + eal_memory(2048) + [
-                "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
-                "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)])
-        rate, sent = None, None
-        try:
-            gen.wait_ready()
+        with Generator(
+                [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
+                 "--log-level", "error"] + eal_memory(2048) + [
+                    "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
+                    "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)],
+                row["generator"]):
             if peer == "testpmd_rxonly":
                 s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
             elif peer == "testpmd_io":
@@ -324,13 +336,7 @@ class Harness:
             else:
                 s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], 65536,
                                    "fgp-fg", os.path.join(self.work, "stats.json"))
-            rate = self.measure(s)
-        finally:
-            try:
-                sent = gen.finish()
-            finally:
-                row["generator"].append(sent)
-        return rate
+            return self.measure(s)
 
     def guarded(self, what, fn):
         """One measurement; a failure is recorded (and reported) instead of ending the run."""
@@ -399,29 +405,20 @@ class Harness:
 
     def kernel_run(self, peer, tag, gen_ns, flt_ns, pmd, path, row):
         dev = tag + "-f"
-        gen = Generator(
-            self.netns(gen_ns) + [self.bin["tx"], "--lcores", "0@0", "--no-pci",
-                                  "--file-prefix", "fgp-gen", "--log-level", "error"] +
-            eal_memory(2048) + ["--vdev", "net_af_packet0,iface=%s-g" % tag, "--", "--pcap",
-                                path, "--seconds", str(self.args.seconds + 60)])
-        rate, sent = None, None
-        try:
-            gen.wait_ready()
+        with Generator(
+                self.netns(gen_ns) + [self.bin["tx"], "--lcores", "0@0", "--no-pci",
+                                      "--file-prefix", "fgp-gen", "--log-level", "error"] +
+                eal_memory(2048) + ["--vdev", "net_af_packet0,iface=%s-g" % tag, "--",
+                                    "--pcap", path, "--seconds", str(self.args.seconds + 60)],
+                row["generator"]):
             if peer == "nftables":
-                rate = self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
-            else:
-                vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev
-                        if pmd == "af_xdp" else "net_af_packet0,iface=%s,qpairs=1" % dev)
-                # net_af_packet and net_af_xdp want whole-page frames: 2176-byte mbufs.
-                rate = self.measure(self.floodgate(
-                    ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
-                    os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
-        finally:
-            try:
-                sent = gen.finish()
-            finally:
-                row["generator"].append(sent)
-        return rate
+                return self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
+            vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev
+                    if pmd == "af_xdp" else "net_af_packet0,iface=%s,qpairs=1" % dev)
+            # net_af_packet and net_af_xdp want whole-page frames: 2176-byte mbufs.
+            return self.measure(self.floodgate(
+                ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
+                os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
 
     def nft_rate(self, ns, dev, ipv6):
         """The same limit as perf/perf.yaml (100/s, burst 50 per source; IPv6 per /64) in a
