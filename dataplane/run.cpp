@@ -70,6 +70,15 @@ void usage(std::FILE *to) {
         to);
 }
 
+// A whole-number option within [lo, hi]; says which range when it is not (std::stoll throws,
+// caught by the caller, on something that is not a number).
+bool in_range(const char *option, long long lo, long long hi, long long *out) {
+    *out = std::stoll(optarg);
+    if (*out >= lo && *out <= hi) return true;
+    std::fprintf(stderr, "floodgate run: %s takes %lld to %lld\n", option, lo, hi);
+    return false;
+}
+
 bool parse_options(int argc, char **argv, RunOptions *o) {
     static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
                                       {"outside", required_argument, nullptr, 'o'},
@@ -84,6 +93,7 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:o:i:I:s:h", longopts, nullptr)) != -1;) {
+        long long n;
         try {
             switch (c) {
                 case 'c':
@@ -104,35 +114,19 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 case 'C':
                     o->control = optarg;
                     break;
-                case 'N': {
-                    long long n = std::stoll(optarg);
-                    if (n < 1024 || n > (1ll << 30)) {
-                        std::fputs("floodgate run: --mbufs takes 1024 to 2^30\n", stderr);
-                        return false;
-                    }
+                case 'N':
+                    if (!in_range("--mbufs", 1024, 1ll << 30, &n)) return false;
                     o->mbufs = static_cast<unsigned>(n);
                     break;
-                }
-                case 'S': {
-                    long long n = std::stoll(optarg);
-                    if (n < RTE_PKTMBUF_HEADROOM + 64 || n > 65535) {
-                        std::fprintf(stderr, "floodgate run: --mbuf-size takes %d to 65535\n",
-                                     RTE_PKTMBUF_HEADROOM + 64);
+                case 'S':
+                    if (!in_range("--mbuf-size", RTE_PKTMBUF_HEADROOM + 64, 65535, &n))
                         return false;
-                    }
                     o->mbuf_size = static_cast<unsigned>(n);
                     break;
-                }
-                case 'm': {
-                    long long us = std::stoll(optarg);
-                    if (us < 1 || us > 10000000) {
-                        std::fputs("floodgate run: --merge-interval-us takes 1 to 10000000\n",
-                                   stderr);
-                        return false;
-                    }
-                    o->merge_interval_ns = static_cast<uint64_t>(us) * 1000;
+                case 'm':
+                    if (!in_range("--merge-interval-us", 1, 10000000, &n)) return false;
+                    o->merge_interval_ns = static_cast<uint64_t>(n) * 1000;
                     break;
-                }
                 case 'h':
                     usage(stdout);
                     std::exit(0);

@@ -139,7 +139,6 @@ void Worker::run(uint64_t tsc0) {
             rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
             busy_tsc_ += rte_rdtsc() - tsc;
         }
-        rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
 
         if (ports_.inside != ports_.outside) {
             uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, pkts, kMaxBurst);
