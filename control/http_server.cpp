@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "control/unix_socket.h"
@@ -26,21 +25,13 @@ std::string response(const char *status, const char *type, const std::string &bo
 
 // Reads up to the end of the request header, within 2 s.
 bool read_header(int fd, std::string *header) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (header->find("\r\n\r\n") == std::string::npos &&
-           header->find("\n\n") == std::string::npos) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
-        pollfd p{fd, POLLIN, 0};
-        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
-        char buf[2048];
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) return false;
-        header->append(buf, static_cast<size_t>(n));
-        if (header->size() > kMaxRequestHeader) return false;
-    }
-    return true;
+    return read_until(
+               fd, header,
+               [](const std::string &h) {
+                   return h.find("\r\n\r\n") != std::string::npos ||
+                          h.find("\n\n") != std::string::npos;
+               },
+               2000, kMaxRequestHeader) == ReadResult::complete;
 }
 
 }  // namespace

@@ -70,6 +70,25 @@ bool write_all(int fd, const std::string &data, int timeout_ms) {
     return true;
 }
 
+ReadResult read_until(int fd, std::string *buf,
+                      const std::function<bool(const std::string &)> &complete, int timeout_ms,
+                      size_t max_bytes) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!complete(*buf)) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+        pollfd p{fd, POLLIN, 0};
+        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return ReadResult::timeout;
+        char chunk[65536];
+        ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+        if (got <= 0) return ReadResult::closed;
+        buf->append(chunk, static_cast<size_t>(got));
+        if (buf->size() > max_bytes) return ReadResult::too_long;
+    }
+    return ReadResult::complete;
+}
+
 LineServer::~LineServer() {
     if (fd_ >= 0) {
         ::close(fd_);
@@ -269,32 +288,18 @@ bool LineClient::request(const nlohmann::json &request, nlohmann::json *reply, s
         close();
         return false;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    size_t nl;
-    while ((nl = buffer_.find('\n')) == std::string::npos) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
-        pollfd p{fd_, POLLIN, 0};
-        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) {
-            *error = "no reply within " + std::to_string(timeout_ms) + " ms";
-            close();
-            return false;
-        }
-        char buf[65536];
-        ssize_t got = ::recv(fd_, buf, sizeof buf, 0);
-        if (got <= 0) {
-            *error = "connection closed";
-            close();
-            return false;
-        }
-        buffer_.append(buf, static_cast<size_t>(got));
-        if (buffer_.size() > kMaxMessageBytes + 1) {
-            *error = "reply too long";
-            close();
-            return false;
-        }
+    const ReadResult got = read_until(
+        fd_, &buffer_, [](const std::string &b) { return b.find('\n') != std::string::npos; },
+        timeout_ms, kMaxMessageBytes + 1);
+    if (got != ReadResult::complete) {
+        *error = got == ReadResult::timeout
+                     ? "no reply within " + std::to_string(timeout_ms) + " ms"
+                 : got == ReadResult::closed ? "connection closed"
+                                             : "reply too long";
+        close();
+        return false;
     }
+    const size_t nl = buffer_.find('\n');
     std::string line = buffer_.substr(0, nl);
     buffer_.erase(0, nl + 1);
     try {

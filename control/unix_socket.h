@@ -56,6 +56,13 @@ class LineClient {
     std::string buffer_;  // bytes read past the last reply
 };
 
+enum class ReadResult { complete, timeout, closed, too_long };
+// Appends what fd sends to *buf until complete(*buf) holds, within timeout_ms in all and
+// max_bytes of buffer.
+ReadResult read_until(int fd, std::string *buf,
+                      const std::function<bool(const std::string &)> &complete, int timeout_ms,
+                      size_t max_bytes);
+
 // Writes all of data within timeout_ms in all (a peer reading slowly cannot stretch it);
 // false on error or timeout.
 bool write_all(int fd, const std::string &data, int timeout_ms);
