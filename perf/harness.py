@@ -322,11 +322,8 @@ class Harness:
     def memif_run(self, peer, path, sock, memif, row):
         if os.path.exists(sock):
             os.unlink(sock)  # left by the last generator
-        with Generator(
-                [self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
-                 "--log-level", "error"] + eal_memory(2048) + [
-                    "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no" % sock,
-                    "--", "--pcap", path, "--seconds", str(self.args.seconds + 30)],
+        with Generator(self.generator_cmd(
+                "net_memif0,role=server,socket=%s,socket-abstract=no" % sock, path),
                 row["generator"]):
             if peer == "testpmd_rxonly":
                 s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
@@ -337,6 +334,14 @@ class Harness:
                 s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], 65536,
                                    "fgp-fg", os.path.join(self.work, "stats.json"))
             return self.measure(s)
+
+    def generator_cmd(self, vdev, path, netns=None):
+        """floodgate-tx on CPU 0 sending `path` on vdev, for longer than any run lasts (the
+        measurement stops it)."""
+        return self.netns(netns) + [
+            self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
+            "--log-level", "error"] + eal_memory(2048) + [
+            "--vdev", vdev, "--", "--pcap", path, "--seconds", str(self.args.seconds + 60)]
 
     def guarded(self, what, fn):
         """One measurement; a failure is recorded (and reported) instead of ending the run."""
@@ -405,12 +410,8 @@ class Harness:
 
     def kernel_run(self, peer, tag, gen_ns, flt_ns, pmd, path, row):
         dev = tag + "-f"
-        with Generator(
-                self.netns(gen_ns) + [self.bin["tx"], "--lcores", "0@0", "--no-pci",
-                                      "--file-prefix", "fgp-gen", "--log-level", "error"] +
-                eal_memory(2048) + ["--vdev", "net_af_packet0,iface=%s-g" % tag, "--",
-                                    "--pcap", path, "--seconds", str(self.args.seconds + 60)],
-                row["generator"]):
+        with Generator(self.generator_cmd("net_af_packet0,iface=%s-g" % tag, path, gen_ns),
+                       row["generator"]):
             if peer == "nftables":
                 return self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
             vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev
