@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
 #include "control/daemon.h"
-#include "control/duration.h"
 #include "control/rules_diff.h"
-#include "control/unix_socket.h"
+#include "dataplane/api/numbers.h"
+#include "dataplane/api/unix_socket.h"
+#include "rules/load.h"
 
 namespace floodgate {
 
@@ -211,7 +211,8 @@ int cmd_rules_show(const Cli &cli) {
     if (cli.json_out) return print_json(r);
     Config c;
     try {
-        c = parse_config(r.value("text", ""), r.value("source", ""));
+        const std::string source = r.value("source", "");
+        c = config_from_doc(json_to_doc(r.value("doc", json()), source), source);
     } catch (const ConfigError &e) {
         return failed(std::string("cannot read the running rules: ") + e.what());
     }

@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "control/config.h"
 #include "control/http_server.h"
-#include "control/message.h"
 #include "control/metrics.h"
 #include "control/rules_diff.h"
-#include "control/unix_socket.h"
+#include "dataplane/api/message.h"
+#include "dataplane/api/unix_socket.h"
+#include "rules/load.h"
 
 namespace floodgate {
 
@@ -44,9 +44,29 @@ struct Remembered {
     bool valid = false;
     std::string origin;  // "startup": the dataplane's own file; "floodctl": loaded through us
     std::string source, text;
+    json doc;                     // the rules file's document, as the dataplane runs it
     json modes = json::object();  // rule name -> "shadow" | "enforce"
     json overrides = json::array();
+    // When the overrides' ttl_left_s were read: TTLs count down on the monotonic clock.
+    std::chrono::steady_clock::time_point read_at;
 };
+
+// The dataplane's load request: the file's document, which it validates again, and its text,
+// which it only shows.
+json load_request(const std::string &source, const std::string &text, const json &doc) {
+    return {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
+}
+
+// The running rules from a dataplane's rules reply, with its mode switches applied.
+Config running_config(const json &running) {
+    const std::string source = running.value("source", "");
+    Config c = config_from_doc(json_to_doc(running.value("doc", json()), source), source);
+    const json modes = running.value("modes", json::object());
+    for (Rule &r : c.rules)
+        if (modes.contains(r.name))
+            r.mode = modes[r.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    return c;
+}
 
 class Daemon {
   public:
@@ -139,12 +159,11 @@ void Daemon::reconcile() {
         if (!reapply(remembered_, running)) return;
     } else if (first && untouched && !options_.config.empty()) {
         try {
-            std::string text = read_config_file(options_.config);
-            parse_config(text, options_.config);
+            const RulesFile file = load_rules_file(options_.config);
             json reply;
-            if (text != running.value("text", "")) {
-                if (raw({{"cmd", "load"}, {"source", options_.config}, {"text", text}}, &reply,
-                        &error, kLoadTimeoutMs))
+            if (file.text != running.value("text", "")) {
+                if (raw(load_request(file.name, file.text, file.doc), &reply, &error,
+                        kLoadTimeoutMs))
                     log("loaded " + options_.config);
                 else if (!link_.connected())
                     return;
@@ -173,19 +192,18 @@ bool Daemon::reapply(const Remembered &r, const json &running) {
     };
     if (r.origin == "floodctl" && r.text != running.value("text", "")) {
         log("the dataplane restarted: loading " + r.source + " again");
-        if (!send({{"cmd", "load"}, {"source", r.source}, {"text", r.text}}, r.source,
-                  kLoadTimeoutMs))
-            return false;
+        if (!send(load_request(r.source, r.text, r.doc), r.source, kLoadTimeoutMs)) return false;
     }
     for (const auto &[rule, mode] : r.modes.items())
         if (!send({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}},
                   "rule " + rule + " " + mode.get<std::string>()))
             return false;
-    const double now = now_unix_s();
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.read_at).count();
     for (const json &o : r.overrides) {
         json request = {{"cmd", "override_add"}, {"list", o["list"]}, {"prefix", o["prefix"]}};
-        if (o["expires_unix"].is_number()) {
-            double left = o["expires_unix"].get<double>() - now;
+        if (o["ttl_left_s"].is_number()) {
+            double left = o["ttl_left_s"].get<double>() - elapsed_s;
             if (left < 1) continue;  // expired while the dataplane was down
             request["ttl_s"] = static_cast<long long>(left + 0.5);
         }
@@ -211,8 +229,10 @@ bool Daemon::adopt() {
     remembered_.origin = rules.value("origin", "");
     remembered_.source = rules.value("source", "");
     remembered_.text = rules.value("text", "");
+    remembered_.doc = rules.value("doc", json());
     remembered_.modes = rules.value("modes", json::object());
     remembered_.overrides = overrides.value("overrides", json::array());
+    remembered_.read_at = std::chrono::steady_clock::now();
     return true;
 }
 
@@ -225,7 +245,9 @@ void Daemon::sample() {
         last_nic_ = nullptr;
         return;
     }
-    const double now = now_unix_s();
+    // Rates over the monotonic clock: a wall-clock step would make them nonsense.
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     const json &stats = reply["stats"];
     std::lock_guard<std::mutex> guard(sample_lock_);
     json rates = json::array();
@@ -276,9 +298,9 @@ json Daemon::rules_load(const json &request) {
     const std::string source = get_string(request, "source");
     const std::string text = get_string(request, "text");
     const bool dry_run = get_bool(request, "dry_run", false);
-    Config next;
+    RulesFile next;
     try {
-        next = parse_config(text, source);
+        next = parse_rules_file(text, source);
     } catch (const ConfigError &e) {
         json reply = error_reply(e.what());
         reply["file"] = e.file();
@@ -291,22 +313,17 @@ json Daemon::rules_load(const json &request) {
     if (!call({{"cmd", "rules"}}, &running, &error)) return error_reply(error);
     Config current;
     try {
-        current = parse_config(running.value("text", ""), running.value("source", ""));
-        for (Rule &r : current.rules)
-            if (running["modes"].contains(r.name))
-                r.mode =
-                    running["modes"][r.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+        current = running_config(running);
     } catch (const ConfigError &e) {
         return error_reply(std::string("cannot read the running rules: ") + e.what());
     }
-    RulesDiff d = diff_rules(current, next);
+    RulesDiff d = diff_rules(current, next.config);
     json diff = {
         {"changes", d.changes}, {"kept", d.kept}, {"reset", d.reset}, {"removed", d.removed}};
     if (dry_run) return {{"ok", true}, {"dry_run", true}, {"diff", diff}};
 
     json reply;
-    if (!call({{"cmd", "load"}, {"source", source}, {"text", text}}, &reply, &error,
-              kLoadTimeoutMs))
+    if (!call(load_request(source, text, next.doc), &reply, &error, kLoadTimeoutMs))
         return error_reply(error);
     if (reply.value("ok", false)) {
         std::lock_guard<std::recursive_mutex> guard(link_lock_);

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "control/unix_socket.h"
+#include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
+#include "dataplane/api/rules.h"
 
 namespace floodgate {
 

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "control/message.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
 #include "dataplane/stats_json.h"
 
 namespace floodgate {
@@ -14,6 +14,12 @@ using nlohmann::ordered_json;
 uint64_t unix_now_ns() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+uint64_t monotonic_now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
 }
 
@@ -46,12 +52,16 @@ std::string rate_text(const Rule &r) {
 
 }  // namespace
 
-ControlService::ControlService(LiveRuleSet *live, RulesSource startup, ControlServiceInfo info,
-                               StatsFn stats)
-    : live_(live), info_(std::move(info)), stats_(std::move(stats)), source_(std::move(startup)) {
-    config_ = live_->current()->config();
-    loaded_unix_ns_ = info_.started_unix_ns;
-}
+ControlService::ControlService(LiveRuleSet *live, RulesFile startup, ControlServiceInfo info,
+                               StatsFn stats, ServiceClock clock)
+    : live_(live),
+      info_(std::move(info)),
+      stats_(std::move(stats)),
+      clock_(std::move(clock)),
+      started_ns_(clock_.monotonic_ns()),
+      started_unix_ns_(clock_.wall_ns()),
+      rules_(std::move(startup)),
+      loaded_unix_ns_(started_unix_ns_) {}
 
 std::string ControlService::handle(const std::string &line) {
     std::lock_guard<std::mutex> guard(lock_);
@@ -91,11 +101,10 @@ ordered_json ControlService::dispatch(const nlohmann::json &request) {
     throw MessageError("unknown command \"" + cmd + "\"");
 }
 
-bool ControlService::apply(const RulesSource &source, const Config &config,
-                           const std::map<std::string, RuleMode> &modes,
+bool ControlService::apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
                            const std::vector<PrefixOverride> &overrides, const char *origin,
                            std::string *error) {
-    Config effective = config;
+    Config effective = rules.config;
     for (Rule &r : effective.rules) {
         auto it = modes.find(r.name);
         if (it != modes.end()) r.mode = it->second;
@@ -112,22 +121,28 @@ bool ControlService::apply(const RulesSource &source, const Config &config,
         return false;
     }
     live_->swap(std::move(next));
-    if (&source != &source_) source_ = source;
-    if (&config != &config_) config_ = config;
+    if (&rules != &rules_) rules_ = rules;
     if (&modes != &modes_) modes_ = modes;
     if (&overrides != &overrides_) overrides_ = overrides;
     origin_ = origin;
     ++version_;
     ++reloads_ok_;
-    loaded_unix_ns_ = unix_now_ns();
+    loaded_unix_ns_ = clock_.wall_ns();
     return true;
 }
 
+// {source, text, rules}: rules is the file's JSON document (doc_to_json), validated again
+// here; text is kept only to show people what they loaded.
 ordered_json ControlService::load(const nlohmann::json &request) {
-    RulesSource source{get_string(request, "source"), get_string(request, "text")};
-    Config config;
+    RulesFile next;
+    next.name = get_string(request, "source");
+    next.text = get_string(request, "text");
+    auto doc = request.find("rules");
+    if (doc == request.end())
+        throw MessageError(
+            "missing field \"rules\" (the rules file's document, as floodctl sends it)");
     try {
-        config = parse_config(source.text, source.name);
+        next.config = config_from_doc(json_to_doc(*doc, next.name), next.name);
     } catch (const ConfigError &e) {
         ++reloads_failed_;
         ordered_json reply = error_reply(e.what());
@@ -136,15 +151,16 @@ ordered_json ControlService::load(const nlohmann::json &request) {
         reply["field"] = e.field();
         return reply;
     }
+    next.doc = *doc;
     ordered_json warnings = ordered_json::array();
-    if (config.table_entries_per_core != config_.table_entries_per_core)
+    if (next.config.table_entries_per_core != rules_.config.table_entries_per_core)
         warnings.push_back("table.entries_per_core changed from " +
-                           std::to_string(config_.table_entries_per_core) + " to " +
-                           std::to_string(config.table_entries_per_core) +
+                           std::to_string(rules_.config.table_entries_per_core) + " to " +
+                           std::to_string(next.config.table_entries_per_core) +
                            ": the tables keep their size until floodgate restarts");
     std::string error;
     // A load is a whole declaration: it ends every earlier `floodctl rule NAME` mode switch.
-    if (!apply(source, config, {}, overrides_, "floodctl", &error)) return error_reply(error);
+    if (!apply(next, {}, overrides_, "floodctl", &error)) return error_reply(error);
     ordered_json reply = rules_locked();
     reply["warnings"] = warnings;
     return reply;
@@ -156,13 +172,12 @@ ordered_json ControlService::set_mode(const nlohmann::json &request) {
     if (mode != "shadow" && mode != "enforce")
         throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
     bool known = false;
-    for (const Rule &r : config_.rules) known |= r.name == rule;
+    for (const Rule &r : rules_.config.rules) known |= r.name == rule;
     if (!known) throw MessageError("no rule named \"" + rule + "\"");
     std::map<std::string, RuleMode> modes = modes_;
     modes[rule] = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
     std::string error;
-    if (!apply(source_, config_, modes, overrides_, origin_.c_str(), &error))
-        return error_reply(error);
+    if (!apply(rules_, modes, overrides_, origin_.c_str(), &error)) return error_reply(error);
     return rules_locked();
 }
 
@@ -171,7 +186,8 @@ ordered_json ControlService::add_override(const nlohmann::json &request) {
     o.verdict = parse_list(request);
     o.prefix = parse_prefix_field(request);
     long long ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
-    o.expires_unix_ns = ttl_s == 0 ? 0 : unix_now_ns() + static_cast<uint64_t>(ttl_s) * 1000000000;
+    o.expires_ns =
+        ttl_s == 0 ? 0 : clock_.monotonic_ns() + static_cast<uint64_t>(ttl_s) * 1000000000;
     std::vector<PrefixOverride> next;
     for (const PrefixOverride &old : overrides_)
         if (!(old.prefix == o.prefix)) next.push_back(old);  // one override per prefix
@@ -179,7 +195,7 @@ ordered_json ControlService::add_override(const nlohmann::json &request) {
         throw MessageError("too many overrides (" + std::to_string(kMaxOverrides) + ")");
     next.push_back(o);
     std::string error;
-    if (!apply(source_, config_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
     return overrides_locked();
 }
 
@@ -193,39 +209,41 @@ ordered_json ControlService::del_override(const nlohmann::json &request) {
         throw MessageError(std::string("no ") + list_name(list) + " override for " +
                            format_prefix(prefix));
     std::string error;
-    if (!apply(source_, config_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
     return overrides_locked();
 }
 
 void ControlService::expire_overrides() {
     std::lock_guard<std::mutex> guard(lock_);
-    const uint64_t now = unix_now_ns();
-    if (now < expiry_retry_unix_ns_) return;
+    const uint64_t now = clock_.monotonic_ns();
+    if (now < expiry_retry_ns_) return;
     std::vector<PrefixOverride> next;
     for (const PrefixOverride &o : overrides_)
-        if (o.expires_unix_ns == 0 || o.expires_unix_ns > now) next.push_back(o);
+        if (o.expires_ns == 0 || o.expires_ns > now) next.push_back(o);
     if (next.size() == overrides_.size()) return;
     const size_t expired = overrides_.size() - next.size();
     std::string error;
-    if (apply(source_, config_, modes_, next, origin_.c_str(), &error)) {
+    if (apply(rules_, modes_, next, origin_.c_str(), &error)) {
         overrides_expired_ += expired;
-        expiry_retry_unix_ns_ = 0;
+        expiry_retry_ns_ = 0;
     } else {  // out of DPDK memory for a second ruleset: tried again every 10 s
-        if (expiry_retry_unix_ns_ == 0)
+        if (expiry_retry_ns_ == 0)
             std::fprintf(stderr, "floodgate: cannot remove expired overrides: %s\n", error.c_str());
-        expiry_retry_unix_ns_ = now + 10000000000ull;
+        expiry_retry_ns_ = now + 10000000000ull;
     }
 }
 
 ordered_json ControlService::status_locked() const {
-    const uint64_t now = unix_now_ns();
-    ordered_json ruleset = {{"version", version_},           {"loaded_unix", loaded_unix_ns_ / 1e9},
-                            {"source", source_.name},        {"origin", origin_},
-                            {"rules", config_.rules.size()}, {"overrides", overrides_.size()}};
+    ordered_json ruleset = {{"version", version_},
+                            {"loaded_unix", loaded_unix_ns_ / 1e9},
+                            {"source", rules_.name},
+                            {"origin", origin_},
+                            {"rules", rules_.config.rules.size()},
+                            {"overrides", overrides_.size()}};
     return {{"ok", true},
             {"instance", info_.instance},
-            {"started_unix", info_.started_unix_ns / 1e9},
-            {"uptime_s", (now - info_.started_unix_ns) / 1e9},
+            {"started_unix", started_unix_ns_ / 1e9},
+            {"uptime_s", (clock_.monotonic_ns() - started_ns_) / 1e9},
             {"workers", info_.workers},
             {"ruleset", ruleset},
             {"reloads", {{"ok", reloads_ok_}, {"failed", reloads_failed_}}},
@@ -252,25 +270,29 @@ ordered_json ControlService::rules_locked() const {
         modes[name] = mode == RuleMode::shadow ? "shadow" : "enforce";
     return {{"ok", true},
             {"version", version_},
-            {"source", source_.name},
+            {"source", rules_.name},
             {"origin", origin_},
             {"loaded_unix", loaded_unix_ns_ / 1e9},
             {"modes", modes},
             {"rules", rules},
-            {"text", source_.text}};
+            {"text", rules_.text},
+            {"doc", rules_.doc}};
 }
 
 ordered_json ControlService::overrides_locked() const {
-    const uint64_t now = unix_now_ns();
+    const uint64_t now = clock_.monotonic_ns();
+    const uint64_t wall = clock_.wall_ns();
     ordered_json list = ordered_json::array();
     for (const PrefixOverride &o : overrides_) {
         ordered_json row = {{"list", list_name(o.verdict)}, {"prefix", format_prefix(o.prefix)}};
-        if (o.expires_unix_ns == 0) {
+        if (o.expires_ns == 0) {
             row["expires_unix"] = nullptr;
             row["ttl_left_s"] = nullptr;
         } else {
-            row["expires_unix"] = o.expires_unix_ns / 1e9;
-            row["ttl_left_s"] = o.expires_unix_ns > now ? (o.expires_unix_ns - now) / 1e9 : 0.0;
+            // The TTL left is exact; the wall-clock instant it comes to is for people.
+            const uint64_t left_ns = o.expires_ns > now ? o.expires_ns - now : 0;
+            row["expires_unix"] = (wall + left_ns) / 1e9;
+            row["ttl_left_s"] = left_ns / 1e9;
         }
         list.push_back(row);
     }

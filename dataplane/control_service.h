@@ -4,8 +4,13 @@
 // hot path, and handed to the workers with LiveRuleSet::swap; a change that does not compile
 // leaves everything as it was.
 //
+// Rules arrive as the rules file's JSON document, which floodctl has validated and which is
+// validated again here (rules/load.h): the dataplane never parses YAML from a socket.
+//
 // The dataplane owns override expiry (expire_overrides() runs on the control thread), so
-// overrides expire on time whether or not floodctl's daemon is running.
+// overrides expire on time whether or not floodctl's daemon is running. TTLs and uptime follow
+// the monotonic clock: a step of the wall clock (NTP, an operator's `date -s`) moves none of
+// them; wall-clock times in replies only label instants for people.
 //
 // Thread safety: every public method takes one lock; they run on the control thread and the
 // telemetry thread, never on a worker.
@@ -19,22 +24,24 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
 #include "dataplane/live_ruleset.h"
+#include "rules/load.h"
 
 namespace floodgate {
+
+uint64_t unix_now_ns();       // CLOCK_REALTIME
+uint64_t monotonic_now_ns();  // CLOCK_MONOTONIC
+
+// The two clocks the service reads, as a seam for tests.
+struct ServiceClock {
+    std::function<uint64_t()> monotonic_ns = monotonic_now_ns;
+    std::function<uint64_t()> wall_ns = unix_now_ns;
+};
 
 struct ControlServiceInfo {
     unsigned workers = 1;
     int socket_id = -1;
     std::string instance;  // unique per dataplane process start
-    uint64_t started_unix_ns = 0;
-};
-
-// The rules file a ruleset was compiled from.
-struct RulesSource {
-    std::string name;  // the file's path as given
-    std::string text;  // its contents
 };
 
 class ControlService {
@@ -44,7 +51,8 @@ class ControlService {
     using StatsFn = std::function<nlohmann::ordered_json(const RuleSet &, unsigned top)>;
 
     // live already runs the ruleset compiled from startup (version 1, origin "startup").
-    ControlService(LiveRuleSet *live, RulesSource startup, ControlServiceInfo info, StatsFn stats);
+    ControlService(LiveRuleSet *live, RulesFile startup, ControlServiceInfo info, StatsFn stats,
+                   ServiceClock clock = {});
 
     // One request line in, one response line out. Never throws.
     std::string handle(const std::string &request_line);
@@ -66,10 +74,9 @@ class ControlService {
     nlohmann::ordered_json set_mode(const nlohmann::json &request);
     nlohmann::ordered_json add_override(const nlohmann::json &request);
     nlohmann::ordered_json del_override(const nlohmann::json &request);
-    // Compiles and swaps in config with modes and overrides applied; on success they become
+    // Compiles and swaps in the rules with modes and overrides applied; on success they become
     // the running state and the version goes up. On failure nothing changes.
-    bool apply(const RulesSource &source, const Config &config,
-               const std::map<std::string, RuleMode> &modes,
+    bool apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
                const std::vector<PrefixOverride> &overrides, const char *origin,
                std::string *error);
 
@@ -77,10 +84,12 @@ class ControlService {
     LiveRuleSet *live_;
     const ControlServiceInfo info_;
     const StatsFn stats_;
+    const ServiceClock clock_;
+    const uint64_t started_ns_;       // monotonic
+    const uint64_t started_unix_ns_;  // wall, for people
 
-    RulesSource source_;
-    Config config_;                          // source_ parsed, as written
-    std::string origin_ = "startup";         // who loaded source_: "startup" or "floodctl"
+    RulesFile rules_;                        // as written, with what it means
+    std::string origin_ = "startup";         // who loaded rules_: "startup" or "floodctl"
     std::map<std::string, RuleMode> modes_;  // floodctl rule NAME shadow|enforce since the load
     std::vector<PrefixOverride> overrides_;
     uint64_t version_ = 1;
@@ -88,10 +97,8 @@ class ControlService {
     uint64_t reloads_ok_ = 0;
     uint64_t reloads_failed_ = 0;
     uint64_t overrides_expired_ = 0;
-    uint64_t expiry_retry_unix_ns_ = 0;  // after a failed expiry: not before this
-    uint64_t requests_refused_ = 0;      // malformed or invalid control messages
+    uint64_t expiry_retry_ns_ = 0;   // after a failed expiry: not before this (monotonic)
+    uint64_t requests_refused_ = 0;  // malformed or invalid control messages
 };
-
-uint64_t unix_now_ns();
 
 }  // namespace floodgate

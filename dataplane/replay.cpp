@@ -10,12 +10,12 @@
 #include <iostream>
 #include <memory>
 
-#include "control/config.h"
 #include "dataplane/eal.h"
 #include "dataplane/merge.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats_json.h"
+#include "rules/load.h"
 
 namespace floodgate {
 

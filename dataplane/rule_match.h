@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
+#include "dataplane/api/rules.h"
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/parse.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
+#include "dataplane/api/rules.h"
 #include "dataplane/parse.h"
 #include "dataplane/rule_match.h"
 
@@ -28,7 +28,7 @@ class RuleSet;
 struct PrefixOverride {
     Prefix prefix;
     PrefixVerdict verdict = PrefixVerdict::block;  // allow or block
-    uint64_t expires_unix_ns = 0;                  // wall clock; 0: never
+    uint64_t expires_ns = 0;  // on the control service's monotonic clock; 0: never
 };
 
 struct RuleSetOptions {

@@ -18,9 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "control/config.h"
-#include "control/unix_socket.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/unix_socket.h"
 #include "dataplane/control_service.h"
 #include "dataplane/eal.h"
 #include "dataplane/live_stats.h"
@@ -28,6 +27,7 @@
 #include "dataplane/stats_json.h"
 #include "dataplane/telemetry.h"
 #include "dataplane/worker.h"
+#include "rules/load.h"
 
 namespace floodgate {
 
@@ -182,7 +182,8 @@ std::string one_line_summary(const std::vector<std::unique_ptr<Worker>> &workers
 }
 
 // Everything after EAL init, so that every DPDK resource is released before rte_eal_cleanup.
-int run_dataplane(const RunOptions &opt, const RulesSource &source, const Config &config) {
+int run_dataplane(const RunOptions &opt, const RulesFile &source) {
+    const Config &config = source.config;
     const unsigned n_workers = rte_lcore_count() - 1;
     if (n_workers == 0)
         return fail(
@@ -294,8 +295,7 @@ int run_dataplane(const RunOptions &opt, const RulesSource &source, const Config
         // It is not an lcore; the workers never wait for it.
         ControlServiceInfo info;
         info.workers = n_workers;
-        info.started_unix_ns = unix_now_ns();
-        info.instance = std::to_string(getpid()) + "-" + std::to_string(info.started_unix_ns);
+        info.instance = std::to_string(getpid()) + "-" + std::to_string(unix_now_ns());
         ControlService service(&rules, source, info, [&view](const RuleSet &rs, unsigned top) {
             return live_stats(rs, view, top);
         });
@@ -378,8 +378,7 @@ int run_main(int argc, char **argv) {
         rc = 2;
     } else {
         try {
-            RulesSource source{opt.config, read_config_file(opt.config)};
-            rc = run_dataplane(opt, source, parse_config(source.text, source.name));
+            rc = run_dataplane(opt, load_rules_file(opt.config));
         } catch (const ConfigError &e) {
             rc = fail(e.what());
         }

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "control/config.h"
+#include "dataplane/api/rules.h"
 
 namespace floodgate::test {
 

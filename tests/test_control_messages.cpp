@@ -2,10 +2,11 @@
 // sockets. Hostile input must come back as a MessageError, never a crash or a hang.
 #include <gtest/gtest.h>
 
-#include "control/duration.h"
-#include "control/message.h"
 #include "control/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
+#include "dataplane/api/numbers.h"
+#include "rules/load.h"
 
 namespace floodgate {
 namespace {

@@ -4,7 +4,9 @@
 //
 // Dataplane commands (floodctl daemon -> floodgate run):
 //   status | stats | rules | overrides
-//   load        {source, text}: a whole rules file; refused as a whole, with file:line: field
+//   load        {source, text, rules}: a whole rules file: rules is its document in JSON
+//               (rules/doc.h), validated again here; text is kept only to show people.
+//               Refused as a whole, with file: field
 //   mode        {rule, mode: "shadow"|"enforce"}
 //   override_add {list: "allow"|"block", prefix, ttl_s (0 or absent: never expires)}
 //   override_del {list, prefix}
@@ -21,8 +23,10 @@ inline constexpr const char *kDefaultMetricsAddress = "127.0.0.1:9417";
 
 // A request or response line longer than this is refused (rules files are far smaller).
 inline constexpr size_t kMaxMessageBytes = 32u << 20;
-// Requests nest objects and arrays at most this deep; deeper is refused before parsing.
+// Requests nest objects and arrays at most this deep and hold at most this many values (a
+// rules file of 200,000 prefixes is about as many); more is refused before a document is built.
 inline constexpr unsigned kMaxMessageDepth = 16;
+inline constexpr size_t kMaxMessageValues = 1u << 20;
 // Most runtime overrides the dataplane holds at once (each costs LPM memory).
 inline constexpr size_t kMaxOverrides = 65536;
 // Longest override TTL: ten years.

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <utility>
 
-#include "control/config.h"
-#include "control/prefix.h"
+#include "dataplane/api/prefix.h"
+#include "rules/load.h"
 
 extern char **environ;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "control/prefix.h"
+#include "dataplane/api/prefix.h"
 #include "tests/scenario/harness.h"
 #include "tests/scenario/traffic.h"
 

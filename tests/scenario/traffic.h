@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "control/prefix.h"
+#include "dataplane/api/prefix.h"
 #include "dataplane/parse.h"  // the TCP flag bits only; the model itself uses no dataplane code
 #include "tests/pcap_io.h"
 #include "tests/pkt_builder.h"

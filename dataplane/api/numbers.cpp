@@ -1,4 +1,4 @@
-#include "control/duration.h"
+#include "dataplane/api/numbers.h"
 
 #include <cctype>
 

@@ -1,15 +1,16 @@
-// The rules file as data: what the operator wrote, validated, before it is compiled into the
-// dataplane's RuleSet. Plain C++ (no DPDK) so that every config error can be unit-tested.
+// The rules model: what an operator's rules file says, validated, as plain data. Both processes
+// hold it (floodctl to diff and show, the dataplane to compile into its RuleSet); the rules
+// loader (rules/) is the only way to make one from text, and refuses anything outside the
+// limits below, so every later computation stays in range.
 #pragma once
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "control/prefix.h"
+#include "dataplane/api/prefix.h"
 
 namespace floodgate {
 
@@ -40,7 +41,7 @@ enum class RuleAction : uint8_t { drop };
 
 struct Rule {
     std::string name;
-    int line = 0;  // where the rule starts in its file, for messages
+    int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
     RuleMatch match;
     uint8_t key_ipv4_len = 32;
     uint8_t key_ipv6_len = 64;
@@ -65,31 +66,10 @@ struct Config {
     std::vector<Rule> rules;
 };
 
-// A refused config: names the file, the line (1-based, 0 when unknown) and the field path
-// (for example "rules[1].limit.rate").
-class ConfigError : public std::runtime_error {
-  public:
-    ConfigError(std::string file, int line, std::string field, const std::string &reason);
-    const std::string &file() const { return file_; }
-    int line() const { return line_; }
-    const std::string &field() const { return field_; }
-
-  private:
-    std::string file_;
-    int line_;
-    std::string field_;
-};
-
-// Both throw ConfigError; nothing is returned half-loaded.
-Config load_config(const std::string &path);
-// The file's bytes (for load_config, and for sending them to the dataplane); throws ConfigError
-// when it cannot be read or is too large.
-std::string read_config_file(const std::string &path);
-Config parse_config(const std::string &yaml_text, const std::string &file_name = "<string>");
-
 // Limits that keep every later computation in range.
 inline constexpr uint64_t kMaxTableEntriesPerCore = 1ull << 30;
 inline constexpr size_t kMaxRules = 256;
 inline constexpr uint32_t kMaxBurstPkts = 1u << 20;
+inline constexpr size_t kMaxRuleNameLen = 64;
 
 }  // namespace floodgate

@@ -1,4 +1,4 @@
-#include "control/unix_socket.h"
+#include "dataplane/api/unix_socket.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "control/message.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
 
 namespace floodgate {
 

@@ -1,4 +1,4 @@
-#include "control/prefix.h"
+#include "dataplane/api/prefix.h"
 
 #include <arpa/inet.h>
 

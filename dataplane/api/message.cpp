@@ -1,39 +1,58 @@
-#include "control/message.h"
+#include "dataplane/api/message.h"
 
 #include "dataplane/api/control_protocol.h"
 
 namespace floodgate {
 
 namespace {
-// Deepest nesting of objects and arrays, outside strings. Bounds the parser's work before it
-// starts; the JSON grammar itself is checked by the parser.
-unsigned nesting_depth(const std::string &s) {
-    unsigned depth = 0, deepest = 0;
-    bool in_string = false, escaped = false;
-    for (char ch : s) {
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (ch == '\\')
-                escaped = true;
-            else if (ch == '"')
-                in_string = false;
-            continue;
-        }
-        if (ch == '"') {
-            in_string = true;
-        } else if (ch == '{' || ch == '[') {
-            if (++depth > deepest) deepest = depth;
-        } else if ((ch == '}' || ch == ']') && depth > 0) {
-            --depth;
-        }
+
+// A first pass with nlohmann's SAX parser (iterative, so deep input cannot overflow the stack)
+// that only counts: nesting depth and values. The DOM, which costs about 50 bytes a value, is
+// built only for a message within both limits.
+class Bounds : public nlohmann::json_sax<nlohmann::json> {
+  public:
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(number_integer_t) override { return value(); }
+    bool number_unsigned(number_unsigned_t) override { return value(); }
+    bool number_float(number_float_t, const string_t &) override { return value(); }
+    bool string(string_t &) override { return value(); }
+    bool binary(binary_t &) override { return value(); }
+    bool start_object(std::size_t) override { return open(); }
+    bool end_object() override { return close(); }
+    bool start_array(std::size_t) override { return open(); }
+    bool end_array() override { return close(); }
+    bool key(string_t &) override { return true; }
+    bool parse_error(std::size_t, const std::string &,
+                     const nlohmann::detail::exception &) override {
+        error = "not JSON";
+        return false;
     }
-    return deepest;
-}
+    std::string error;
+
+  private:
+    bool value() {
+        if (++values_ <= kMaxMessageValues) return true;
+        error = "message has more than " + std::to_string(kMaxMessageValues) + " values";
+        return false;
+    }
+    bool open() {
+        if (++depth_ <= kMaxMessageDepth) return value();
+        error = "message nested too deeply";
+        return false;
+    }
+    bool close() {
+        --depth_;
+        return true;
+    }
+    size_t values_ = 0;
+    unsigned depth_ = 0;
+};
 
 nlohmann::json parse_object(const std::string &line) {
     if (line.size() > kMaxMessageBytes) throw MessageError("message too long");
-    if (nesting_depth(line) > kMaxMessageDepth) throw MessageError("message nested too deeply");
+    Bounds bounds;
+    if (!nlohmann::json::sax_parse(line, &bounds)) throw MessageError(bounds.error);
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) throw MessageError("not JSON");
     if (!j.is_object()) throw MessageError("not a JSON object");
