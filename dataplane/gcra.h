@@ -7,6 +7,25 @@
 
 namespace floodgate {
 
+// The latest TAT a key can hold. Every TAT update saturates here instead of wrapping: a TAT
+// past 2^64 ns would read as long expired and hand a flooding source a fresh burst. The
+// config caps one core's tolerance at 2^62 ns, but the merge adds what several cores admitted
+// (rate 1/h, burst 2^20: five cores' bursts are 1.9e19 ns). UINT64_MAX itself is the limit
+// table's reservation mark.
+inline constexpr uint64_t kMaxTatNs = UINT64_MAX - 1;
+
+inline uint64_t tat_add(uint64_t tat_ns, uint64_t delta_ns) {
+    uint64_t sum;
+    return __builtin_add_overflow(tat_ns, delta_ns, &sum) || sum > kMaxTatNs ? kMaxTatNs : sum;
+}
+
+// tat_ns + packets * interval_ns, saturated: a charge of packets admitted elsewhere.
+inline uint64_t tat_charge(uint64_t tat_ns, uint64_t packets, uint64_t interval_ns) {
+    uint64_t delta;
+    return __builtin_mul_overflow(packets, interval_ns, &delta) ? kMaxTatNs
+                                                                : tat_add(tat_ns, delta);
+}
+
 struct GcraProfile {
     uint64_t interval_ns = 0;   // T = 1e9 / rate (emission interval)
     uint64_t tolerance_ns = 0;  // tau = T * burst: how far the TAT may run ahead of now
@@ -23,7 +42,7 @@ inline GcraProfile gcra_profile(uint64_t interval_ns, uint32_t burst_pkts) {
 inline bool gcra_admit(const GcraProfile &p, uint64_t tat_ns, uint64_t now_ns,
                        uint64_t *new_tat_ns) {
     uint64_t tat = tat_ns > now_ns ? tat_ns : now_ns;
-    uint64_t next = tat + p.interval_ns;
+    uint64_t next = tat_add(tat, p.interval_ns);
     *new_tat_ns = next;
     return next - now_ns <= p.tolerance_ns;
 }

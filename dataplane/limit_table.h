@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dataplane/gcra.h"
 #include "dataplane/keyed_hash.h"
 
 namespace floodgate {
@@ -51,6 +52,7 @@ static_assert(sizeof(LimitEntry) == 20);
 
 inline constexpr unsigned kSlotsPerBucket = 3;
 inline constexpr uint64_t kReservedTat = UINT64_MAX;
+static_assert(kReservedTat > kMaxTatNs, "a saturated TAT is never taken for a reservation");
 
 struct alignas(64) LimitBucket {
     LimitEntry slot[kSlotsPerBucket];

@@ -52,7 +52,7 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
         ++counters_.merge_table_full;
         return;
     }
-    table_->commit(e, c.hash, std::max(tat_ns, now_ns) + c.packets * c.interval_ns);
+    table_->commit(e, c.hash, tat_charge(std::max(tat_ns, now_ns), c.packets, c.interval_ns));
 }
 
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {

@@ -62,6 +62,24 @@ TEST(Gcra, BurstBoundary) {
     EXPECT_TRUE(k.send(5));
 }
 
+// A TAT that would pass 2^64 ns stays at the latest one instead of wrapping to the past,
+// where it would read as expired and admit a fresh burst.
+TEST(Gcra, TatArithmeticSaturates) {
+    EXPECT_EQ(tat_add(kMaxTatNs - 5, 5), kMaxTatNs);
+    EXPECT_EQ(tat_add(kMaxTatNs - 5, 6), kMaxTatNs);
+    EXPECT_EQ(tat_add(UINT64_MAX - 3, 10), kMaxTatNs);
+    EXPECT_EQ(tat_add(7, 5), 12u);
+    EXPECT_EQ(tat_charge(1000, 3, 10), 1030u);
+    EXPECT_EQ(tat_charge(1000, 1u << 20, UINT64_MAX / 1000), kMaxTatNs);  // the product wraps
+    EXPECT_EQ(tat_charge(UINT64_MAX / 2, 3, UINT64_MAX / 4), kMaxTatNs);  // the sum wraps
+    // A saturated key is refused, however far its tolerance reaches.
+    const GcraProfile p = gcra_profile(3600ull * 1000000000, 1u << 20);
+    uint64_t next;
+    EXPECT_FALSE(gcra_admit(p, kMaxTatNs, 1000000000, &next));
+    EXPECT_FALSE(gcra_admit(p, kMaxTatNs - 1, 1000000000, &next));
+    EXPECT_EQ(next, kMaxTatNs);
+}
+
 TEST(Gcra, ProfileFromRate) {
     GcraProfile p = gcra_profile(100000000, 5);  // 10/s
     EXPECT_EQ(p.interval_ns, 100000000u);

@@ -3,9 +3,15 @@
 // cores merged every M. For every window of time, the packets passed may exceed what one GCRA
 // allows in that window (burst + floor(window / T)) by at most (N - 1) x (burst + ceil(M / T)):
 // the README's bound. The allowance is computed here from the passed timestamps alone.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <thread>
 
 #include "tests/pcap_io.h"
 #include "tests/pkt_builder.h"
@@ -73,6 +79,75 @@ TEST_F(MergeBound, SeveralCoresStayWithinTheBound) {
         // the others.
         EXPECT_GE(excess, static_cast<int64_t>(n - 1) * kBurst) << n << " cores";
     }
+}
+
+// Five cores each admit a whole burst of a 1/h, burst 2^20 rule before their first merge; the
+// merge then charges each one the other four's bursts: 5 x 2^20 x 3.6e12 ns = 1.9e19, past
+// 2^64. A TAT that wrapped there would read as long expired and the flood would get a fresh
+// burst on every core; saturated, every later packet is refused.
+TEST_F(MergeBound, MergedChargesPastTwoToTheSixtyFourSaturate) {
+    constexpr unsigned kCores = 5;
+    constexpr uint64_t kBurstPkts = 1u << 20;
+    constexpr uint64_t kLater = 5000;
+    write_text("rules.yaml",
+               "table: { entries_per_core: 1024 }\nrules:\n  - name: slow\n"
+               "    limit: { rate: 1/h, burst: 1048576 }\n");
+    // 5 x 2^20 frames are 300 MB of pcap: streamed through a FIFO rather than written to disk.
+    const std::string fifo = path("trace.pcap");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    std::signal(SIGPIPE, SIG_IGN);  // replay may stop reading early (a failure is reported below)
+    std::thread writer([&] {
+        const int fd =
+            open(fifo.c_str(), O_WRONLY);  // until replay (or the unblock below) opens it
+        if (fd < 0) return;
+        const Frame f = PacketBuilder().ipv4("198.18.5.5", "198.18.100.53").udp(4000, 53).build();
+        std::vector<uint8_t> out;
+        const uint32_t header[6] = {kPcapMagicNano, 2u | 4u << 16, 0, 0, 65535, kLinktypeEthernet};
+        out.insert(out.end(), reinterpret_cast<const uint8_t *>(header),
+                   reinterpret_cast<const uint8_t *>(header) + sizeof header);
+        auto record = [&](uint64_t ts_ns) {
+            const uint32_t h[4] = {static_cast<uint32_t>(ts_ns / 1000000000),
+                                   static_cast<uint32_t>(ts_ns % 1000000000),
+                                   static_cast<uint32_t>(f.size()),
+                                   static_cast<uint32_t>(f.size())};
+            out.insert(out.end(), reinterpret_cast<const uint8_t *>(h),
+                       reinterpret_cast<const uint8_t *>(h) + sizeof h);
+            out.insert(out.end(), f.begin(), f.end());
+        };
+        auto flush = [&] {
+            for (size_t done = 0; done < out.size();) {
+                const ssize_t n = write(fd, out.data() + done, out.size() - done);
+                if (n <= 0) return false;
+                done += static_cast<size_t>(n);
+            }
+            out.clear();
+            return true;
+        };
+        bool ok = true;
+        // Every frame of the bursts within 0.6 s, before the first merge (10 s).
+        for (uint64_t i = 0; ok && i < kCores * kBurstPkts; ++i) {
+            record(1000000000 + i * 100);
+            if (out.size() > (1u << 20)) ok = flush();
+        }
+        for (uint64_t i = 0; ok && i < kLater; ++i) record(30000000000ull + i * 1000);
+        if (ok) flush();
+        close(fd);
+    });
+    ProcessResult r = run_process(
+        {floodgate_bin(), "replay", "--config", path("rules.yaml"), "--in", fifo, "--pass",
+         "/dev/null", "--stats", path("stats.json"), "--workers", std::to_string(kCores),
+         "--spread", "rr", "--merge-interval-us", "10000000", "--quiet"},
+        dir_);
+    // If replay never opened the FIFO, opening its read end lets the writer finish.
+    const int unblock = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    if (unblock >= 0) close(unblock);
+    writer.join();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json stats = nlohmann::json::parse(read_file(path("stats.json")));
+    const nlohmann::json &rule = stats["rules"][0];
+    EXPECT_EQ(u64(rule, "matched"), kCores * kBurstPkts + kLater);
+    EXPECT_EQ(u64(rule, "passed"), kCores * kBurstPkts);  // each core's burst, once
+    EXPECT_EQ(u64(rule, "refused"), kLater);              // and nothing after the merge
 }
 
 }  // namespace
