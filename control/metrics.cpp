@@ -47,6 +47,9 @@ constexpr CounterHelp kRuleCounterHelp[] = {
     {"matched", "Packets the rule's match held for, summed over the worker cores."},
     {"passed", "Matched packets that were passed."},
     {"refused", "Matched packets this rule was the first enforcing rule to refuse."},
+    {"overruled",
+     "Matched packets dropped because another rule refused them (matched = passed + refused + "
+     "overruled)."},
     {"shadow_refused", "Shadow mode: matched packets the rule would have refused (not held)."},
     {"table_full_shared",
      "New sources that found the limit table full and were limited in the rule's shared bucket "

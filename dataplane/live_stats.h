@@ -1,7 +1,7 @@
 // The stats document of a running dataplane: replay's document (stats_json.h) plus the port
-// directions, the NICs' own counters, per-core counters and table state, and the merge. Read
-// while the workers run, with plain loads of single-writer 64-bit counters (each value is
-// whole on x86-64 and ARMv8; the set is not a snapshot of one instant).
+// directions, the NICs' own counters, per-core counters and table state, and the merge. Each
+// worker's pipeline is read once, consistently (read_core), and the totals, the per-core rows
+// and the port directions all come from that one reading, so they agree with one another.
 #pragma once
 
 #include <memory>
@@ -22,7 +22,8 @@ struct LiveView {
     uint64_t merge_interval_ns = 0;
 };
 
-// top: how many top refused sources per rule (stats_to_json).
+// top: how many top refused sources per rule (stats_to_json). Throws std::runtime_error if a
+// core could not be read consistently.
 nlohmann::ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top);
 
 }  // namespace floodgate

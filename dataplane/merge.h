@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dataplane/api/counter.h"
 #include "dataplane/pipeline.h"
 
 struct rte_ring;
@@ -34,12 +35,13 @@ class LiveMerger {
     const MergeRings &rings(unsigned worker) const { return rings_[worker]; }
     // Moves everything published so far; returns how many records were forwarded.
     uint64_t forward();
-    uint64_t dropped() const { return dropped_; }  // records that found an "in" ring full
+    // Records that found an "in" ring full; read by the stats from the control thread.
+    uint64_t dropped() const { return dropped_; }
 
   private:
     std::vector<MergeRings> rings_;
     std::vector<Consumption> scratch_;
-    uint64_t dropped_ = 0;
+    Counter dropped_;
     bool ok_ = true;
 };
 

@@ -1,6 +1,8 @@
 #include "dataplane/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace floodgate {
 
@@ -53,6 +55,68 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
         return;
     }
     table_->commit(e, c.hash, tat_charge(std::max(tat_ns, now_ns), c.packets, c.interval_ns));
+}
+
+void Pipeline::start_serving_reads() {
+    copy_.states.resize(kMaxRules);
+    copy_.rules.resize(kMaxRules);
+    copy_.top_refused.resize(kMaxRules);
+    serving_.store(true, std::memory_order_release);
+}
+
+void Pipeline::serve_read() {
+    const uint64_t asked = read_asked_.load(std::memory_order_acquire);
+    copy_.counters = counters_;
+    copy_.table = table_->stats();
+    copy_.n_rules = rules_->rules().size();
+    for (const CompiledRule &r : rules_->rules()) {
+        copy_.states[r.index] = r.state;
+        copy_.rules[r.index] = mine(r).counters;
+        copy_.top_refused[r.index] = mine(r).top_refused;
+    }
+    read_served_.store(asked, std::memory_order_release);
+}
+
+bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
+    const size_t n = rules.rules().size();
+    out->rules.assign(n, RuleCounters{});
+    out->top_refused.assign(n, HeavyHitters{});
+    std::lock_guard<std::mutex> one_reader(read_lock_);
+    if (serving_.load(std::memory_order_acquire)) {
+        const uint64_t asked = read_asked_.load(std::memory_order_relaxed) + 1;
+        read_asked_.store(asked, std::memory_order_release);
+        // A loop pass of the core takes microseconds; it may share this CPU, so yield to it.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        bool stopped = false;
+        while (read_served_.load(std::memory_order_acquire) != asked) {
+            if (!serving_.load(std::memory_order_acquire)) {
+                stopped = true;  // it stopped before it answered: it is idle now
+                break;
+            }
+            std::this_thread::yield();
+            if (std::chrono::steady_clock::now() > deadline) return false;
+        }
+        if (!stopped) {
+            // The core's rules may be older than the reader's: a rule it has not adopted yet
+            // has counted nothing on it; a rule kept across a swap shares its state.
+            out->counters = copy_.counters;
+            out->table = copy_.table;
+            for (size_t i = 0; i < copy_.n_rules; ++i)
+                for (const CompiledRule &r : rules.rules())
+                    if (r.state == copy_.states[i]) {
+                        out->rules[r.index] = copy_.rules[i];
+                        out->top_refused[r.index] = copy_.top_refused[i];
+                    }
+            return true;
+        }
+    }
+    out->counters = counters_;
+    out->table = table_->stats();
+    for (const CompiledRule &r : rules.rules()) {
+        out->rules[r.index] = r.state->per_core[core_].counters;
+        out->top_refused[r.index] = r.state->per_core[core_].top_refused;
+    }
+    return true;
 }
 
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
@@ -114,8 +178,10 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
         note_refusal(info, checks[blamed]);
         ++mine(rules[checks[blamed].rule]).counters.refused;
         ++counters_.rate_limited;
-        for (unsigned i = 0; i < n_checks; ++i)
+        for (unsigned i = 0; i < n_checks; ++i) {
+            if (static_cast<int>(i) != blamed) ++mine(rules[checks[i].rule]).counters.overruled;
             if (checks[i].reserved) table_->release(checks[i].entry, checks[i].hash);
+        }
         return Verdict::drop;
     }
     for (unsigned i = 0; i < n_checks; ++i) {

@@ -5,9 +5,18 @@
 //
 // Hot-path rules: no locks, allocation, exceptions, syscalls or logging in decide(). Every
 // buffer is sized when the pipeline is built.
+//
+// Counters are plain: only this core writes them. Another thread reads them through
+// read_stats(): while the core runs, it makes the copy itself between two bursts
+// (serve_reads(), one load per loop pass when nobody asks), so a reading is consistent by
+// construction (every invariant of dataplane/api/stats.h holds in it, top offenders included)
+// and can never be starved by a busy core, as a sequence-count reader copying a whole
+// summary between bursts of refusals would be.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "dataplane/api/stats.h"
@@ -73,7 +82,31 @@ class Pipeline {
     void publish(std::vector<Consumption> *out);
     void apply(const Consumption &c, uint64_t now_ns);
 
-    const WorkerCounters &counters() const { return counters_; }
+    // What this core has counted, as it stood at one instant: rules[i] and top_refused[i]
+    // are this core's share of rule i of `rules` (the RuleSet the caller reads with, which it
+    // keeps alive; it may be newer than the one this core decides with). Any thread; one
+    // reading at a time per core. False if a serving core did not answer within a second.
+    struct Stats {
+        WorkerCounters counters;
+        LimitTableStats table;
+        std::vector<RuleCounters> rules;
+        std::vector<HeavyHitters> top_refused;
+    };
+    bool read_stats(const RuleSet &rules, Stats *out) const;
+
+    // The core's side of read_stats, for a core that runs on its own thread: from
+    // start_serving_reads() (on the thread that starts the core, before it decides anything)
+    // to stop_serving_reads() (on the core, after its last decide) readers wait for
+    // serve_reads(), which the core calls between bursts; otherwise they copy directly, the
+    // core being idle or their own thread.
+    void start_serving_reads();
+    void stop_serving_reads() { serving_.store(false, std::memory_order_release); }
+    void serve_reads() {
+        if (read_asked_.load(std::memory_order_acquire) !=
+            read_served_.load(std::memory_order_relaxed)) [[unlikely]]
+            serve_read();
+    }
+
     const LimitTable &table() const { return *table_; }
     unsigned core() const { return core_; }
 
@@ -95,6 +128,7 @@ class Pipeline {
     void note_refusal(const PacketInfo &info, const Check &c);
     void note_admitted(LimitEntry *e, const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
+    [[gnu::cold]] void serve_read();
 
     const RuleSet *rules_ = nullptr;
     uint64_t serial_ = 0;  // rules_->serial(): compared, not the pointer, which may be reused
@@ -111,6 +145,23 @@ class Pipeline {
     ParseStatus status_[kMaxBurst];
     PrefixVerdict prefix_[kMaxBurst];
     uint16_t first_check_[kMaxBurst + 1];
+
+    // A reading asked of a serving core: the reader bumps read_asked_; the core copies its
+    // counters and its own rules' shares into copy_ (its memory, sized before it started, so
+    // a reader that gave up waiting leaves nothing dangling) and sets read_served_ to it.
+    struct CoreCopy {
+        WorkerCounters counters;
+        LimitTableStats table;
+        size_t n_rules = 0;
+        std::vector<const RuleState *> states;  // each kMaxRules long
+        std::vector<RuleCounters> rules;
+        std::vector<HeavyHitters> top_refused;
+    };
+    CoreCopy copy_;
+    mutable std::mutex read_lock_;  // readers only: one reading at a time
+    mutable std::atomic<uint64_t> read_asked_{0};
+    std::atomic<uint64_t> read_served_{0};
+    std::atomic<bool> serving_{false};
 };
 
 }  // namespace floodgate

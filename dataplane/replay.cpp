@@ -282,8 +282,9 @@ int replay_main(int argc, char **argv) {
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());
 
-        nlohmann::ordered_json stats =
-            stats_to_json(*rules, std::vector<const Pipeline *>(cores.begin(), cores.end()));
+        std::vector<CoreReading> readings;
+        for (const Pipeline *core : cores) readings.push_back(read_core(*rules, *core));
+        nlohmann::ordered_json stats = stats_to_json(*rules, readings);
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }

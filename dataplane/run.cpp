@@ -162,14 +162,17 @@ int launch_worker(void *arg) {
     return 0;
 }
 
-std::string one_line_summary(const std::vector<std::unique_ptr<Worker>> &workers) {
+std::string one_line_summary(const RuleSet &rules,
+                             const std::vector<std::unique_ptr<Worker>> &workers) {
     uint64_t rx = 0, passed = 0, dropped = 0, tx_failed = 0, back = 0;
     for (const auto &w : workers) {
-        rx += w->filtered().rx;
-        passed += w->pipeline().counters().passed;
-        dropped += w->pipeline().counters().dropped;
-        tx_failed += w->filtered().tx_failed + w->returning().tx_failed;
-        back += w->returning().rx;
+        Pipeline::Stats s;
+        if (!w->pipeline().read_stats(rules, &s)) return "counters busy";
+        rx += s.counters.packets;
+        passed += s.counters.passed;
+        dropped += s.counters.dropped;
+        tx_failed += w->filtered_tx_failed() + w->returning_tx_failed();
+        back += w->returning_rx();
     }
     char line[256];
     std::snprintf(
@@ -329,14 +332,17 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
             if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
                 next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(opt.stats_interval_s));
-                std::printf("%s\n", one_line_summary(workers).c_str());
+                rules.with_current([&](const RuleSet &rs) {
+                    std::printf("%s\n", one_line_summary(rs, workers).c_str());
+                });
                 std::fflush(stdout);
             }
         }
         control_thread.join();
         attach_telemetry(nullptr);
         rte_eal_mp_wait_lcore();
-        std::printf("%s\n", one_line_summary(workers).c_str());
+        rules.with_current(
+            [&](const RuleSet &rs) { std::printf("%s\n", one_line_summary(rs, workers).c_str()); });
 
         nlohmann::ordered_json stats;
         rules.with_current(

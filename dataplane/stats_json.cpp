@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace floodgate {
 
@@ -15,35 +16,44 @@ std::string key_prefix(const HeavyHitter &h) {
 }
 }  // namespace
 
-nlohmann::ordered_json stats_to_json(const RuleSet &ruleset,
-                                     const std::vector<const Pipeline *> &cores, unsigned top_n) {
+CoreReading read_core(const RuleSet &rules, const Pipeline &core) {
+    CoreReading r;
+    r.table_capacity = core.table().capacity();
+    if (!core.read_stats(rules, &r.stats))
+        throw std::runtime_error("worker core " + std::to_string(core.core()) +
+                                 " did not answer a stats reading within a second");
+    return r;
+}
+
+nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<CoreReading> &cores,
+                                     unsigned top_n) {
     using nlohmann::ordered_json;
     WorkerCounters total;
     LimitTableStats table;
     uint64_t capacity = 0, memory_bytes = 0;
-    for (const Pipeline *p : cores) {
-        const WorkerCounters &c = p->counters();
+    for (const CoreReading &core : cores) {
+        const WorkerCounters &c = core.stats.counters;
 #define FG_X(name) total.name += c.name;
         FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
         for (unsigned i = 0; i < static_cast<unsigned>(MalformedReason::count); ++i)
             total.malformed_by_reason[i] += c.malformed_by_reason[i];
-        table.occupancy += p->table().stats().occupancy;
-        table.reclaims += p->table().stats().reclaims;
-        table.full_events += p->table().stats().full_events;
-        capacity += p->table().capacity();
-        memory_bytes += LimitTable::bytes_for(p->table().capacity());
+        table.occupancy += core.stats.table.occupancy;
+        table.reclaims += core.stats.table.reclaims;
+        table.full_events += core.stats.table.full_events;
+        capacity += core.table_capacity;
+        memory_bytes += LimitTable::bytes_for(core.table_capacity);
     }
 
     ordered_json j;
 #define FG_X(name) j[#name] = total.name;
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
+    // Every reason, zeros included, so that a reader sees the same keys from the start.
     ordered_json reasons = ordered_json::object();
     for (unsigned i = 1; i < static_cast<unsigned>(MalformedReason::count); ++i)
-        if (total.malformed_by_reason[i] != 0)
-            reasons[malformed_reason_name(static_cast<MalformedReason>(i))] =
-                total.malformed_by_reason[i];
+        reasons[malformed_reason_name(static_cast<MalformedReason>(i))] =
+            total.malformed_by_reason[i];
     j["malformed_reasons"] = reasons;
     j["table"] = {{"capacity", capacity},
                   {"occupancy", table.occupancy},
@@ -56,14 +66,11 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset,
     for (const CompiledRule &r : ruleset.rules()) {
         RuleCounters sum;
         HeavyHitters top;
-        for (const RuleCoreState &core : r.state->per_core) {
-#define FG_X(name) sum.name += core.counters.name;
+        for (const CoreReading &core : cores) {
+#define FG_X(name) sum.name += core.stats.rules[r.index].name;
             FG_RULE_COUNTERS(FG_X)
 #undef FG_X
-            // A running worker may be rewriting its summary: merge a private copy, so that
-            // every field is read once (a value may be stale, never inconsistent with itself).
-            HeavyHitters copy = core.top_refused;
-            top.merge(copy);
+            top.merge(core.stats.top_refused[r.index]);
         }
         ordered_json rule;
         rule["name"] = r.name;

@@ -20,13 +20,19 @@ TscClock TscClock::calibrated() {
 }
 
 namespace {
-rte_eth_dev_tx_buffer *make_tx_buffer(uint64_t *failed, int socket) {
+// Frames the NIC does not take are freed and counted, never retried or leaked: DPDK's
+// rte_eth_tx_buffer_count_callback, with a counter other threads may read.
+void count_unsent(rte_mbuf **pkts, uint16_t unsent, void *failed) {
+    rte_pktmbuf_free_bulk(pkts, unsent);
+    *static_cast<Counter *>(failed) += unsent;
+}
+
+rte_eth_dev_tx_buffer *make_tx_buffer(Counter *failed, int socket) {
     auto *b = static_cast<rte_eth_dev_tx_buffer *>(
         rte_zmalloc_socket("fg_tx_buffer", RTE_ETH_TX_BUFFER_SIZE(kMaxBurst), 0, socket));
     if (b == nullptr) return nullptr;
     rte_eth_tx_buffer_init(b, kMaxBurst);
-    // Frames the NIC does not take are freed and counted, never retried or leaked.
-    rte_eth_tx_buffer_set_err_callback(b, rte_eth_tx_buffer_count_callback, failed);
+    rte_eth_tx_buffer_set_err_callback(b, count_unsent, failed);
     return b;
 }
 }  // namespace
@@ -43,12 +49,15 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
         pipeline_->enable_merge();
         published_.reserve(kMaxUnpublishedKeys);
     }
+    // From now on stats readers ask the pipeline for copies (it is about to run on its lcore).
+    pipeline_->start_serving_reads();
     int socket = static_cast<int>(rte_socket_id());
-    to_inside_ = make_tx_buffer(&filtered_.tx_failed, socket);
-    to_outside_ = make_tx_buffer(&returning_.tx_failed, socket);
+    to_inside_ = make_tx_buffer(&filtered_tx_failed_, socket);
+    to_outside_ = make_tx_buffer(&returning_tx_failed_, socket);
 }
 
 Worker::~Worker() {
+    pipeline_->stop_serving_reads();  // in case run() never ran
     rte_free(to_inside_);
     rte_free(to_outside_);
 }
@@ -81,7 +90,7 @@ void Worker::apply_consumption(uint64_t now_ns) {
             // core published: such records are counted as no lag.
             uint64_t published = incoming[i].published_ns;
             uint64_t lag = now_ns > published ? now_ns - published : 0;
-            if (lag > merge_max_lag_ns_) merge_max_lag_ns_ = lag;
+            if (lag > merge_max_lag_ns_) merge_max_lag_ns_.set(lag);
         }
 }
 
@@ -123,12 +132,10 @@ void Worker::run(uint64_t tsc0) {
                 rte_prefetch0(frames[i]);
             }
             pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
-            filtered_.rx += n;
             rte_mbuf *dropped[kMaxBurst];
             unsigned n_dropped = 0;
             for (uint16_t i = 0; i < n; ++i) {
                 if (verdicts[i] == Verdict::pass) {
-                    filtered_.tx += 1;
                     rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
                 } else {
                     dropped[n_dropped++] = pkts[i];
@@ -142,14 +149,17 @@ void Worker::run(uint64_t tsc0) {
 
         if (ports_.inside != ports_.outside) {
             uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, pkts, kMaxBurst);
-            returning_.rx += m;
-            returning_.tx += m;
-            for (uint16_t i = 0; i < m; ++i)
-                rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
-            rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
+            if (m > 0) {
+                returning_rx_ += m;
+                for (uint16_t i = 0; i < m; ++i)
+                    rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
+                rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
+            }
         }
+        pipeline_->serve_reads();
         rules_->quiescent(ports_.queue);
     }
+    pipeline_->stop_serving_reads();
     rules_->offline(ports_.queue);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
     rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);

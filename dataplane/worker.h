@@ -37,15 +37,19 @@ class Worker {
     // lag between them) agree.
     void run(uint64_t tsc0);
 
+    // Read from other threads (live_stats). Outside to inside, rx is the pipeline's packets
+    // and tx its passed (every passed frame is handed to the TX queue), so only the NIC's
+    // refusals are counted here; inside to outside is forwarded unfiltered, so tx = rx.
     const Pipeline &pipeline() const { return *pipeline_; }
-    const PortCounters &filtered() const { return filtered_; }           // outside -> inside
-    const PortCounters &returning() const { return returning_; }         // inside -> outside
+    uint64_t filtered_tx_failed() const { return filtered_tx_failed_; }
+    uint64_t returning_rx() const { return returning_rx_; }
+    uint64_t returning_tx_failed() const { return returning_tx_failed_; }
     uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
     // TSC cycles spent on non-empty outside bursts, from the clock read before the receive to
-    // after the passed frames were handed to the TX queue: busy_tsc / filtered().rx is the
-    // cost of a packet inside floodgate, I/O included.
+    // after the passed frames were handed to the TX queue: busy_tsc / packets is the cost of
+    // a packet inside floodgate, I/O included.
     uint64_t busy_tsc() const { return busy_tsc_; }
 
   private:
@@ -55,14 +59,15 @@ class Worker {
     const std::atomic<bool> *stop_;
     rte_eth_dev_tx_buffer *to_inside_ = nullptr;
     rte_eth_dev_tx_buffer *to_outside_ = nullptr;
-    PortCounters filtered_;
-    PortCounters returning_;
+    Counter filtered_tx_failed_;
+    Counter returning_rx_;
+    Counter returning_tx_failed_;
     const MergeRings *merge_;
     uint64_t merge_interval_ns_;
     std::vector<Consumption> published_;  // capacity reserved once
-    uint64_t merge_records_lost_ = 0;
-    uint64_t merge_max_lag_ns_ = 0;
-    uint64_t busy_tsc_ = 0;
+    Counter merge_records_lost_;
+    Counter merge_max_lag_ns_;
+    Counter busy_tsc_;
 
     void publish_consumption(uint64_t now_ns);
     void apply_consumption(uint64_t now_ns);

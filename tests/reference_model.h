@@ -60,7 +60,8 @@ struct SourceKeyHash {
 struct ModelRuleCounters {
     uint64_t matched = 0;
     uint64_t passed = 0;
-    uint64_t refused = 0;  // packets this rule was the first enforce rule to refuse
+    uint64_t refused = 0;    // packets this rule was the first enforce rule to refuse
+    uint64_t overruled = 0;  // matched packets dropped because another rule was blamed
     uint64_t shadow_refused = 0;
     // Packets whose key was new and found the table full, by the rule's on_table_full.
     uint64_t table_full_shared = 0;
@@ -198,6 +199,7 @@ class ReferenceModel {
                 ++rc.shadow_refused;
                 ++rc.refused_by_key[c.key];
             }
+            if (!d.pass && c.rule != static_cast<size_t>(d.blamed_rule)) ++rc.overruled;
             if (d.pass) {
                 ++rc.passed;
                 if (!c.admit) continue;

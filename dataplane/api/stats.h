@@ -1,6 +1,15 @@
 // Counter layout shared by the dataplane (single writer per core) and every reader (replay's
-// JSON, `floodgate run`'s summary, later the control plane). Names come from one list each, so
-// the struct fields, JSON keys and metric names can never drift apart.
+// JSON, `floodgate run`'s summary, the control plane). Names come from one list each, so the
+// struct fields, JSON keys and metric names can never drift apart.
+//
+// Each core's counters are plain: only that core writes them, and while it runs it also makes
+// every copy another thread reads (Pipeline::read_stats), between two bursts. So every reading
+// shows them as they stood at one instant, and these hold in it, per core and summed
+// (README, "Counters"):
+//   packets = passed + dropped
+//   dropped = malformed + block_hits + rate_limited
+//   malformed = the sum of malformed_by_reason
+//   per rule: matched = passed + refused + overruled
 #pragma once
 
 #include <cstdint>
@@ -23,13 +32,14 @@ namespace floodgate {
     X(merge_table_full)    /* another core's consumption found this table full */
 
 // Per rule, per worker core.
-#define FG_RULE_COUNTERS(X)                                                                \
-    X(matched)           /* packets this rule's match held for */                          \
-    X(passed)            /* ... of which the packet was passed */                          \
-    X(refused)           /* ... of which this rule was the first enforcing refuser */      \
-    X(shadow_refused)    /* shadow mode: would have refused (the packet was not held) */   \
-    X(table_full_shared) /* new key found the table full: used the rule's shared bucket */ \
-    X(table_full_pass)   /* new key found the table full: passed (on_table_full: pass) */  \
+#define FG_RULE_COUNTERS(X)                                                                 \
+    X(matched)           /* packets this rule's match held for */                           \
+    X(passed)            /* ... of which the packet was passed */                           \
+    X(refused)           /* ... of which this rule was the first enforcing refuser */       \
+    X(overruled)         /* ... of which another rule was blamed for dropping the packet */ \
+    X(shadow_refused)    /* shadow mode: would have refused (the packet was not held) */    \
+    X(table_full_shared) /* new key found the table full: used the rule's shared bucket */  \
+    X(table_full_pass)   /* new key found the table full: passed (on_table_full: pass) */   \
     X(table_full_drop)   /* new key found the table full: refused (on_table_full: drop) */
 
 struct alignas(64) WorkerCounters {
@@ -39,8 +49,9 @@ struct alignas(64) WorkerCounters {
     uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
 };
 
-// Per worker, per direction (outside to inside, inside to outside); sent = tx - tx_failed.
-struct alignas(64) PortCounters {
+// Per direction (outside to inside, inside to outside), summed over the workers; sent = tx -
+// tx_failed. For outside to inside, rx is the frames decided and tx the frames passed.
+struct PortCounters {
     uint64_t rx = 0;
     uint64_t tx = 0;         // handed to the TX queue
     uint64_t tx_failed = 0;  // the NIC refused them; freed, never leaked

@@ -147,6 +147,55 @@ def raw_request(path, payload, read=True):
         return data.decode(errors="replace")
 
 
+def stats_invariants(stats):
+    """The invariants every reading must keep (dataplane/api/stats.h); a list of broken ones."""
+    broken = []
+
+    def same(a, b, what):
+        if a != b:
+            broken.append("%s: %d != %d" % (what, a, b))
+
+    for where, c in [("total", stats)] + [("core %d" % c["core"], c) for c in stats["cores"]]:
+        same(c["packets"], c["passed"] + c["dropped"], where + " packets = passed + dropped")
+        same(c["dropped"], c["malformed"] + c["block_hits"] + c["rate_limited"],
+             where + " dropped = malformed + blocked + rate-limited")
+    same(stats["malformed"], sum(stats["malformed_reasons"].values()), "malformed = sum of reasons")
+    for field in ("packets", "passed", "dropped", "malformed", "rate_limited"):
+        same(stats[field], sum(c[field] for c in stats["cores"]), "total %s = sum of cores" % field)
+    port = stats["ports"]["outside_to_inside"]
+    same(port["rx"], stats["packets"], "outside rx = packets")
+    same(port["tx"], stats["passed"], "outside tx = passed")
+    for r in stats["rules"]:
+        same(r["matched"], r["passed"] + r["refused"] + r["overruled"],
+             r["name"] + " matched = passed + refused + overruled")
+    same(sum(r["refused"] for r in stats["rules"]), stats["rate_limited"],
+         "sum of rules' refused = rate-limited (no rule removed yet)")
+    return broken
+
+
+class DataplaneLink:
+    """One connection to the dataplane's control socket, one JSON line each way."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def ask(self, request):
+        self.sock.sendall((json.dumps(request) + "\n").encode())
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("dataplane closed the control connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self):
+        self.sock.close()
+
+
 def main():
     work = tempfile.mkdtemp(prefix="fg-control-")
     prefix = "fgctl%d" % os.getpid()
@@ -229,6 +278,21 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
     web0 = ctl.rule("web")
     ntp0 = ctl.rule("ntp")
     check(5 <= ntp0["passed"] <= 11, "ntp passed 5..11: %d" % ntp0["passed"])
+
+    # Readings taken while both workers run flat out: every one must add up.
+    link = DataplaneLink(dp_sock)
+    readings, broken, moved, last = 2000, [], 0, None
+    for _ in range(readings):
+        reply = link.ask({"cmd": "stats"})
+        bad = stats_invariants(reply["stats"])
+        if bad and len(broken) < 5:
+            broken.append(bad)
+        moved += last is not None and reply["stats"]["packets"] != last
+        last = reply["stats"]["packets"]
+    link.close()
+    check(not broken and moved >= readings // 2,
+          "%d stats readings under traffic all keep the invariants (%d saw new packets)" %
+          (readings, moved), broken)
 
     # Dry run: shows the change, applies nothing.
     code, out, err = ctl.run("rules", "load", os.path.join(work, "v2.yaml"), "--dry-run")
