@@ -1,6 +1,5 @@
 #include "control/http_server.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -40,39 +39,26 @@ HttpServer::~HttpServer() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-bool HttpServer::listen(const std::string &address, std::string *error) {
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos) {
-        *error = "metrics address '" + address + "': expected HOST:PORT";
-        return false;
-    }
-    std::string host = address.substr(0, colon), port = address.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
-    int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
-    if (rc != 0) {
-        *error = "metrics address '" + address + "': " + gai_strerror(rc);
-        return false;
-    }
-    fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+bool HttpServer::listen(const std::string &text, std::string *error) {
+    ListenAddress address;
+    if (!resolve_listen_address(text, &address, error)) return false;
+    const auto *addr = reinterpret_cast<const sockaddr *>(&address.addr);
+    fd_ = ::socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd_ < 0 || ::bind(fd_, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd_, 16) != 0) {
-        *error = "metrics address '" + address + "': " + std::strerror(errno);
-        ::freeaddrinfo(res);
+    if (fd_ < 0 || ::bind(fd_, addr, address.len) != 0 || ::listen(fd_, 16) != 0) {
+        *error = "'" + text + "': " + format_address(addr) + ": " + std::strerror(errno);
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
         return false;
     }
-    ::freeaddrinfo(res);
     sockaddr_storage bound{};
     socklen_t len = sizeof bound;
     ::getsockname(fd_, reinterpret_cast<sockaddr *>(&bound), &len);
+    address_ = format_address(reinterpret_cast<const sockaddr *>(&bound));
     port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port)
                                         : ntohs(reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+    loopback_ = address.loopback;
     return true;
 }
 

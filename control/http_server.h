@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "control/listen_address.h"
+
 namespace floodgate {
 
 class HttpServer {
@@ -16,15 +18,20 @@ class HttpServer {
     HttpServer(const HttpServer &) = delete;
     HttpServer &operator=(const HttpServer &) = delete;
 
-    // address: "HOST:PORT" ("127.0.0.1:9417", "[::1]:9417", "0.0.0.0:9417").
+    // Binds and listens on address (control/listen_address.h has the rules).
     bool listen(const std::string &address, std::string *error);
     void serve(const std::atomic<bool> &stop, const std::function<std::string()> &metrics);
-    // The port actually bound (useful with port 0).
+    // The address actually bound, as "127.0.0.1:9417" (with the port chosen for port 0).
+    const std::string &address() const { return address_; }
     int port() const { return port_; }
+    // Whether the address is a loopback one; if not, the endpoint is reachable from other hosts.
+    bool loopback() const { return loopback_; }
 
   private:
     int fd_ = -1;
+    std::string address_;
     int port_ = 0;
+    bool loopback_ = false;
 };
 
 }  // namespace floodgate
