@@ -422,13 +422,14 @@ int run_daemon(const DaemonOptions &options) {
             " is reachable from other hosts (--metrics " + options.metrics +
             " is not a loopback address)");
 
+    if (serve_metrics && !http.start([&] { return daemon.metrics(); }, &error)) {
+        log(error);
+        return 1;
+    }
     std::thread cli_thread([&] {
         cli.serve(
             g_stop, [&](const std::string &line) { return daemon.handle_cli(line); }, {}, 200);
     });
-    std::thread http_thread;
-    if (serve_metrics)
-        http_thread = std::thread([&] { http.serve(g_stop, [&] { return daemon.metrics(); }); });
 
     // Samples once a second: keeps the connection (reconnecting and reconciling after either
     // side restarts) and the per-port rates current.
@@ -437,8 +438,9 @@ int run_daemon(const DaemonOptions &options) {
         for (int i = 0; i < 10 && !g_stop.load(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    // Before the Daemon goes: the endpoint's threads call into it.
+    http.stop();
     cli_thread.join();
-    if (http_thread.joinable()) http_thread.join();
     log("stopped");
     return 0;
 }

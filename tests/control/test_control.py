@@ -177,6 +177,27 @@ def listening_tcp(pid):
     return found
 
 
+def still_open(conn):
+    """True while the server has neither closed nor reset conn (and sent it nothing)."""
+    conn.setblocking(False)  # a socket with a timeout would wait for data first
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read, connection up
+    except OSError:
+        return False
+
+
+def http_status(url, method="GET"):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method,
+                                                           data=b"x" if method == "POST"
+                                                           else None), timeout=30) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+
 def metrics_endpoint_addresses(work):
     """--metrics: a missing host is loopback, names resolve, other addresses are logged, bad
     ones refused. Daemons of their own, without a dataplane."""
@@ -442,9 +463,34 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           "the dataplane counted the refused requests and changed nothing", status)
 
     # Prometheus: scrape, parse with the reference parser, compare with floodctl's numbers.
+    # The scrape is made while other clients hold connections: five that sent nothing, one
+    # that sent half a request, one that asked and reads nothing. A server that serves one
+    # connection at a time cannot answer it before it has closed those it accepted first.
     from prometheus_client.parser import text_string_to_metric_families
     metrics_addr = ctl.json("status")["daemon"]["metrics"]
-    body = urllib.request.urlopen("http://%s/metrics" % metrics_addr, timeout=30).read().decode()
+    host, port = metrics_addr.rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(5)]
+    half = socket.create_connection((host, int(port)), timeout=30)
+    half.sendall(b"GET /metrics HTTP/1.1\r\nHost: floodgate\r\n")  # no blank line: unfinished
+    deaf = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # before connect: a tiny window
+    deaf.connect((host, int(port)))
+    deaf.sendall(b"GET /metrics HTTP/1.1\r\nHost: floodgate\r\n\r\n" * 8)
+    try:
+        started = time.monotonic()
+        body = urllib.request.urlopen("http://%s/metrics" % metrics_addr,
+                                      timeout=30).read().decode()
+        took_s = time.monotonic() - started  # shown, not asserted
+        held = [still_open(c) for c in idle + [half]]
+        check(all(held), "metrics: scraped (in %.3f s) while 5 idle connections and a half "
+              "request stay open (%d of 6 open)" % (took_s, sum(held)))
+    finally:
+        for c in idle + [half, deaf]:
+            c.close()
+    code_404, _ = http_status("http://%s/nosuch" % metrics_addr)
+    code_405, headers_405 = http_status("http://%s/metrics" % metrics_addr, "POST")
+    check(code_404 == 404 and code_405 == 405 and "GET" in headers_405.get("Allow", ""),
+          "metrics: another path is 404 (%s), another method 405 (%s)" % (code_404, code_405))
     families = {f.name: f for f in text_string_to_metric_families(body)}
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in families.values() for s in f.samples}
