@@ -396,33 +396,40 @@ int run_daemon(const DaemonOptions &options) {
             return 1;
         }
     }
-    LineServer cli;
     std::string error;
+    HttpServer http;
+    const bool serve_metrics = options.metrics != "none";
+    if (serve_metrics && !http.listen(options.metrics, &error)) {
+        log("--metrics " + error);
+        return 1;
+    }
+    LineServer cli;
     if (!cli.listen(options.socket, &error)) {
         log(error);
         return 1;
     }
-    HttpServer http;
-    if (options.metrics != "none" && !http.listen(options.metrics, &error)) {
+    DaemonOptions effective = options;
+    if (serve_metrics)
+        effective.metrics = http.address();  // as bound: the address, the chosen port
+    Daemon daemon(effective);
+    log("serving floodctl on " + options.socket +
+        (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
+        "; dataplane at " + options.dataplane);
+    // No authentication on the endpoint: serving it beyond this machine is the operator's
+    // explicit choice (--metrics with a non-loopback address), and said so.
+    if (serve_metrics && !http.loopback())
+        log("warning: the metrics endpoint " + effective.metrics +
+            " is reachable from other hosts (--metrics " + options.metrics +
+            " is not a loopback address)");
+
+    if (serve_metrics && !http.start([&] { return daemon.metrics(); }, &error)) {
         log(error);
         return 1;
     }
-    DaemonOptions effective = options;
-    if (options.metrics != "none")  // the port actually bound, for HOST:0
-        effective.metrics =
-            options.metrics.substr(0, options.metrics.rfind(':') + 1) + std::to_string(http.port());
-    Daemon daemon(effective);
-    log("serving floodctl on " + options.socket +
-        (options.metrics != "none" ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
-        "; dataplane at " + options.dataplane);
-
     std::thread cli_thread([&] {
         cli.serve(
             g_stop, [&](const std::string &line) { return daemon.handle_cli(line); }, {}, 200);
     });
-    std::thread http_thread;
-    if (options.metrics != "none")
-        http_thread = std::thread([&] { http.serve(g_stop, [&] { return daemon.metrics(); }); });
 
     // Samples once a second: keeps the connection (reconnecting and reconciling after either
     // side restarts) and the per-port rates current.
@@ -431,8 +438,9 @@ int run_daemon(const DaemonOptions &options) {
         for (int i = 0; i < 10 && !g_stop.load(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    // Before the Daemon goes: the endpoint's threads call into it.
+    http.stop();
     cli_thread.join();
-    if (http_thread.joinable()) http_thread.join();
     log("stopped");
     return 0;
 }

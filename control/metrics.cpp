@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dataplane/api/stats.h"
+#include "dataplane/parse.h"
 
 namespace floodgate {
 
@@ -178,7 +179,8 @@ struct Label {
 };
 
 // One metric family: its samples are collected first and written as one block, because the
-// format wants a family's lines together, and a family with no samples is not written at all.
+// format wants a family's lines together. A family is written even with no samples (see
+// metrics.h): the families present do not depend on what the traffic has done so far.
 class Family {
   public:
     Family(std::string name, Type type, std::string_view help)
@@ -207,7 +209,6 @@ class Family {
     }
 
     void write(std::string &out) const {
-        if (samples_.empty()) return;
         out += "# HELP ";
         out += name_;
         out += ' ';
@@ -281,31 +282,30 @@ void status_metrics(const json *status, std::string &out) {
 }
 
 void overrides_metrics(const json *reply, std::string &out) {
-    // A reply without the list (an error reply) says nothing: no samples rather than zeros.
-    const json *rows = array_at(reply, "overrides");
-    if (rows == nullptr) return;
-    uint64_t allow = 0, block = 0;
-    for (const json &row : *rows) {
-        auto list = label_at(&row, "list");
-        if (list == "allow")
-            ++allow;
-        else if (list == "block")
-            ++block;
-    }
     Family f("floodgate_overrides", Type::gauge,
              "Runtime overrides (floodctl allow/block) in force, per list.");
-    f.add({{"list", "allow"}}, Value{allow});
-    f.add({{"list", "block"}}, Value{block});
+    // A reply without the list (an error reply) says nothing: no samples rather than zeros.
+    if (const json *rows = array_at(reply, "overrides")) {
+        uint64_t allow = 0, block = 0;
+        for (const json &row : *rows) {
+            auto list = label_at(&row, "list");
+            if (list == "allow")
+                ++allow;
+            else if (list == "block")
+                ++block;
+        }
+        f.add({{"list", "allow"}}, Value{allow});
+        f.add({{"list", "block"}}, Value{block});
+    }
     f.write(out);
 }
 
 // Per worker core: stats.cores[], labelled by its "core" index. A core without one is skipped.
 void core_metrics(const json *stats, std::string &out) {
-    const json *cores = array_at(stats, "cores");
-    if (cores == nullptr) return;
     std::vector<std::pair<std::string, const json *>> labelled;
-    for (const json &c : *cores)
-        if (auto label = label_at(&c, "core")) labelled.emplace_back(std::move(*label), &c);
+    if (const json *cores = array_at(stats, "cores"))
+        for (const json &c : *cores)
+            if (auto label = label_at(&c, "core")) labelled.emplace_back(std::move(*label), &c);
 
 #define FG_X(name)                                                                           \
     {                                                                                        \
@@ -356,11 +356,10 @@ void core_metrics(const json *stats, std::string &out) {
 }
 
 void rule_metrics(const json *stats, std::string &out) {
-    const json *rules = array_at(stats, "rules");
-    if (rules == nullptr) return;
     std::vector<std::pair<std::string, const json *>> named;
-    for (const json &r : *rules)
-        if (auto name = label_at(&r, "name")) named.emplace_back(std::move(*name), &r);
+    if (const json *rules = array_at(stats, "rules"))
+        for (const json &r : *rules)
+            if (auto name = label_at(&r, "name")) named.emplace_back(std::move(*name), &r);
 
 #define FG_X(name)                                                                        \
     {                                                                                     \
@@ -394,18 +393,17 @@ void rule_metrics(const json *stats, std::string &out) {
 
 // The NICs' own counters (stats.nic[]), which include what never reached a worker.
 void nic_metrics(const json *stats, std::string &out) {
-    const json *nics = array_at(stats, "nic");
-    if (nics == nullptr) return;
     struct Port {
         std::string port, role;
         const json *counters;
     };
     std::vector<Port> ports;
-    for (const json &n : *nics) {
-        auto port = label_at(&n, "port");
-        auto role = label_at(&n, "role");
-        if (port && role) ports.push_back({std::move(*port), std::move(*role), &n});
-    }
+    if (const json *nics = array_at(stats, "nic"))
+        for (const json &n : *nics) {
+            auto port = label_at(&n, "port");
+            auto role = label_at(&n, "role");
+            if (port && role) ports.push_back({std::move(*port), std::move(*role), &n});
+        }
     static constexpr const char *kFields[][3] = {
         {"floodgate_port_rx_packets_total", "rx_packets", "Frames the NIC received."},
         {"floodgate_port_rx_bytes_total", "rx_bytes", "Bytes the NIC received."},
@@ -445,15 +443,43 @@ void direction_metrics(const json *stats, std::string &out) {
     }
 }
 
+// The reasons of FG_MALFORMED_REASONS, but none (which is no malformation).
+constexpr std::string_view kMalformedReasons[] = {
+#define FG_X(name) #name,
+    FG_MALFORMED_REASONS(FG_X)
+#undef FG_X
+};
+static_assert(kMalformedReasons[0] == "none", "FG_MALFORMED_REASONS starts with none");
+
+// Every reason of the list has its sample from the first scrape, 0 when the dataplane leaves
+// it out (it may write only the reasons seen), so that rate() and alerts see the first
+// malformed frame of a kind rather than a series appearing. A reason the list does not know
+// (a newer dataplane) is written as it comes.
+void malformed_metrics(const json *stats, std::string &out) {
+    Family f("floodgate_malformed_by_reason_total", Type::counter,
+             "Malformed frames per reason, summed over the worker cores.");
+    const json *reasons = member(stats, "malformed_reasons");
+    if (reasons != nullptr && reasons->is_object()) {
+        const auto known = [](std::string_view reason) {
+            for (std::string_view k : kMalformedReasons)
+                if (k == reason) return true;
+            return false;
+        };
+        for (std::string_view reason : kMalformedReasons) {
+            if (reason == "none") continue;
+            auto it = reasons->find(std::string(reason));
+            // Present but not a number: a broken reply, so no sample rather than a made-up 0.
+            f.add({{"reason", reason}}, it == reasons->end() ? Value{uint64_t{0}} : number(*it));
+        }
+        for (const auto &[reason, n] : reasons->items())
+            if (!known(reason)) f.add({{"reason", reason}}, number(n));
+    }
+    f.write(out);
+}
+
 void stats_metrics(const json *stats, std::string &out) {
     core_metrics(stats, out);
-
-    Family malformed("floodgate_malformed_by_reason_total", Type::counter,
-                     "Malformed frames per reason, summed over the worker cores.");
-    if (const json *reasons = member(stats, "malformed_reasons"); reasons && reasons->is_object())
-        for (const auto &[reason, n] : reasons->items())
-            malformed.add({{"reason", reason}}, number(n));
-    malformed.write(out);
+    malformed_metrics(stats, out);
 
     const json *table = member(stats, "table");
     Family per_entry("floodgate_table_bytes_per_entry", Type::gauge,
@@ -490,9 +516,11 @@ std::string prometheus_text(const MetricsInput &in) {
     connects.add({}, Value{in.dataplane_connects});
     connects.write(out);
 
-    if (in.status != nullptr) status_metrics(in.status, out);
-    if (in.overrides != nullptr) overrides_metrics(in.overrides, out);
-    if (in.stats != nullptr) stats_metrics(in.stats, out);
+    // A reply that did not come, or is not even an object, writes none of its families.
+    const auto usable = [](const json *reply) { return reply != nullptr && reply->is_object(); };
+    if (usable(in.status)) status_metrics(in.status, out);
+    if (usable(in.overrides)) overrides_metrics(in.overrides, out);
+    if (usable(in.stats)) stats_metrics(in.stats, out);
     return out;
 }
 

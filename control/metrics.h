@@ -3,8 +3,18 @@
 // daemon's own counters. A plain function over JSON, so it is unit-tested without a dataplane.
 //
 // The replies come from another process: a missing field or one of the wrong type drops that
-// sample, never throws. A family with no samples is left out whole (no HELP or TYPE line).
-// Metric names are stable; each is documented in its HELP line.
+// sample, never throws.
+//
+// Which families are written depends on which replies came, never on the traffic: every
+// family a reply feeds is written, with its HELP and TYPE lines, as soon as that reply is an
+// object, even when it has no sample (no rule, no top refused source yet, an error reply).
+// A reply that did not come (dataplane down) writes none of its families: no number is better
+// than a made-up one. floodgate_malformed_by_reason_total has a sample for every reason of
+// FG_MALFORMED_REASONS (dataplane/parse.h) but "none" from the first scrape, 0 for a reason
+// the stats' malformed_reasons object leaves out; floodgate_overrides has both lists, 0 when
+// empty. Other counters are written for each core, rule, port or direction the reply lists,
+// which the dataplane lists from its start, every counter of each. Metric names are stable;
+// each is documented in its HELP line.
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,7 @@ FG_BUILD="${FG_BUILD:-$FG_ROOT/build}"
 FG_PACKAGES=(
   build-essential meson ninja-build pkg-config python3 iproute2 python3-prometheus-client
   dpdk dpdk-dev libdpdk-dev
-  libyaml-dev nlohmann-json3-dev
+  libyaml-dev nlohmann-json3-dev libmicrohttpd-dev
   googletest libgtest-dev libbenchmark-dev
 )
 

@@ -25,6 +25,16 @@ const std::vector<std::string> kRuleCounters = {
     FG_RULE_COUNTERS(FG_X)
 #undef FG_X
 };
+// Every malformed reason but "none", which is no malformation.
+const std::vector<std::string> kMalformedReasons = [] {
+    std::vector<std::string> names = {
+#define FG_X(name) #name,
+        FG_MALFORMED_REASONS(FG_X)
+#undef FG_X
+    };
+    names.erase(names.begin());
+    return names;
+}();
 
 std::vector<std::string> lines_of(const std::string &text) {
     std::vector<std::string> lines;
@@ -45,6 +55,21 @@ std::map<std::string, int> type_lines(const std::string &text) {
     for (const std::string &l : lines_of(text))
         if (l.rfind("# TYPE ", 0) == 0) ++families[l.substr(7, l.find(' ', 7) - 7)];
     return families;
+}
+
+// The sample lines (neither HELP nor TYPE) whose metric is name.
+std::vector<std::string> samples_of(const std::string &text, const std::string &name) {
+    std::vector<std::string> samples;
+    for (const std::string &l : lines_of(text))
+        if (l.rfind('#', 0) != 0 && l.substr(0, l.find_first_of("{ ")) == name)
+            samples.push_back(l);
+    return samples;
+}
+
+size_t sample_count(const std::string &text) {
+    size_t n = 0;
+    for (const std::string &l : lines_of(text)) n += l.rfind('#', 0) != 0;
+    return n;
 }
 
 // Every family has one HELP and one TYPE line, in that order, right before its samples, and
@@ -335,11 +360,10 @@ TEST(Metrics, WrongTypesAndMissingObjectsSkipSamples) {
     EXPECT_TRUE(has_line(text, "floodgate_rule_refused_total{rule=\"syn\"} 2"));
     EXPECT_TRUE(has_line(text, "floodgate_reloads_total{result=\"ok\"} 1.5"));
 
-    // Families left with no sample are left out whole.
+    // Families left with no sample are still written, HELP and TYPE only.
     const std::map<std::string, int> families = type_lines(text);
-    const char *absent[] = {
+    const char *empty[] = {
         "floodgate_port_rx_packets_total",
-        "floodgate_malformed_by_reason_total",
         "floodgate_table_bytes_per_entry",
         "floodgate_merge_interval_seconds",
         "floodgate_ruleset_version",
@@ -347,7 +371,13 @@ TEST(Metrics, WrongTypesAndMissingObjectsSkipSamples) {
         "floodgate_workers",
         "floodgate_overrides",
     };
-    for (const char *name : absent) EXPECT_EQ(families.count(name), 0u) << name;
+    for (const char *name : empty) {
+        EXPECT_EQ(families.count(name), 1u) << name;
+        EXPECT_TRUE(samples_of(text, name).empty()) << name;
+    }
+    // The reason sent as null is dropped; the ones left out are 0.
+    EXPECT_EQ(text.find("reason=\"l4_truncated\""), std::string::npos);
+    EXPECT_TRUE(has_line(text, "floodgate_malformed_by_reason_total{reason=\"ipv4_bad_ihl\"} 0"));
     EXPECT_EQ(text.find("direction=\"outside_to_inside\""), std::string::npos);
     EXPECT_TRUE(has_line(text, "floodgate_direction_rx_total{direction=\"inside_to_outside\"} 0"));
 }
@@ -361,8 +391,87 @@ TEST(Metrics, NonObjectRepliesDoNotThrow) {
         in.overrides = &v;
         std::string text;
         ASSERT_NO_THROW(text = prometheus_text(in)) << v.dump();
-        EXPECT_EQ(type_lines(text).size(), 2u) << v.dump() << "\n" << text;
+        // A reply that is not an object counts as no reply; an empty object as a reply with
+        // nothing in it: its families, without samples.
+        if (!v.is_object()) {
+            EXPECT_EQ(type_lines(text).size(), 2u) << v.dump() << "\n" << text;
+        }
+        EXPECT_EQ(sample_count(text), 2u) << v.dump() << "\n" << text;
+        expect_well_formed(text);
     }
+}
+
+TEST(Metrics, EveryMalformedReasonIsThereFromTheFirstScrape) {
+    // The dataplane writes only the reasons it has seen: none yet.
+    const json nothing_yet = {{"malformed_reasons", json::object()}};
+    MetricsInput in;
+    in.stats = &nothing_yet;
+    std::string text = prometheus_text(in);
+    EXPECT_EQ(samples_of(text, "floodgate_malformed_by_reason_total").size(),
+              kMalformedReasons.size())
+        << text;
+    for (const std::string &reason : kMalformedReasons)
+        EXPECT_TRUE(
+            has_line(text, "floodgate_malformed_by_reason_total{reason=\"" + reason + "\"} 0"))
+            << reason << "\n"
+            << text;
+    EXPECT_EQ(text.find("reason=\"none\""), std::string::npos);
+
+    // Two seen: those two with their counts, every other reason 0.
+    text = full_text();
+    EXPECT_EQ(samples_of(text, "floodgate_malformed_by_reason_total").size(),
+              kMalformedReasons.size());
+    for (const std::string &reason : kMalformedReasons) {
+        const std::string value = reason == "ipv4_bad_ihl"   ? "7"
+                                  : reason == "l4_truncated" ? "8"
+                                                             : "0";
+        EXPECT_TRUE(has_line(
+            text, "floodgate_malformed_by_reason_total{reason=\"" + reason + "\"} " + value))
+            << reason;
+    }
+}
+
+TEST(Metrics, MalformedReasonsListedInFullOrUnknownAreWrittenOnce) {
+    // A dataplane that writes every reason, "none" included, and one this build does not know.
+    json reasons = json::object();
+    reasons["none"] = 0;
+    for (const std::string &reason : kMalformedReasons) reasons[reason] = 0;
+    reasons["eth_truncated"] = 4;
+    reasons["from_a_newer_dataplane"] = 9;
+    const json stats = {{"malformed_reasons", reasons}};
+    MetricsInput in;
+    in.stats = &stats;
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    const auto samples = samples_of(text, "floodgate_malformed_by_reason_total");
+    EXPECT_EQ(samples.size(), kMalformedReasons.size() + 1) << text;
+    EXPECT_TRUE(has_line(text, "floodgate_malformed_by_reason_total{reason=\"eth_truncated\"} 4"));
+    EXPECT_TRUE(
+        has_line(text, "floodgate_malformed_by_reason_total{reason=\"from_a_newer_dataplane\"} 9"));
+    EXPECT_EQ(text.find("reason=\"none\""), std::string::npos);
+}
+
+TEST(Metrics, TheFamiliesDoNotDependOnTheTraffic) {
+    // Replies that hold nothing yet (no rule, core, port or override): the same families as
+    // replies full of numbers, so a dashboard or alert never sees one appear.
+    const json status = json::object(), overrides = json::object();
+    const json stats = {{"malformed_reasons", json::object()},
+                        {"rules", json::array()},
+                        {"cores", json::array()},
+                        {"nic", json::array()}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.status = &status;
+    in.stats = &stats;
+    in.overrides = &overrides;
+    const std::string empty = prometheus_text(in);
+    expect_well_formed(empty);
+    std::vector<std::string> empty_families, full_families;
+    for (const auto &[name, n] : type_lines(empty)) empty_families.push_back(name);
+    for (const auto &[name, n] : type_lines(full_text())) full_families.push_back(name);
+    EXPECT_EQ(empty_families, full_families);
+    EXPECT_TRUE(samples_of(empty, "floodgate_rule_top_refused_packets").empty());
+    EXPECT_TRUE(has_line(empty, "# TYPE floodgate_rule_top_refused_packets gauge"));
 }
 
 }  // namespace

@@ -14,11 +14,19 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 namespace floodgate {
 
+// The run directory: the one directory either process creates (mode 0700) when a socket path
+// needs it; any other socket directory must exist already (dataplane/api/unix_socket.h).
+inline constexpr const char *kRunDirectory = "/run/floodgate";
 inline constexpr const char *kDefaultDataplaneSocket = "/run/floodgate/dataplane.sock";
 inline constexpr const char *kDefaultDaemonSocket = "/run/floodgate/floodctl.sock";
+static_assert(std::string_view(kDefaultDataplaneSocket).starts_with("/run/floodgate/") &&
+                  std::string_view(kDefaultDaemonSocket).starts_with("/run/floodgate/") &&
+                  std::string_view(kRunDirectory) == "/run/floodgate",
+              "the default sockets live in kRunDirectory, the one directory that is created");
 inline constexpr const char *kDefaultMetricsAddress = "127.0.0.1:9417";
 
 // A request or response line longer than this is refused (rules files are far smaller).

@@ -34,6 +34,31 @@ bool make_address(const std::string &path, sockaddr_un *addr, std::string *error
     return true;
 }
 
+// The directory of a socket path must exist; only the run directory is created, with mkdir
+// rather than create_directories: a mistyped --control or --socket is refused instead of
+// growing a directory tree (0755 by default) somewhere.
+bool directory_ready(const std::string &path, const std::string &run_directory,
+                     std::string *error) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (dir.empty()) return true;  // a bare name: the working directory
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return true;
+        *error = path + ": " + dir.string() + " is not a directory";
+        return false;
+    }
+    int err = errno;
+    if (err == ENOENT && dir == std::filesystem::path(run_directory)) {
+        // 0700: only root (or our own user) has any business in it. EEXIST: the other
+        // process created it meanwhile.
+        if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) return true;
+        err = errno;
+    }
+    *error = path + ": directory " + dir.string() + ": " + std::strerror(err);
+    if (err == ENOENT) *error += " (only " + run_directory + " is created; make it first)";
+    return false;
+}
+
 // Root, or the user the server runs as.
 bool peer_allowed(int fd) {
     ucred cred{};
@@ -99,9 +124,7 @@ LineServer::~LineServer() {
 bool LineServer::listen(const std::string &path, std::string *error) {
     sockaddr_un addr;
     if (!make_address(path, &addr, error)) return false;
-    std::error_code ec;
-    std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (!directory_ready(path, run_directory_, error)) return false;
 
     struct stat st;
     if (::lstat(path.c_str(), &st) == 0) {
@@ -123,11 +146,13 @@ bool LineServer::listen(const std::string &path, std::string *error) {
         *error = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    // Created with no permissions for group and others before it can be connected to.
-    mode_t old = ::umask(0077);
-    int rc = ::bind(fd_, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
-    ::umask(old);
-    if (rc != 0 || ::listen(fd_, 16) != 0) {
+    // bind() creates the socket file with the mode of the socket's own inode, less the umask
+    // (Linux, unix_bind() in net/unix/af_unix.c), so the file is 0600 from the moment it can
+    // be connected to, without the umask() this used to change for the whole process, under
+    // the feet of every other thread creating a file.
+    if (::fchmod(fd_, 0600) != 0 ||
+        ::bind(fd_, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0) {
         *error = path + ": " + std::strerror(errno);
         ::close(fd_);
         fd_ = -1;

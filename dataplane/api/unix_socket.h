@@ -1,13 +1,17 @@
 // Newline-delimited messages over UNIX stream sockets, for the control protocol
 // (dataplane/api/control_protocol.h): a server that answers one line with one line, and a
-// client that sends a request and waits for its reply. Sockets are created mode 0600 and only
-// peers running as root or as the server's own user are served.
+// client that sends a request and waits for its reply. Socket files are mode 0600 (less the
+// umask, which can only take bits away) from the moment they exist, and only peers running as
+// root or as the server's own user are served (SO_PEERCRED).
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+
+#include "dataplane/api/control_protocol.h"
 
 namespace floodgate {
 
@@ -16,12 +20,17 @@ class LineServer {
     // Answers one request line with one response line (no newline in either).
     using Handler = std::function<std::string(const std::string &)>;
 
-    LineServer() = default;
+    // run_directory: the one socket directory listen() creates when it is missing (the tests
+    // point it at a temporary directory).
+    explicit LineServer(std::string run_directory = kRunDirectory)
+        : run_directory_(std::move(run_directory)) {}
     ~LineServer();
     LineServer(const LineServer &) = delete;
     LineServer &operator=(const LineServer &) = delete;
 
     // Binds path, replacing a stale socket file but refusing one a live server answers on.
+    // path's directory must exist, except the run directory, which is created mode 0700.
+    // Does not touch the process umask (DPDK's threads share it).
     bool listen(const std::string &path, std::string *error);
     // Serves until stop is set, calling tick every tick_ms. Sockets are non-blocking and a
     // client is read from only once its last reply has left, so no client can hold the
@@ -32,6 +41,7 @@ class LineServer {
     const std::string &path() const { return path_; }
 
   private:
+    std::string run_directory_;
     int fd_ = -1;
     std::string path_;
 };

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import re
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +34,7 @@ import frames  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 FLOODGATE = os.path.join(BUILD, "dataplane", "floodgate")
 FLOODCTL = os.path.join(BUILD, "control", "floodctl")
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEADLINE_S = 60  # longest any one condition is waited for
 
 results = []
@@ -194,6 +197,129 @@ class DataplaneLink:
 
     def close(self):
         self.sock.close()
+
+
+def listening_tcp(pid):
+    """The TCP addresses process pid listens on, as (address, port), read from /proc rather
+    than from what the process says about itself."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue  # closed meanwhile
+        if link.startswith("socket:["):
+            inodes.add(link[len("socket:["):-1])
+    found = []
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        with open("/proc/net/" + table) as f:
+            next(f)  # the header
+            for row in f:
+                fields = row.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state != "0A" or inode not in inodes:  # 0A: TCP_LISTEN
+                    continue
+                addr_hex, port_hex = local.split(":")
+                raw = bytes.fromhex(addr_hex)  # 32-bit words in host (little-endian) order
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                found.append((socket.inet_ntop(family, raw), int(port_hex, 16)))
+    return found
+
+
+def still_open(conn):
+    """True while the server has neither closed nor reset conn (and sent it nothing)."""
+    conn.setblocking(False)  # a socket with a timeout would wait for data first
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read, connection up
+    except OSError:
+        return False
+
+
+def http_status(url, method="GET"):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method,
+                                                           data=b"x" if method == "POST"
+                                                           else None), timeout=30) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+
+def metrics_endpoint_addresses(work):
+    """--metrics: a missing host is loopback, names resolve, other addresses are logged, bad
+    ones refused. Daemons of their own, without a dataplane."""
+    nowhere = os.path.join(work, "no-dataplane.sock")
+
+    def start(name, metrics):
+        sock = os.path.join(work, name + ".sock")
+        log_path = os.path.join(work, name + ".log")
+        p = subprocess.Popen([FLOODCTL, "--socket", sock, "daemon", "--dataplane", nowhere,
+                              "--metrics", metrics], stdout=open(log_path, "w"),
+                             stderr=subprocess.STDOUT)
+        ctl = Floodctl(sock)
+        wait_until(lambda: p.poll() is not None or ctl.run("-j", "status")[0] == 0,
+                   "the daemon with --metrics %s" % metrics)
+        return p, ctl, log_path
+
+    def stop(p):
+        if p.poll() is None:
+            p.terminate()
+            p.wait(timeout=30)
+
+    p, ctl, _ = start("metrics-noport", ":0")
+    try:
+        bound = listening_tcp(p.pid) if p.poll() is None else []
+        port = bound[0][1] if bound else 0
+        check(len(bound) == 1 and bound[0][0] == "127.0.0.1" and port != 0,
+              "--metrics :0 listens on 127.0.0.1 only (/proc/net/tcp: %s)" % bound)
+        said = ctl.json("status")["daemon"]["metrics"] if p.poll() is None else None
+        check(said == "127.0.0.1:%d" % port, "and status says so: %s" % said)
+    finally:
+        stop(p)
+
+    p, ctl, _ = start("metrics-localhost", "localhost:0")
+    try:
+        up = p.poll() is None
+        bound = listening_tcp(p.pid) if up else []
+        body = ""
+        if len(bound) == 1:
+            body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % bound[0][1],
+                                          timeout=30).read().decode()
+        check(up and bound and bound[0][0] == "127.0.0.1" and
+              "floodgate_dataplane_up 0" in body.splitlines(),
+              "--metrics localhost:0 resolves and serves on 127.0.0.1 (%s)" % bound,
+              "exit %s" % p.poll())
+    finally:
+        stop(p)
+
+    p, ctl, log_path = start("metrics-any", "0.0.0.0:0")
+    try:
+        bound = listening_tcp(p.pid) if p.poll() is None else []
+    finally:
+        stop(p)
+    with open(log_path) as f:
+        log = f.read()
+    check(len(bound) == 1 and bound[0][0] == "0.0.0.0" and "reachable from other hosts" in log,
+          "--metrics 0.0.0.0:0, written out, listens on every interface and logs that it is "
+          "reachable from other hosts (%s)" % bound, log)
+
+    refused = []
+    for bad in ("127.0.0.1:99999", "127.0.0.1", "::1:9417", "127.0.0.1:http"):
+        sock = os.path.join(work, "metrics-bad.sock")
+        p = subprocess.Popen([FLOODCTL, "--socket", sock, "daemon", "--dataplane", nowhere,
+                              "--metrics", bad], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # it took the address and serves: not refused
+            p.kill()
+            out, err = p.communicate()
+        if not (p.returncode == 1 and "--metrics '%s'" % bad in err):
+            refused.append((bad, p.returncode, err.strip()))
+    check(not refused, "bad --metrics addresses are refused with exit 1, naming --metrics",
+          refused)
 
 
 def main():
@@ -401,9 +527,34 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           "the dataplane counted the refused requests and changed nothing", status)
 
     # Prometheus: scrape, parse with the reference parser, compare with floodctl's numbers.
+    # The scrape is made while other clients hold connections: five that sent nothing, one
+    # that sent half a request, one that asked and reads nothing. A server that serves one
+    # connection at a time cannot answer it before it has closed those it accepted first.
     from prometheus_client.parser import text_string_to_metric_families
     metrics_addr = ctl.json("status")["daemon"]["metrics"]
-    body = urllib.request.urlopen("http://%s/metrics" % metrics_addr, timeout=30).read().decode()
+    host, port = metrics_addr.rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(5)]
+    half = socket.create_connection((host, int(port)), timeout=30)
+    half.sendall(b"GET /metrics HTTP/1.1\r\nHost: floodgate\r\n")  # no blank line: unfinished
+    deaf = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # before connect: a tiny window
+    deaf.connect((host, int(port)))
+    deaf.sendall(b"GET /metrics HTTP/1.1\r\nHost: floodgate\r\n\r\n" * 8)
+    try:
+        started = time.monotonic()
+        body = urllib.request.urlopen("http://%s/metrics" % metrics_addr,
+                                      timeout=30).read().decode()
+        took_s = time.monotonic() - started  # shown, not asserted
+        held = [still_open(c) for c in idle + [half]]
+        check(all(held), "metrics: scraped (in %.3f s) while 5 idle connections and a half "
+              "request stay open (%d of 6 open)" % (took_s, sum(held)))
+    finally:
+        for c in idle + [half, deaf]:
+            c.close()
+    code_404, _ = http_status("http://%s/nosuch" % metrics_addr)
+    code_405, headers_405 = http_status("http://%s/metrics" % metrics_addr, "POST")
+    check(code_404 == 404 and code_405 == 405 and "GET" in headers_405.get("Allow", ""),
+          "metrics: another path is 404 (%s), another method 405 (%s)" % (code_404, code_405))
     families = {f.name: f for f in text_string_to_metric_families(body)}
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in families.values() for s in f.samples}
@@ -425,6 +576,16 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           ("floodgate_table_occupancy", (("core", "0"),)) in samples and
           ("floodgate_merge_max_lag_seconds", (("core", "1"),)) in samples,
           "metrics: reloads, table occupancy and merge lag present")
+    # The reasons as the source lists them (FG_MALFORMED_REASONS), none excepted.
+    with open(os.path.join(SRC, "dataplane", "parse.h")) as f:
+        macro = re.search(r"#define FG_MALFORMED_REASONS\(X\)(.*?)\n\n", f.read(), re.S).group(1)
+    listed = set(re.findall(r"X\((\w+)\)", macro)) - {"none"}
+    reasons = {dict(k[1])["reason"] for k in samples if k[0] == "floodgate_malformed_by_reason_total"}
+    check(listed and reasons >= listed,
+          "metrics: every malformed reason listed from the first scrape, seen or not (%d)" %
+          len(listed), sorted(listed - reasons))
+
+    metrics_endpoint_addresses(work)
 
     # DPDK telemetry, through the tool DPDK ships.
     tool = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f", prefix],
