@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -14,6 +13,7 @@
 #include "dataplane/api/numbers.h"
 #include "dataplane/eal.h"
 #include "dataplane/merge.h"
+#include "dataplane/output_files.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats_json.h"
@@ -247,18 +247,30 @@ int replay_main(int argc, char **argv) {
 
     PcapReader in(opt.in);
     if (!in.ok()) return fail(in.error());
-    for (const std::string *out : {&opt.pass, &opt.drop, &opt.stats}) {
-        std::error_code ec;
-        if (!out->empty() && std::filesystem::equivalent(opt.in, *out, ec))
-            return fail(*out + " is the input trace; refusing to overwrite it");
+    // Every output at once, none of them the input or another one (dataplane/output_files.h);
+    // two names of one file are a usage error.
+    std::vector<NamedFile> names = {{"--pass", opt.pass}};
+    if (!opt.drop.empty()) names.push_back({"--drop", opt.drop});
+    if (!opt.stats.empty()) names.push_back({"--stats", opt.stats});
+    OpenedOutputs outputs = open_distinct_outputs({"--in", opt.in}, in.fd(), names);
+    if (!outputs.error.empty()) {
+        std::fprintf(stderr, "floodgate replay: %s\n", outputs.error.c_str());
+        return outputs.same_file ? 2 : 1;
     }
-    PcapWriter pass(opt.pass, in.nanosecond(), in.linktype(), in.snaplen());
+    size_t next = 0;
+    PcapWriter pass(outputs.files[next++].release(), opt.pass, in.nanosecond(), in.linktype(),
+                    in.snaplen());
     if (!pass.ok()) return fail(pass.error());
     std::unique_ptr<PcapWriter> drop;
     if (!opt.drop.empty()) {
-        drop = std::make_unique<PcapWriter>(opt.drop, in.nanosecond(), in.linktype(), in.snaplen());
+        drop = std::make_unique<PcapWriter>(outputs.files[next++].release(), opt.drop,
+                                            in.nanosecond(), in.linktype(), in.snaplen());
         if (!drop->ok()) return fail(drop->error());
     }
+    // STATS.json is written by name when the run ends (write_stats); the file checked and
+    // emptied above is closed here. The check holds as long as nobody renames files under a
+    // running replay.
+    outputs.files.clear();
 
     Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config, opt.workers))));
     if (!eal.ok()) return fail(eal.error());
