@@ -6,7 +6,9 @@
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control/daemon.h"
@@ -35,7 +37,8 @@ constexpr const char *kUsage =
     "                         the sources refused most (N up to 64, default 10)\n"
     "  block add PREFIX [--ttl DURATION] | block del PREFIX | block list\n"
     "  allow add PREFIX [--ttl DURATION] | allow del PREFIX | allow list\n"
-    "                         runtime overrides; DURATION like 90s, 15m, 2h, 1d\n"
+    "                         runtime overrides; DURATION like 90s, 15m, 2h, 1d, 1h30m\n"
+    "                         (a unit on every number: a bare 15 is refused)\n"
     "  rule NAME shadow|enforce\n"
     "                         switch one rule between shadow and enforce\n";
 
@@ -366,6 +369,18 @@ int cmd_daemon(const Cli &cli) {
         else
             return usage_error("daemon: unknown option " + a[i]);
     }
+    // The port is read here, strictly: getaddrinfo's numeric service takes " 80" and "+80",
+    // and wraps "70000" to port 4464 and "65536" to 0 (any free port). The host is left to
+    // getaddrinfo (AI_NUMERICHOST) when the daemon binds it.
+    if (o.metrics != "none") {
+        const size_t colon = o.metrics.rfind(':');
+        if (colon == std::string::npos)
+            return usage_error("daemon: --metrics takes HOST:PORT or none, not '" + o.metrics +
+                               "'");
+        std::string why;
+        if (!parse_uint(std::string_view(o.metrics).substr(colon + 1), 0, 65535, &why))
+            return usage_error("daemon: --metrics '" + o.metrics + "': the port " + why);
+    }
     return run_daemon(o);
 }
 
@@ -413,8 +428,10 @@ int floodctl_main(int argc, char **argv) {
                 if (a[i] == "--rule" && i + 1 < a.size()) {
                     rule = a[++i];
                 } else if (a[i] == "-n" && i + 1 < a.size()) {
-                    n = std::atoi(a[++i].c_str());
-                    if (n < 1 || n > 64) return usage_error("-n takes 1 to 64");
+                    std::string why;
+                    const std::optional<uint64_t> top = parse_uint(a[++i], 1, 64, &why);
+                    if (!top) return usage_error("-n " + why);
+                    n = static_cast<int>(*top);
                 } else {
                     return usage_error("top [--rule NAME] [-n N]");
                 }

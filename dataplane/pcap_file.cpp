@@ -93,14 +93,9 @@ bool PcapReader::next(PcapRecord *r) {
     return true;
 }
 
-PcapWriter::PcapWriter(const std::string &path, bool nanosecond, uint32_t linktype,
+PcapWriter::PcapWriter(std::FILE *file, const std::string &path, bool nanosecond, uint32_t linktype,
                        uint32_t snaplen)
-    : path_(path) {
-    file_ = std::fopen(path.c_str(), "wb");
-    if (file_ == nullptr) {
-        error_ = path + ": " + std::strerror(errno);
-        return;
-    }
+    : file_(file), path_(path) {
     FileHeader h{nanosecond ? kMagicNano : kMagicMicro, 2, 4, 0, 0, snaplen, linktype};
     if (std::fwrite(&h, sizeof h, 1, file_) != 1) error_ = path + ": write failed";
 }

@@ -32,6 +32,8 @@ class PcapReader {
     bool nanosecond() const { return nanosecond_; }
     uint32_t linktype() const { return linktype_; }
     uint32_t snaplen() const { return snaplen_; }
+    // The open file's descriptor, to tell whether another name is the same file (fstat).
+    int fd() const { return file_ != nullptr ? fileno(file_) : -1; }
     // Reads the next record into *r. False at the end of the file or on error (see error()).
     bool next(PcapRecord *r);
 
@@ -49,7 +51,10 @@ class PcapReader {
 
 class PcapWriter {
   public:
-    PcapWriter(const std::string &path, bool nanosecond, uint32_t linktype, uint32_t snaplen);
+    // Writes to file, already opened for writing and empty (replay opens its outputs together,
+    // dataplane/output_files.h), which it then owns; path names it in messages.
+    PcapWriter(std::FILE *file, const std::string &path, bool nanosecond, uint32_t linktype,
+               uint32_t snaplen);
     ~PcapWriter();
     bool ok() const { return file_ != nullptr && error_.empty(); }
     const std::string &error() const { return error_; }

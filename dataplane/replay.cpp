@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
+#include "dataplane/api/numbers.h"
 #include "dataplane/eal.h"
 #include "dataplane/merge.h"
+#include "dataplane/output_files.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats_json.h"
@@ -48,6 +50,19 @@ void usage(std::FILE *to) {
         to);
 }
 
+// One numeric option's value, read strictly (dataplane/api/numbers.h) within [lo, hi], or a
+// message naming the option and its range.
+bool number_option(const char *option, uint64_t lo, uint64_t hi, uint64_t *out) {
+    std::string why;
+    const std::optional<uint64_t> n = parse_uint(optarg, lo, hi, &why);
+    if (!n) {
+        std::fprintf(stderr, "floodgate replay: %s %s\n", option, why.c_str());
+        return false;
+    }
+    *out = *n;
+    return true;
+}
+
 bool parse_options(int argc, char **argv, ReplayOptions *o) {
     static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
                                       {"in", required_argument, nullptr, 'i'},
@@ -62,14 +77,11 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:i:p:d:s:qh", longopts, nullptr)) != -1;) {
-        char *end = nullptr;
+        uint64_t n;
         switch (c) {
             case 'w':
-                o->workers = static_cast<unsigned>(std::strtoul(optarg, &end, 10));
-                if (*end != 0 || o->workers < 1 || o->workers > 64) {
-                    std::fputs("floodgate replay: --workers takes 1 to 64\n", stderr);
-                    return false;
-                }
+                if (!number_option("--workers", 1, 64, &n)) return false;
+                o->workers = static_cast<unsigned>(n);
                 break;
             case 'S':
                 if (std::strcmp(optarg, "hash") == 0) {
@@ -82,12 +94,9 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                 }
                 break;
             case 'm':
-                o->merge_interval_ns = std::strtoull(optarg, &end, 10) * 1000;
-                if (*end != 0 || o->merge_interval_ns == 0) {
-                    std::fputs("floodgate replay: --merge-interval-us takes a whole number >= 1\n",
-                               stderr);
-                    return false;
-                }
+                // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
+                if (!number_option("--merge-interval-us", 1, 10000000, &n)) return false;
+                o->merge_interval_ns = n * 1000;
                 break;
             case 'c':
                 o->config = optarg;
@@ -238,18 +247,30 @@ int replay_main(int argc, char **argv) {
 
     PcapReader in(opt.in);
     if (!in.ok()) return fail(in.error());
-    for (const std::string *out : {&opt.pass, &opt.drop, &opt.stats}) {
-        std::error_code ec;
-        if (!out->empty() && std::filesystem::equivalent(opt.in, *out, ec))
-            return fail(*out + " is the input trace; refusing to overwrite it");
+    // Every output at once, none of them the input or another one (dataplane/output_files.h);
+    // two names of one file are a usage error.
+    std::vector<NamedFile> names = {{"--pass", opt.pass}};
+    if (!opt.drop.empty()) names.push_back({"--drop", opt.drop});
+    if (!opt.stats.empty()) names.push_back({"--stats", opt.stats});
+    OpenedOutputs outputs = open_distinct_outputs({"--in", opt.in}, in.fd(), names);
+    if (!outputs.error.empty()) {
+        std::fprintf(stderr, "floodgate replay: %s\n", outputs.error.c_str());
+        return outputs.same_file ? 2 : 1;
     }
-    PcapWriter pass(opt.pass, in.nanosecond(), in.linktype(), in.snaplen());
+    size_t next = 0;
+    PcapWriter pass(outputs.files[next++].release(), opt.pass, in.nanosecond(), in.linktype(),
+                    in.snaplen());
     if (!pass.ok()) return fail(pass.error());
     std::unique_ptr<PcapWriter> drop;
     if (!opt.drop.empty()) {
-        drop = std::make_unique<PcapWriter>(opt.drop, in.nanosecond(), in.linktype(), in.snaplen());
+        drop = std::make_unique<PcapWriter>(outputs.files[next++].release(), opt.drop,
+                                            in.nanosecond(), in.linktype(), in.snaplen());
         if (!drop->ok()) return fail(drop->error());
     }
+    // STATS.json is written by name when the run ends (write_stats); the file checked and
+    // emptied above is closed here. The check holds as long as nobody renames files under a
+    // running replay.
+    outputs.files.clear();
 
     Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config, opt.workers))));
     if (!eal.ok()) return fail(eal.error());

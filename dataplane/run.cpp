@@ -15,10 +15,12 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/numbers.h"
 #include "dataplane/api/unix_socket.h"
 #include "dataplane/control_service.h"
 #include "dataplane/eal.h"
@@ -70,13 +72,17 @@ void usage(std::FILE *to) {
         to);
 }
 
-// A whole-number option within [lo, hi]; says which range when it is not (std::stoll throws,
-// caught by the caller, on something that is not a number).
-bool in_range(const char *option, long long lo, long long hi, long long *out) {
-    *out = std::stoll(optarg);
-    if (*out >= lo && *out <= hi) return true;
-    std::fprintf(stderr, "floodgate run: %s takes %lld to %lld\n", option, lo, hi);
-    return false;
+// One numeric option's value, read strictly (dataplane/api/numbers.h) within [lo, hi], or a
+// message naming the option and its range. The one range check each option has.
+bool number_option(const char *option, uint64_t lo, uint64_t hi, uint64_t *out) {
+    std::string why;
+    const std::optional<uint64_t> n = parse_uint(optarg, lo, hi, &why);
+    if (!n) {
+        std::fprintf(stderr, "floodgate run: %s %s\n", option, why.c_str());
+        return false;
+    }
+    *out = *n;
+    return true;
 }
 
 bool parse_options(int argc, char **argv, RunOptions *o) {
@@ -93,55 +99,57 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:o:i:I:s:h", longopts, nullptr)) != -1;) {
-        long long n;
-        try {
-            switch (c) {
-                case 'c':
-                    o->config = optarg;
-                    break;
-                case 'o':
-                    o->outside = std::stoi(optarg);
-                    break;
-                case 'i':
-                    o->inside = std::stoi(optarg);
-                    break;
-                case 'I':
-                    o->stats_interval_s = std::stod(optarg);
-                    break;
-                case 's':
-                    o->stats = optarg;
-                    break;
-                case 'C':
-                    o->control = optarg;
-                    break;
-                case 'N':
-                    if (!in_range("--mbufs", 1024, 1ll << 30, &n)) return false;
-                    o->mbufs = static_cast<unsigned>(n);
-                    break;
-                case 'S':
-                    if (!in_range("--mbuf-size", RTE_PKTMBUF_HEADROOM + 64, 65535, &n))
-                        return false;
-                    o->mbuf_size = static_cast<unsigned>(n);
-                    break;
-                case 'm':
-                    if (!in_range("--merge-interval-us", 1, 10000000, &n)) return false;
-                    o->merge_interval_ns = static_cast<uint64_t>(n) * 1000;
-                    break;
-                case 'h':
-                    usage(stdout);
-                    std::exit(0);
-                default:
+        uint64_t n;
+        switch (c) {
+            case 'c':
+                o->config = optarg;
+                break;
+            case 'o':
+                if (!number_option("--outside", 0, RTE_MAX_ETHPORTS - 1, &n)) return false;
+                o->outside = static_cast<int>(n);
+                break;
+            case 'i':
+                if (!number_option("--inside", 0, RTE_MAX_ETHPORTS - 1, &n)) return false;
+                o->inside = static_cast<int>(n);
+                break;
+            case 'I': {
+                // From 0.1 s, a line per poll of the main loop at most, to a day. 0 is refused
+                // rather than read as "never": leaving the option out says that.
+                std::string why;
+                const std::optional<uint64_t> ns =
+                    parse_seconds_ns(optarg, 100000000, 86400 * 1000000000ull, &why);
+                if (!ns) {
+                    std::fprintf(stderr, "floodgate run: --stats-interval %s\n", why.c_str());
                     return false;
+                }
+                o->stats_interval_s = static_cast<double>(*ns) / 1e9;
+                break;
             }
-        } catch (const std::exception &) {
-            std::fprintf(stderr, "floodgate run: bad number '%s'\n", optarg);
-            return false;
+            case 's':
+                o->stats = optarg;
+                break;
+            case 'C':
+                o->control = optarg;
+                break;
+            case 'N':
+                if (!number_option("--mbufs", 1024, 1ull << 30, &n)) return false;
+                o->mbufs = static_cast<unsigned>(n);
+                break;
+            case 'S':
+                if (!number_option("--mbuf-size", RTE_PKTMBUF_HEADROOM + 64, 65535, &n))
+                    return false;
+                o->mbuf_size = static_cast<unsigned>(n);
+                break;
+            case 'm':
+                if (!number_option("--merge-interval-us", 1, 10000000, &n)) return false;
+                o->merge_interval_ns = n * 1000;
+                break;
+            case 'h':
+                usage(stdout);
+                std::exit(0);
+            default:
+                return false;
         }
-    }
-    if (o->outside < 0 || o->outside >= RTE_MAX_ETHPORTS || o->inside < -1 ||
-        o->inside >= RTE_MAX_ETHPORTS) {
-        std::fputs("floodgate run: port numbers are 0 to RTE_MAX_ETHPORTS - 1\n", stderr);
-        return false;
     }
     if (o->config.empty()) {
         std::fputs("floodgate run: --config is required\n", stderr);

@@ -18,9 +18,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dataplane/api/numbers.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/port.h"
 
@@ -139,6 +141,48 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
     return 0;
 }
 
+struct Options {
+    std::string pcap;
+    double seconds = 10, wait_link_s = 30;
+};
+
+constexpr uint64_t kNsPerSecond = 1000000000;
+
+// Our options, after "--": each takes a value, and times are read strictly
+// (dataplane/api/numbers.h). False, with the reason printed, on anything else.
+bool parse_options(int argc, char **argv, Options *o) {
+    for (int i = 0; i < argc; i += 2) {
+        const std::string option = argv[i];
+        if (option != "--pcap" && option != "--seconds" && option != "--wait-link") {
+            std::fprintf(stderr, "floodgate-tx: unknown option '%s'\n", option.c_str());
+            return false;
+        }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "floodgate-tx: %s needs a value\n", option.c_str());
+            return false;
+        }
+        if (option == "--pcap") {
+            o->pcap = argv[i + 1];
+            continue;
+        }
+        // Up to a day of sending, up to an hour of waiting for the link.
+        const uint64_t hi_ns = (option == "--seconds" ? 86400 : 3600) * kNsPerSecond;
+        std::string why;
+        const std::optional<uint64_t> ns =
+            floodgate::parse_seconds_ns(argv[i + 1], kNsPerSecond / 10, hi_ns, &why);
+        if (!ns) {
+            std::fprintf(stderr, "floodgate-tx: %s %s\n", option.c_str(), why.c_str());
+            return false;
+        }
+        (option == "--seconds" ? o->seconds : o->wait_link_s) = static_cast<double>(*ns) / 1e9;
+    }
+    if (o->pcap.empty()) {
+        std::fputs("floodgate-tx: --pcap is required\n", stderr);
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -149,24 +193,15 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "floodgate-tx: EAL: %s\n", rte_strerror(rte_errno));
         return 1;
     }
-    std::string pcap;
-    double seconds = 10, wait_link_s = 30;
-    for (int i = used + 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--pcap") == 0)
-            pcap = argv[i + 1];
-        else if (std::strcmp(argv[i], "--seconds") == 0)
-            seconds = std::atof(argv[i + 1]);
-        else if (std::strcmp(argv[i], "--wait-link") == 0)
-            wait_link_s = std::atof(argv[i + 1]);
-    }
+    Options opt;
     int rc = 2;
-    if (pcap.empty() || seconds <= 0)
+    if (!parse_options(argc - used - 1, argv + used + 1, &opt))
         std::fputs(
             "usage: floodgate-tx [EAL options] -- --pcap FILE [--seconds S] "
             "[--wait-link S]\n",
             stderr);
     else
-        rc = run(pcap, seconds, wait_link_s);
+        rc = run(opt.pcap, opt.seconds, opt.wait_link_s);
     rte_eal_cleanup();
     return rc;
 }

@@ -1,11 +1,11 @@
-// The control protocol's message checks, durations and the rules diff: plain functions, no
-// sockets. Hostile input must come back as a MessageError, never a crash or a hang.
+// The control protocol's message checks and the rules diff: plain functions, no sockets.
+// Hostile input must come back as a MessageError, never a crash or a hang. Durations are in
+// test_numbers.cpp, with the other numbers operators type.
 #include <gtest/gtest.h>
 
 #include "control/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
-#include "dataplane/api/numbers.h"
 #include "rules/load.h"
 
 namespace floodgate {
@@ -59,22 +59,6 @@ TEST(ControlMessage, ResponsesNeedOk) {
     EXPECT_NO_THROW(parse_response(R"({"ok": false, "error": "x"})"));
     EXPECT_THROW(parse_response(R"({"error": "x"})"), MessageError);
     EXPECT_THROW(parse_response(R"({"ok": "yes"})"), MessageError);
-}
-
-TEST(Duration, ParsesWhatOperatorsType) {
-    std::string why;
-    EXPECT_EQ(parse_duration_s("90", &why), 90);
-    EXPECT_EQ(parse_duration_s("90s", &why), 90);
-    EXPECT_EQ(parse_duration_s("15m", &why), 900);
-    EXPECT_EQ(parse_duration_s("2h", &why), 7200);
-    EXPECT_EQ(parse_duration_s("1d", &why), 86400);
-    EXPECT_EQ(parse_duration_s("1h30m", &why), 5400);
-    for (const char *bad :
-         {"", "0", "0s", "-5", "5x", "m", "1.5h", "99999999999999999999", "4000d"})
-        EXPECT_FALSE(parse_duration_s(bad, &why)) << bad;
-    EXPECT_EQ(format_duration_s(5400), "1h30m");
-    EXPECT_EQ(format_duration_s(0), "0s");
-    EXPECT_EQ(format_duration_s(90061), "1d1h1m1s");
 }
 
 TEST(RulesDiff, NamesEveryChangeAndWhatKeepsItsState) {

@@ -4,6 +4,10 @@
   traffic.py send IFACE TRACE.pcap            frames paced by their timestamps, then an end marker
   traffic.py receive IFACE OUT.json TIMEOUT   counts frames per IPv4/IPv6 source until the marker
 
+send prints, as JSON, the frames sent, the seconds it took, and per source address the frames
+sent and the monotonic times (seconds from the first frame) at which its first and last frame
+had been handed to the kernel: check.py measures each flood's window from them.
+
 Raw AF_PACKET sockets, so spoofed sources need no addresses configured. Both directions are
 bounded: the trace is finite, the receiver stops at the marker or after TIMEOUT seconds.
 """
@@ -41,15 +45,23 @@ def send(iface, trace):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     frames = read_pcap(trace)
+    sources = [source_of(frame) for _, frame in frames]  # before the clock starts
+    per_source = {}  # source -> [frames, first_s, last_s]
     start, t0 = time.monotonic(), frames[0][0] if frames else 0
-    for ts, frame in frames:
+    for (ts, frame), src in zip(frames, sources):
         delay = (ts - t0) - (time.monotonic() - start)
         if delay > 0:
             time.sleep(delay)  # pacing the traffic, not synchronisation
         s.send(frame)
+        sent_s = time.monotonic() - start  # when the kernel has it (send() returned)
+        entry = per_source.setdefault(src, [0, sent_s, sent_s])
+        entry[0] += 1
+        entry[2] = sent_s
     for _ in range(3):
         s.send(marker_frame())
-    print(json.dumps({"sent": len(frames), "seconds": round(time.monotonic() - start, 3)}))
+    print(json.dumps({"sent": len(frames), "seconds": round(time.monotonic() - start, 3),
+                      "sources": {src: {"frames": n, "first_s": round(first, 6), "last_s": round(last, 6)}
+                                  for src, (n, first, last) in sorted(per_source.items())}}))
 
 
 def source_of(frame):

@@ -1,12 +1,14 @@
 // Scenarios on what replay reads and writes: every kind of frame (malformed, non-IP, tagged,
-// fragments) with allow and block prefixes, the same trace twice, bad rules files, and the pcap
-// reader and writer the harness relies on.
+// fragments) with allow and block prefixes, the same trace twice, bad rules files, outputs that
+// are one file, and the pcap reader and writer the harness relies on.
 #include <gtest/gtest.h>
 
 #include <cctype>
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/pcap_io.h"
@@ -245,6 +247,117 @@ TEST_F(Scenario, BadConfigIsRefusedWithFileAndLine) {
         EXPECT_TRUE(has_number(err, bad.line)) << "line " << bad.line << " not named; stderr:\n"
                                                << r.err;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs that are one file: --pass, --drop and --stats must each be a file of their own and
+// none of them the input, however they are spelled (same name, hard link, symlink, "./"), or
+// the outputs would interleave into a corrupt capture, or the input would be emptied before it
+// is read. Refused as a usage error (2) that names both options, before anything is truncated.
+
+class SameFile : public Scenario {
+  protected:
+    void SetUp() override {
+        ASSERT_NO_FATAL_FAILURE(Scenario::SetUp());
+        ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
+        ASSERT_NO_FATAL_FAILURE(write_text(
+            "rules.yaml", "rules:\n  - name: all\n    limit: { rate: 10/s, burst: 5 }\n"));
+        Traffic t;
+        t.every(kStartNs, ms(1), 20, flow4("198.18.0.1", kProtoUdp, 53));
+        ASSERT_NO_FATAL_FAILURE(
+            write_trace(t.generator(PcapPrecision::micro), PcapPrecision::micro));
+        trace_ = read_file(path("trace.pcap"));
+    }
+
+    ProcessResult replay_with(const std::vector<std::string> &outputs) {
+        std::vector<std::string> argv = {floodgate_bin(),    "replay", "--config",
+                                         path("rules.yaml"), "--in",   path("trace.pcap"),
+                                         "--quiet"};
+        argv.insert(argv.end(), outputs.begin(), outputs.end());
+        return run_process(argv, dir_);
+    }
+
+    // The command is refused as naming one file twice, with both options in the message.
+    void expect_refused(const std::vector<std::string> &outputs, const char *option_a,
+                        const char *option_b) {
+        const ProcessResult r = replay_with(outputs);
+        EXPECT_EQ(r.exit_code, 2) << "stderr:\n" << r.err;
+        EXPECT_NE(r.err.find(option_a), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(option_b), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("same file"), std::string::npos) << r.err;
+        EXPECT_TRUE(read_file(path("trace.pcap")) == trace_) << "the input was changed";
+    }
+
+    void link_to(const std::string &target, const std::string &name, bool symbolic) {
+        std::error_code ec;
+        if (symbolic)
+            std::filesystem::create_symlink(target, path(name), ec);
+        else
+            std::filesystem::create_hard_link(path(target), path(name), ec);
+        ASSERT_FALSE(ec) << name << ": " << ec.message();
+    }
+
+    std::string trace_;  // the input's bytes before the run
+};
+
+TEST_F(SameFile, OneNameForTwoOutputsIsRefused) {
+    const std::pair<const char *, const char *> pairs[] = {
+        {"--pass", "--drop"}, {"--pass", "--stats"}, {"--drop", "--stats"}};
+    for (const auto &[a, b] : pairs) {
+        SCOPED_TRACE(std::string(a) + " and " + b);
+        std::vector<std::string> outputs = {a, path("out.pcap"), b, path("out.pcap")};
+        if (std::string(a) != "--pass") outputs.insert(outputs.end(), {"--pass", path("p.pcap")});
+        // Neither exists yet: the first is created, and the second found to be it.
+        expect_refused(outputs, a, b);
+        EXPECT_FALSE(std::filesystem::exists(path("out.pcap"))) << "a refused run left a file";
+        // An existing file is not truncated either.
+        ASSERT_NO_FATAL_FAILURE(write_text("out.pcap", "keep me"));
+        expect_refused(outputs, a, b);
+        EXPECT_TRUE(read_file(path("out.pcap")) == "keep me") << "out.pcap was rewritten";
+        std::filesystem::remove(path("out.pcap"));
+    }
+}
+
+TEST_F(SameFile, HardLinkIsTheSameFile) {
+    ASSERT_NO_FATAL_FAILURE(write_text("a.pcap", "keep me"));
+    ASSERT_NO_FATAL_FAILURE(link_to("a.pcap", "b.pcap", false));
+    expect_refused({"--pass", path("a.pcap"), "--drop", path("b.pcap")}, "--pass", "--drop");
+    EXPECT_TRUE(read_file(path("a.pcap")) == "keep me") << "a.pcap was rewritten";
+}
+
+TEST_F(SameFile, SymlinkIsTheSameFile) {
+    // A symlink to an output that does not exist yet, and one to an existing file.
+    ASSERT_NO_FATAL_FAILURE(link_to(path("a.pcap"), "to-a.pcap", true));
+    expect_refused({"--pass", path("a.pcap"), "--drop", path("to-a.pcap")}, "--pass", "--drop");
+    EXPECT_FALSE(std::filesystem::exists(path("a.pcap"))) << "a refused run left a file";
+    ASSERT_NO_FATAL_FAILURE(write_text("a.pcap", "keep me"));
+    expect_refused({"--pass", path("to-a.pcap"), "--stats", path("a.pcap")}, "--pass", "--stats");
+    EXPECT_TRUE(read_file(path("a.pcap")) == "keep me") << "a.pcap was rewritten";
+}
+
+TEST_F(SameFile, OtherSpellingsOfOnePathAreTheSameFile) {
+    std::filesystem::create_directory(path("sub"));
+    expect_refused({"--pass", path("x.pcap"), "--drop", (dir_ / "." / "x.pcap").string()}, "--pass",
+                   "--drop");
+    expect_refused({"--pass", path("x.pcap"), "--stats", (dir_ / "sub" / ".." / "x.pcap").string()},
+                   "--pass", "--stats");
+}
+
+TEST_F(SameFile, TheInputIsNeverAnOutputAndIsLeftAsItWas) {
+    ASSERT_NO_FATAL_FAILURE(link_to("trace.pcap", "hard.pcap", false));
+    ASSERT_NO_FATAL_FAILURE(link_to(path("trace.pcap"), "sym.pcap", true));
+    const std::string dot = (dir_ / "." / "trace.pcap").string();
+    expect_refused({"--pass", path("trace.pcap")}, "--in", "--pass");
+    expect_refused({"--pass", path("p.pcap"), "--drop", dot}, "--in", "--drop");
+    expect_refused({"--pass", path("p.pcap"), "--stats", path("sym.pcap")}, "--in", "--stats");
+    expect_refused({"--pass", path("hard.pcap")}, "--in", "--pass");
+}
+
+TEST_F(SameFile, DevNullMayBeNamedTwice) {
+    // Writing twice to a character device corrupts no file: discarding outputs is allowed.
+    const ProcessResult r =
+        replay_with({"--pass", "/dev/null", "--drop", "/dev/null", "--stats", "/dev/null"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // ---------------------------------------------------------------------------------------------
