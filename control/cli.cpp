@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "control/daemon.h"
+#include "control/listen_address.h"
 #include "control/rules_diff.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/unix_socket.h"
@@ -369,17 +370,12 @@ int cmd_daemon(const Cli &cli) {
         else
             return usage_error("daemon: unknown option " + a[i]);
     }
-    // The port is read here, strictly: getaddrinfo's numeric service takes " 80" and "+80",
-    // and wraps "70000" to port 4464 and "65536" to 0 (any free port). The host is left to
-    // getaddrinfo (AI_NUMERICHOST) when the daemon binds it.
+    // Refused here, before the daemon starts anything, like every other bad option value.
     if (o.metrics != "none") {
-        const size_t colon = o.metrics.rfind(':');
-        if (colon == std::string::npos)
-            return usage_error("daemon: --metrics takes HOST:PORT or none, not '" + o.metrics +
-                               "'");
+        ListenAddress address;
         std::string why;
-        if (!parse_uint(std::string_view(o.metrics).substr(colon + 1), 0, 65535, &why))
-            return usage_error("daemon: --metrics '" + o.metrics + "': the port " + why);
+        if (!resolve_listen_address(o.metrics, &address, &why))
+            return usage_error("daemon: --metrics " + why);
     }
     return run_daemon(o);
 }

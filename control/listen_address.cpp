@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "dataplane/api/numbers.h"
+
 namespace floodgate {
 
 namespace {
@@ -20,17 +22,6 @@ bool is_loopback(const sockaddr *addr) {
         return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
     }
     return false;
-}
-
-// 0 to 65535 in decimal, nothing else (getaddrinfo takes service names and wraps large ones).
-bool parse_port(const std::string &port) {
-    if (port.empty() || port.size() > 5) return false;
-    unsigned value = 0;
-    for (char c : port) {
-        if (c < '0' || c > '9') return false;
-        value = value * 10 + static_cast<unsigned>(c - '0');
-    }
-    return value <= 65535;
 }
 
 }  // namespace
@@ -57,7 +48,10 @@ bool resolve_listen_address(const std::string &text, ListenAddress *out, std::st
         if (host.find(':') != std::string::npos)
             return refuse("an IPv6 address goes in brackets: [" + host + "]:" + port);
     }
-    if (!parse_port(port)) return refuse("the port must be a number from 0 to 65535");
+    // Read strictly here: getaddrinfo takes service names and " 80", and wraps "70000" to
+    // port 4464 and "65536" to 0 (any free port).
+    std::string why;
+    if (!parse_uint(port, 0, 65535, &why)) return refuse("the port " + why);
     if (host.empty()) {
         if (bracketed) return refuse("empty address in brackets");
         host = "127.0.0.1";  // a missing host is loopback: the endpoint has no authentication

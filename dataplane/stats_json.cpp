@@ -105,7 +105,7 @@ std::string stats_summary(const nlohmann::ordered_json &s) {
       << s["table"]["occupancy"] << "/" << s["table"]["capacity"] << " keys, "
       << s["table"]["reclaims"] << " reclaimed, " << s["table"]["full_events"] << " full\n";
     for (const auto &[reason, n] : s["malformed_reasons"].items())
-        o << "  malformed " << reason << ": " << n << "\n";
+        if (n != 0) o << "  malformed " << reason << ": " << n << "\n";
     for (const auto &r : s["rules"]) {
         o << "rule " << r["name"].get<std::string>() << " (" << r["mode"].get<std::string>()
           << "): matched " << r["matched"] << ", passed " << r["passed"] << ", refused "

@@ -1,6 +1,6 @@
 // Stats read while a core decides: a writer thread runs Pipeline::decide on a mixed traffic
 // without pause, as a worker does (serving readings between bursts), and the reader takes
-// 20,000 readings as floodctl and telemetry would. Every reading must keep the invariants of
+// 10,000 readings as floodctl and telemetry would. Every reading must keep the invariants of
 // dataplane/api/stats.h exactly: a copy taken by the reader itself, between a rule's `matched`
 // and its verdict or between a burst's rule counters and its totals, breaks them. No EAL: no
 // allow/block prefixes.
@@ -77,13 +77,11 @@ TEST(ConcurrentStats, EveryReadingKeepsTheInvariants) {
         pipeline.stop_serving_reads();
     });
 
-    constexpr unsigned kReadings = 20000;
+    constexpr unsigned kReadings = 10000;
     unsigned broken = 0, unreadable = 0;
     uint64_t last_packets = 0, changed = 0;
     Pipeline::Stats s;
     for (unsigned n = 0; n < kReadings; ++n) {
-        // Each reading after at least one more burst, so that every one races new writes.
-        for (uint64_t seen = bursts.load(); bursts.load() == seen;) std::this_thread::yield();
         if (!pipeline.read_stats(*rules, &s)) {
             ++unreadable;
             continue;
@@ -116,7 +114,8 @@ TEST(ConcurrentStats, EveryReadingKeepsTheInvariants) {
     writer.join();
     EXPECT_EQ(broken, 0u) << "readings that broke an invariant, of " << kReadings;
     EXPECT_EQ(unreadable, 0u);
-    EXPECT_EQ(changed, kReadings) << "every reading saw the bursts since the last one";
+    // The core answers between bursts, so each reading comes after at least one more burst.
+    EXPECT_EQ(changed, kReadings) << "bursts decided: " << bursts.load();
     EXPECT_GT(s.rules[0].refused, 0u);
     EXPECT_GT(s.rules[1].overruled, 0u);
     EXPECT_GT(s.rules[2].shadow_refused, 0u);

@@ -316,10 +316,10 @@ def metrics_endpoint_addresses(work):
         except subprocess.TimeoutExpired:  # it took the address and serves: not refused
             p.kill()
             out, err = p.communicate()
-        if not (p.returncode == 1 and "--metrics '%s'" % bad in err):
+        if not (p.returncode == 2 and "--metrics '%s'" % bad in err):
             refused.append((bad, p.returncode, err.strip()))
-    check(not refused, "bad --metrics addresses are refused with exit 1, naming --metrics",
-          refused)
+    check(not refused, "bad --metrics addresses are refused as usage errors (exit 2), naming "
+          "--metrics", refused)
 
 
 def main():
