@@ -205,18 +205,19 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                       const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens) {
     const std::vector<CompiledRule> &rules = rules_->rules();
 
-    // Stage 1: parse, classify, and key every (packet, rule) pair.
+    // Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a
+    // lookup call per family and direction; key every (packet, matching rule) pair.
+    for (uint16_t i = 0; i < n; ++i)
+        status_[i] = parse_packet(frames[i], lens[i], &infos_[i],
+                                  captured_lens != nullptr ? captured_lens[i] : lens[i]);
+    rules_->classify_burst(infos_, status_, n, source_, dst_rules_);
     unsigned n_checks = 0;
     for (uint16_t i = 0; i < n; ++i) {
         first_check_[i] = static_cast<uint16_t>(n_checks);
-        PacketInfo &info = infos_[i];
-        status_[i] = parse_packet(frames[i], lens[i], &info,
-                                  captured_lens != nullptr ? captured_lens[i] : lens[i]);
-        if (status_[i] != ParseStatus::ip) continue;
-        prefix_[i] = rules_->classify_source(info);
-        if (prefix_[i] != PrefixVerdict::none) continue;
+        if (status_[i] != ParseStatus::ip || source_[i].verdict != PrefixVerdict::none) continue;
+        const PacketInfo &info = infos_[i];
         for (const CompiledRule &r : rules) {
-            if (!rule_matches(r, info)) continue;
+            if (!rule_matches(r, info, *source_[i].rules, *dst_rules_[i])) continue;
             Check &c = checks_[n_checks++];
             c.rule = r.index;
             c.key = rule_key(r, info);
@@ -244,10 +245,10 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                 break;
             case ParseStatus::ip:
             default:
-                if (prefix_[i] == PrefixVerdict::allow) {
+                if (source_[i].verdict == PrefixVerdict::allow) {
                     ++counters_.allow_hits;
                     v = Verdict::pass;
-                } else if (prefix_[i] == PrefixVerdict::block) {
+                } else if (source_[i].verdict == PrefixVerdict::block) {
                     ++counters_.block_hits;
                     v = Verdict::drop;
                 } else {

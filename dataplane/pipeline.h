@@ -27,6 +27,7 @@
 namespace floodgate {
 
 inline constexpr uint16_t kMaxBurst = 32;
+static_assert(kMaxBurst <= PrefixTable::kMaxBulk, "a burst is classified in one lookup call");
 // Buckets the expiry sweep visits per burst: at 10 Mpps (312k bursts/s) a 1M-entry table
 // (263k buckets) is swept every ~0.2 s, for 4 x 128 bytes of extra reads per burst.
 inline constexpr uint32_t kSweepBucketsPerBurst = 4;
@@ -143,7 +144,8 @@ class Pipeline {
     std::vector<Consumption> unpublished_;
     PacketInfo infos_[kMaxBurst];
     ParseStatus status_[kMaxBurst];
-    PrefixVerdict prefix_[kMaxBurst];
+    PrefixClass source_[kMaxBurst];
+    const RuleBits *dst_rules_[kMaxBurst];
     uint16_t first_check_[kMaxBurst + 1];
 
     // A reading asked of a serving core: the reader bumps read_asked_; the core copies its

@@ -22,8 +22,8 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.proto = r.match.proto.value_or(0);
     c.dst_ports = r.match.dst_ports;
     c.src_ports = r.match.src_ports;
-    c.src = r.match.src;
-    c.dst = r.match.dst;
+    c.src_list = !r.match.src.empty();
+    c.dst_list = !r.match.dst.empty();
     c.tcp_flags = r.match.tcp_flags;
     c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
                       (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;

@@ -1,5 +1,7 @@
 // A rule compiled for the hot path: its match conditions, its source-key masks and its GCRA
-// profile. Plain data with no DPDK types, so matching and keying are unit-testable.
+// profile. Plain data with no DPDK types, so matching and keying are unit-testable. Its src
+// and dst prefix lists live in the RuleSet's prefix tables, which say for each packet which
+// rules' lists hold its source and destination (RuleBits); matching reads one bit.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/parse.h"
+#include "dataplane/prefix_table.h"
 #include "dataplane/rule_state.h"
 
 namespace floodgate {
@@ -30,8 +33,8 @@ struct CompiledRule {
     bool ports_need_l4 = false;
     std::vector<PortRange> dst_ports;
     std::vector<PortRange> src_ports;
-    std::vector<Prefix> src;
-    std::vector<Prefix> dst;
+    bool src_list = false;  // the source must be in the rule's src list
+    bool dst_list = false;  // the destination must be in its dst list
     TcpFlagMatch tcp_flags;
 
     // Key: the source masked per family; [0] IPv4, [1] IPv6. Masks are in raw memory byte order,
@@ -54,16 +57,12 @@ inline bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
         if (port >= r.lo && port <= r.hi) return true;
     return false;
 }
-inline bool in_prefixes(const std::vector<Prefix> &prefixes, uint8_t family, const uint8_t *addr) {
-    IpAddr a;
-    std::memcpy(a.data(), addr, 16);
-    for (const Prefix &p : prefixes)
-        if (prefix_contains(p, family, a)) return true;
-    return false;
-}
 }  // namespace detail
 
-inline bool rule_matches(const CompiledRule &r, const PacketInfo &p) {
+// src_rules and dst_rules: the rules whose src and dst lists hold the packet's addresses
+// (RuleSet::classify_source and dst_rules).
+inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleBits &src_rules,
+                         const RuleBits &dst_rules) {
     if (r.has_proto && p.l4_proto != r.proto) return false;
     if (r.ports_need_l4) {
         if (!p.has_l4 || (p.l4_proto != kProtoTcp && p.l4_proto != kProtoUdp)) return false;
@@ -75,8 +74,8 @@ inline bool rule_matches(const CompiledRule &r, const PacketInfo &p) {
             if ((p.tcp_flags & r.tcp_flags.must_clear) != 0) return false;
         }
     }
-    if (!r.src.empty() && !detail::in_prefixes(r.src, p.family, p.src)) return false;
-    if (!r.dst.empty() && !detail::in_prefixes(r.dst, p.family, p.dst)) return false;
+    if (r.src_list && !src_rules.test(r.index)) return false;
+    if (r.dst_list && !dst_rules.test(r.index)) return false;
     return true;
 }
 

@@ -1,71 +1,36 @@
 #include "dataplane/ruleset.h"
 
-#include <rte_errno.h>
-#include <rte_lpm.h>
-#include <rte_lpm6.h>
-
 #include <atomic>
-#include <cstring>
-#include <map>
 
 namespace floodgate {
 
 namespace {
-constexpr uint32_t kNextHopAllow = 1;
-constexpr uint32_t kNextHopBlock = 2;
 
-uint32_t ipv4_host_order(const uint8_t *addr) {
-    return uint32_t{addr[0]} << 24 | uint32_t{addr[1]} << 16 | uint32_t{addr[2]} << 8 | addr[3];
-}
-
-// The allow/block prefixes a ruleset enforces: the file's lists, then the overrides, which
-// replace a file entry of the same prefix.
-struct PrefixEntry {
-    Prefix prefix;
-    PrefixVerdict verdict;
-};
-std::vector<PrefixEntry> effective_prefixes(const Config &config,
-                                            const std::vector<PrefixOverride> &overrides) {
-    std::vector<PrefixEntry> out;
-    std::map<std::string, size_t> where;
-    auto put = [&](const Prefix &p, PrefixVerdict v) {
-        auto [it, fresh] = where.emplace(format_prefix(p), out.size());
-        if (fresh)
-            out.push_back({p, v});
-        else
-            out[it->second].verdict = v;
-    };
-    for (const Prefix &p : config.allow) put(p, PrefixVerdict::allow);
-    for (const Prefix &p : config.block) put(p, PrefixVerdict::block);
-    for (const PrefixOverride &o : overrides) put(o.prefix, o.verdict);
+// The source table's entries: the file's allow and block lists, then the overrides (which
+// replace a file entry of the same prefix), then every rule's src list.
+std::vector<PrefixTable::Entry> source_entries(const Config &config,
+                                               const std::vector<PrefixOverride> &overrides) {
+    std::vector<PrefixTable::Entry> out;
+    for (const Prefix &p : config.allow) out.push_back({p, PrefixVerdict::allow, -1});
+    for (const Prefix &p : config.block) out.push_back({p, PrefixVerdict::block, -1});
+    for (const PrefixOverride &o : overrides) out.push_back({o.prefix, o.verdict, -1});
+    for (size_t i = 0; i < config.rules.size(); ++i)
+        for (const Prefix &p : config.rules[i].match.src)
+            out.push_back({p, PrefixVerdict::none, static_cast<int>(i)});
     return out;
 }
 
-// What the prefix tables need: per family, how many prefixes and how many tbl8 groups (256
-// next hops each) their bits below /24 take at most.
-struct PrefixTableSize {
-    uint32_t prefixes[2] = {0, 0};
-    uint32_t tbl8_groups[2] = {0, 0};
-};
-void count_prefix(const Prefix &p, PrefixTableSize *n) {
-    unsigned f = p.family == 6;
-    ++n->prefixes[f];
-    // rte_lpm: one group per prefix longer than /24; rte_lpm6: one per byte past /24.
-    if (p.len > 24) n->tbl8_groups[f] += f == 0 ? 1 : (p.len - 24 + 7) / 8;
-}
-PrefixTableSize prefix_table_size(const std::vector<PrefixEntry> &prefixes) {
-    PrefixTableSize n;
-    for (const PrefixEntry &e : prefixes) count_prefix(e.prefix, &n);
-    for (auto &g : n.tbl8_groups) g = g < 256 ? 256 : g;
-    return n;
+std::vector<PrefixTable::Entry> destination_entries(const Config &config) {
+    std::vector<PrefixTable::Entry> out;
+    for (size_t i = 0; i < config.rules.size(); ++i)
+        for (const Prefix &p : config.rules[i].match.dst)
+            out.push_back({p, PrefixVerdict::none, static_cast<int>(i)});
+    return out;
 }
 
-// DPDK object names are global to the process; a counter keeps every ruleset's tables apart.
-std::string unique_name(const char *stem) {
-    static std::atomic<unsigned> counter{0};
-    return std::string(stem) + std::to_string(counter++);
-}
 }  // namespace
+
+const RuleBits RuleSet::kNoRules{};
 
 std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptions &options,
                                         std::string *error) {
@@ -103,47 +68,9 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         rs->states_.push_back(std::move(state));
     }
 
-    const std::vector<PrefixEntry> prefixes = effective_prefixes(config, options.overrides);
-    const int socket_id = options.socket_id;
-    const PrefixTableSize size = prefix_table_size(prefixes);
-    if (size.prefixes[0] > 0) {
-        rte_lpm_config cfg{};
-        cfg.max_rules = size.prefixes[0];
-        cfg.number_tbl8s = size.tbl8_groups[0];
-        rs->lpm4_ = rte_lpm_create(unique_name("fg_lpm4_").c_str(), socket_id, &cfg);
-        if (rs->lpm4_ == nullptr) {
-            *error = std::string("cannot create IPv4 prefix table: ") + rte_strerror(rte_errno);
-            return nullptr;
-        }
-    }
-    if (size.prefixes[1] > 0) {
-        rte_lpm6_config cfg{};
-        cfg.max_rules = size.prefixes[1];
-        cfg.number_tbl8s = size.tbl8_groups[1];
-        rs->lpm6_ = rte_lpm6_create(unique_name("fg_lpm6_").c_str(), socket_id, &cfg);
-        if (rs->lpm6_ == nullptr) {
-            *error = std::string("cannot create IPv6 prefix table: ") + rte_strerror(rte_errno);
-            return nullptr;
-        }
-    }
-
-    auto add = [&](const Prefix &p, PrefixVerdict v) -> bool {
-        uint32_t next_hop = v == PrefixVerdict::allow ? kNextHopAllow : kNextHopBlock;
-        if (p.len == 0) {
-            rs->miss_verdict_[p.family == 6] = v;
-            return true;
-        }
-        int rc = p.family == 4
-                     ? rte_lpm_add(rs->lpm4_, ipv4_host_order(p.addr.data()), p.len, next_hop)
-                     : rte_lpm6_add(rs->lpm6_, p.addr.data(), p.len, next_hop);
-        if (rc < 0) {
-            *error = "cannot add prefix " + format_prefix(p) + ": " + rte_strerror(-rc);
-            return false;
-        }
-        return true;
-    };
-    for (const PrefixEntry &e : prefixes)
-        if (!add(e.prefix, e.verdict)) return nullptr;
+    if (!rs->by_src_.build(source_entries(config, options.overrides), options.socket_id, error) ||
+        !rs->by_dst_.build(destination_entries(config), options.socket_id, error))
+        return nullptr;
     return rs;
 }
 
@@ -153,38 +80,36 @@ const CompiledRule *RuleSet::find_rule(const std::string &name) const {
     return nullptr;
 }
 
+RuleSet::~RuleSet() = default;
+
+void RuleSet::classify_burst(const PacketInfo *infos, const ParseStatus *status, uint16_t n,
+                             PrefixClass *source, const RuleBits **dst) const {
+    const uint8_t *addrs[2][PrefixTable::kMaxBulk];
+    uint16_t index[2][PrefixTable::kMaxBulk];
+    unsigned count[2] = {0, 0};
+    for (uint16_t i = 0; i < n; ++i) {
+        dst[i] = &kNoRules;
+        if (status[i] != ParseStatus::ip) continue;
+        const unsigned f = infos[i].family == 6;
+        index[f][count[f]++] = i;
+    }
+    PrefixClass found[PrefixTable::kMaxBulk];
+    for (unsigned f = 0; f < 2; ++f) {
+        if (count[f] == 0) continue;
+        const uint8_t family = f == 0 ? 4 : 6;
+        for (unsigned k = 0; k < count[f]; ++k) addrs[f][k] = infos[index[f][k]].src;
+        by_src_.classify(family, addrs[f], count[f], found);
+        for (unsigned k = 0; k < count[f]; ++k) source[index[f][k]] = found[k];
+        if (by_dst_.empty()) continue;
+        for (unsigned k = 0; k < count[f]; ++k) addrs[f][k] = infos[index[f][k]].dst;
+        by_dst_.classify(family, addrs[f], count[f], found);
+        for (unsigned k = 0; k < count[f]; ++k) dst[index[f][k]] = found[k].rules;
+    }
+}
+
 uint64_t RuleSet::dpdk_memory_bytes(const Config &config, size_t overrides) {
-    PrefixTableSize size = prefix_table_size(effective_prefixes(config, {}));
-    // Overrides of either family, each as long as it can be.
-    for (unsigned f = 0; f < 2; ++f) {
-        size.prefixes[f] += static_cast<uint32_t>(overrides);
-        size.tbl8_groups[f] += static_cast<uint32_t>(overrides) * (f == 0 ? 1 : 13);
-    }
-    uint64_t bytes = 0;
-    for (unsigned f = 0; f < 2; ++f) {
-        if (size.prefixes[f] == 0) continue;
-        // tbl24 (2^24 entries of 4 bytes), tbl8 groups of 256 entries of 4 bytes, the rules
-        // (rte_lpm6 also keeps them in a hash), and a margin for allocator overhead.
-        bytes += (uint64_t{4} << 24) + uint64_t{size.tbl8_groups[f]} * 1024 +
-                 uint64_t{size.prefixes[f]} * 64 + (uint64_t{4} << 20);
-    }
-    return bytes;
-}
-
-RuleSet::~RuleSet() {
-    rte_lpm_free(lpm4_);
-    rte_lpm6_free(lpm6_);
-}
-
-PrefixVerdict RuleSet::classify_source(const PacketInfo &p) const {
-    uint32_t next_hop = 0;
-    int rc = -ENOENT;
-    if (p.family == 4 && lpm4_ != nullptr)
-        rc = rte_lpm_lookup(lpm4_, ipv4_host_order(p.src), &next_hop);
-    else if (p.family == 6 && lpm6_ != nullptr)
-        rc = rte_lpm6_lookup(lpm6_, p.src, &next_hop);
-    if (rc != 0) return miss_verdict_[p.family == 6];
-    return next_hop == kNextHopAllow ? PrefixVerdict::allow : PrefixVerdict::block;
+    return PrefixTable::dpdk_memory_bytes(source_entries(config, {}), overrides) +
+           PrefixTable::dpdk_memory_bytes(destination_entries(config));
 }
 
 }  // namespace floodgate

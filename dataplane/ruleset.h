@@ -1,5 +1,7 @@
-// The compiled, immutable ruleset a worker decides with: the rules in file order and the
-// allow/block prefixes (the file's plus the operator's runtime overrides) in DPDK LPM tables.
+// The compiled, immutable ruleset a worker decides with: the rules in file order, and two
+// prefix tables (dataplane/prefix_table.h): by source, the allow/block prefixes (the file's
+// plus the operator's runtime overrides) together with the rules' src lists; by destination,
+// the rules' dst lists.
 // Built once from a validated Config; limiter state (the TATs) lives in the per-core
 // LimitTable and each rule's counters in its RuleState, shared with the previous ruleset's
 // rule of the same name and key, so a ruleset can be swapped by pointer (LiveRuleSet) without
@@ -12,14 +14,10 @@
 
 #include "dataplane/api/rules.h"
 #include "dataplane/parse.h"
+#include "dataplane/prefix_table.h"
 #include "dataplane/rule_match.h"
 
-struct rte_lpm;
-struct rte_lpm6;
-
 namespace floodgate {
-
-enum class PrefixVerdict : uint8_t { none, allow, block };
 
 class RuleSet;
 
@@ -58,8 +56,19 @@ class RuleSet {
     RuleSet(const RuleSet &) = delete;
     RuleSet &operator=(const RuleSet &) = delete;
 
-    // Longest-prefix match of the packet's source over allow and block.
-    PrefixVerdict classify_source(const PacketInfo &p) const;
+    // Classifies the IP packets of a burst (status ip), one lookup call per family and
+    // direction: source[i] is the allow/block verdict of packet i's longest allow or block
+    // prefix and the rules whose src list holds its source; *dst[i] the rules whose dst list
+    // holds its destination (the empty set, without a lookup, when no rule has a dst list).
+    void classify_burst(const PacketInfo *infos, const ParseStatus *status, uint16_t n,
+                        PrefixClass *source, const RuleBits **dst) const;
+    // One packet's source and destination, the same way (tests, tools).
+    PrefixClass classify_source(const PacketInfo &p) const {
+        return by_src_.classify(p.family, p.src);
+    }
+    const RuleBits &dst_rules(const PacketInfo &p) const {
+        return by_dst_.empty() ? kNoRules : *by_dst_.classify(p.family, p.dst).rules;
+    }
 
     const std::vector<CompiledRule> &rules() const { return rules_; }
     const CompiledRule *find_rule(const std::string &name) const;
@@ -82,10 +91,9 @@ class RuleSet {
     uint64_t version_ = 0;
     uint64_t serial_ = 0;
     unsigned cores_ = 1;
-    rte_lpm *lpm4_ = nullptr;
-    rte_lpm6 *lpm6_ = nullptr;
-    // rte_lpm has no depth 0: a /0 allow or block sets the verdict for misses instead.
-    PrefixVerdict miss_verdict_[2] = {PrefixVerdict::none, PrefixVerdict::none};
+    PrefixTable by_src_;
+    PrefixTable by_dst_;
+    static const RuleBits kNoRules;
 };
 
 }  // namespace floodgate
