@@ -50,19 +50,6 @@ void usage(std::FILE *to) {
         to);
 }
 
-// One numeric option's value, read strictly (dataplane/api/numbers.h) within [lo, hi], or a
-// message naming the option and its range.
-bool number_option(const char *option, uint64_t lo, uint64_t hi, uint64_t *out) {
-    std::string why;
-    const std::optional<uint64_t> n = parse_uint(optarg, lo, hi, &why);
-    if (!n) {
-        std::fprintf(stderr, "floodgate replay: %s %s\n", option, why.c_str());
-        return false;
-    }
-    *out = *n;
-    return true;
-}
-
 bool parse_options(int argc, char **argv, ReplayOptions *o) {
     static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
                                       {"in", required_argument, nullptr, 'i'},
@@ -80,7 +67,7 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
         uint64_t n;
         switch (c) {
             case 'w':
-                if (!number_option("--workers", 1, 64, &n)) return false;
+                if (!uint_option("floodgate replay", "--workers", optarg, 1, 64, &n)) return false;
                 o->workers = static_cast<unsigned>(n);
                 break;
             case 'S':
@@ -95,7 +82,9 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                 break;
             case 'm':
                 // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
-                if (!number_option("--merge-interval-us", 1, 10000000, &n)) return false;
+                if (!uint_option("floodgate replay", "--merge-interval-us", optarg, 1, 10000000,
+                                 &n))
+                    return false;
                 o->merge_interval_ns = n * 1000;
                 break;
             case 'c':

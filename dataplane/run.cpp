@@ -72,19 +72,6 @@ void usage(std::FILE *to) {
         to);
 }
 
-// One numeric option's value, read strictly (dataplane/api/numbers.h) within [lo, hi], or a
-// message naming the option and its range. The one range check each option has.
-bool number_option(const char *option, uint64_t lo, uint64_t hi, uint64_t *out) {
-    std::string why;
-    const std::optional<uint64_t> n = parse_uint(optarg, lo, hi, &why);
-    if (!n) {
-        std::fprintf(stderr, "floodgate run: %s %s\n", option, why.c_str());
-        return false;
-    }
-    *out = *n;
-    return true;
-}
-
 bool parse_options(int argc, char **argv, RunOptions *o) {
     static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
                                       {"outside", required_argument, nullptr, 'o'},
@@ -105,11 +92,13 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 o->config = optarg;
                 break;
             case 'o':
-                if (!number_option("--outside", 0, RTE_MAX_ETHPORTS - 1, &n)) return false;
+                if (!uint_option("floodgate run", "--outside", optarg, 0, RTE_MAX_ETHPORTS - 1, &n))
+                    return false;
                 o->outside = static_cast<int>(n);
                 break;
             case 'i':
-                if (!number_option("--inside", 0, RTE_MAX_ETHPORTS - 1, &n)) return false;
+                if (!uint_option("floodgate run", "--inside", optarg, 0, RTE_MAX_ETHPORTS - 1, &n))
+                    return false;
                 o->inside = static_cast<int>(n);
                 break;
             case 'I': {
@@ -132,16 +121,19 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                 o->control = optarg;
                 break;
             case 'N':
-                if (!number_option("--mbufs", 1024, 1ull << 30, &n)) return false;
+                if (!uint_option("floodgate run", "--mbufs", optarg, 1024, 1ull << 30, &n))
+                    return false;
                 o->mbufs = static_cast<unsigned>(n);
                 break;
             case 'S':
-                if (!number_option("--mbuf-size", RTE_PKTMBUF_HEADROOM + 64, 65535, &n))
+                if (!uint_option("floodgate run", "--mbuf-size", optarg, RTE_PKTMBUF_HEADROOM + 64,
+                                 65535, &n))
                     return false;
                 o->mbuf_size = static_cast<unsigned>(n);
                 break;
             case 'm':
-                if (!number_option("--merge-interval-us", 1, 10000000, &n)) return false;
+                if (!uint_option("floodgate run", "--merge-interval-us", optarg, 1, 10000000, &n))
+                    return false;
                 o->merge_interval_ns = n * 1000;
                 break;
             case 'h':

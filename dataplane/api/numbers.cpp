@@ -1,5 +1,7 @@
 #include "dataplane/api/numbers.h"
 
+#include <cstdio>
+
 #include "dataplane/api/control_protocol.h"
 
 namespace floodgate {
@@ -140,6 +142,18 @@ std::string format_duration_s(long long s) {
     if (s >= 60) out += std::to_string(s / 60) + "m", s %= 60;
     if (s > 0 || out.empty()) out += std::to_string(s) + "s";
     return out;
+}
+
+bool uint_option(const char *command, const char *option, std::string_view text, uint64_t lo,
+                 uint64_t hi, uint64_t *out) {
+    std::string why;
+    const std::optional<uint64_t> n = parse_uint(text, lo, hi, &why);
+    if (!n) {
+        std::fprintf(stderr, "%s: %s %s\n", command, option, why.c_str());
+        return false;
+    }
+    *out = *n;
+    return true;
 }
 
 }  // namespace floodgate

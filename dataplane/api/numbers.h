@@ -23,6 +23,11 @@ namespace floodgate {
 std::optional<uint64_t> parse_uint(std::string_view text, uint64_t lo, uint64_t hi,
                                    std::string *why);
 
+// A command's numeric option: parse_uint, or the message "COMMAND: OPTION why" on stderr and
+// false.
+bool uint_option(const char *command, const char *option, std::string_view text, uint64_t lo,
+                 uint64_t hi, uint64_t *out);
+
 // Seconds, whole or with a decimal fraction ("5", "0.5"; at most 9 decimals, so the value is
 // exact in nanoseconds), returned in nanoseconds within [lo_ns, hi_ns]. The grammar is
 // DIGITS[.DIGITS]: "-5", "1e3", "nan", "inf", ".5" and "5." are refused.
