@@ -266,13 +266,15 @@ int cmd_stats(const Cli &cli, const std::string &rule) {
             static_cast<unsigned long long>(u64(s, "allow_hits")),
             static_cast<unsigned long long>(u64(s, "non_ip")));
     }
-    std::printf("%-20s %-8s %14s %14s %14s %14s\n", "rule", "mode", "matched", "passed", "refused",
-                "shadow-refused");
+    // matched = passed + refused + overruled on every line (README, "Counters").
+    std::printf("%-20s %-8s %14s %14s %14s %14s %14s\n", "rule", "mode", "matched", "passed",
+                "refused", "overruled", "shadow-refused");
     for (const json &x : s["rules"])
-        std::printf("%-20s %-8s %14llu %14llu %14llu %14llu\n", x.value("name", "").c_str(),
+        std::printf("%-20s %-8s %14llu %14llu %14llu %14llu %14llu\n", x.value("name", "").c_str(),
                     x.value("mode", "").c_str(), static_cast<unsigned long long>(u64(x, "matched")),
                     static_cast<unsigned long long>(u64(x, "passed")),
                     static_cast<unsigned long long>(u64(x, "refused")),
+                    static_cast<unsigned long long>(u64(x, "overruled")),
                     static_cast<unsigned long long>(u64(x, "shadow_refused")));
     return 0;
 }

@@ -109,7 +109,8 @@ std::string stats_summary(const nlohmann::ordered_json &s) {
     for (const auto &r : s["rules"]) {
         o << "rule " << r["name"].get<std::string>() << " (" << r["mode"].get<std::string>()
           << "): matched " << r["matched"] << ", passed " << r["passed"] << ", refused "
-          << r["refused"] << ", shadow-refused " << r["shadow_refused"] << "\n";
+          << r["refused"] << ", overruled " << r["overruled"] << ", shadow-refused "
+          << r["shadow_refused"] << "\n";
         for (const auto &t : r["top_refused"])
             o << "    " << t["source"].get<std::string>() << "  refused " << t["count"] << "\n";
     }
