@@ -2,7 +2,7 @@
 
 #include <rte_errno.h>
 #include <rte_fib.h>
-#include <rte_fib6.h>
+#include <rte_lpm6.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,9 +16,9 @@ namespace floodgate {
 namespace {
 
 // A next hop: the verdict in the low 2 bits, the rule set's id above (a miss is 0: no verdict,
-// the empty set). 4-byte next hops keep 31 bits; the ids stop far below.
+// the empty set). rte_fib's 4-byte next hops keep 31 bits, rte_lpm6's 21.
 constexpr unsigned kVerdictBits = 2;
-constexpr uint32_t kMaxSetIds = 1u << 20;
+constexpr uint32_t kMaxSetIds = 1u << (21 - kVerdictBits);
 
 uint64_t encode(PrefixVerdict v, uint32_t set_id) {
     return static_cast<uint64_t>(v) | uint64_t{set_id} << kVerdictBits;
@@ -59,7 +59,10 @@ std::vector<Merged> merge(const std::vector<PrefixTable::Entry> &entries) {
 
 // What the tables need per family: how many prefixes, and how many tbl8 groups (256 next hops
 // each): one for each distinct 24-bit (then, for IPv6, each further 8-bit) stem that a longer
-// prefix extends, which is what DIR24_8 and the TRIE allocate.
+// prefix extends, which is what DIR24_8 and rte_lpm6 allocate. (rte_fib6's TRIE reserves
+// instead, per route, every level a route could need, whatever its siblings share: 5 groups
+// for each /64 and 13 for each /128, so 60 /64s of one /48 ran out of the groups this counts;
+// hence rte_lpm6 for IPv6.)
 struct TableSize {
     uint32_t prefixes[2] = {0, 0};
     uint32_t tbl8_groups[2] = {0, 0};
@@ -102,7 +105,7 @@ bool PrefixTable::build(const std::vector<Entry> &entries, int socket_id, std::s
         rte_fib_conf cfg{};
         cfg.type = RTE_FIB_DIR24_8;
         cfg.default_nh = encode(PrefixVerdict::none, 0);
-        cfg.max_routes = static_cast<int>(size.prefixes[0]);
+        cfg.max_routes = static_cast<int>(size.prefixes[0]) + 1;
         cfg.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
         cfg.dir24_8.num_tbl8 = size.tbl8_groups[0];
         fib4_ = rte_fib_create(unique_name("fg_fib4_").c_str(), socket_id, &cfg);
@@ -112,14 +115,11 @@ bool PrefixTable::build(const std::vector<Entry> &entries, int socket_id, std::s
         }
     }
     if (size.prefixes[1] > 0) {
-        rte_fib6_conf cfg{};
-        cfg.type = RTE_FIB6_TRIE;
-        cfg.default_nh = encode(PrefixVerdict::none, 0);
-        cfg.max_routes = static_cast<int>(size.prefixes[1]);
-        cfg.trie.nh_sz = RTE_FIB6_TRIE_4B;
-        cfg.trie.num_tbl8 = size.tbl8_groups[1];
-        fib6_ = rte_fib6_create(unique_name("fg_fib6_").c_str(), socket_id, &cfg);
-        if (fib6_ == nullptr) {
+        rte_lpm6_config cfg{};
+        cfg.max_rules = size.prefixes[1] + 1;
+        cfg.number_tbl8s = size.tbl8_groups[1];
+        lpm6_ = rte_lpm6_create(unique_name("fg_lpm6_").c_str(), socket_id, &cfg);
+        if (lpm6_ == nullptr) {
             *error = std::string("cannot create an IPv6 prefix table: ") + rte_strerror(rte_errno);
             return false;
         }
@@ -144,10 +144,15 @@ bool PrefixTable::build(const std::vector<Entry> &entries, int socket_id, std::s
             sets_.push_back(rules);
         }
         const uint64_t hop = encode(verdict, it->second);
+        if (m.prefix.family == 6 && m.prefix.len == 0) {  // rte_lpm6 has no depth 0
+            miss6_ = hop;
+            continue;
+        }
         const int rc =
             m.prefix.family == 4
                 ? rte_fib_add(fib4_, ipv4_host_order(m.prefix.addr.data()), m.prefix.len, hop)
-                : rte_fib6_add(fib6_, m.prefix.addr.data(), m.prefix.len, hop);
+                : rte_lpm6_add(lpm6_, m.prefix.addr.data(), m.prefix.len,
+                               static_cast<uint32_t>(hop));
         if (rc < 0) {
             *error = "cannot add prefix " + format_prefix(m.prefix) + ": " + rte_strerror(-rc);
             return false;
@@ -158,7 +163,7 @@ bool PrefixTable::build(const std::vector<Entry> &entries, int socket_id, std::s
 
 PrefixTable::~PrefixTable() {
     rte_fib_free(fib4_);
-    rte_fib6_free(fib6_);
+    rte_lpm6_free(lpm6_);
 }
 
 void PrefixTable::classify(uint8_t family, const uint8_t *const *addrs, unsigned n,
@@ -168,12 +173,15 @@ void PrefixTable::classify(uint8_t family, const uint8_t *const *addrs, unsigned
         uint32_t ips[kMaxBulk];
         for (unsigned k = 0; k < n; ++k) ips[k] = ipv4_host_order(addrs[k]);
         rte_fib_lookup_bulk(fib4_, ips, hops, static_cast<int>(n));
-    } else if (family == 6 && fib6_ != nullptr) {
-        uint8_t ips[kMaxBulk][RTE_FIB6_IPV6_ADDR_SIZE];
-        for (unsigned k = 0; k < n; ++k) std::memcpy(ips[k], addrs[k], RTE_FIB6_IPV6_ADDR_SIZE);
-        rte_fib6_lookup_bulk(fib6_, ips, hops, static_cast<int>(n));
+    } else if (family == 6 && lpm6_ != nullptr) {
+        uint8_t ips[kMaxBulk][RTE_LPM6_IPV6_ADDR_SIZE];
+        int32_t found[kMaxBulk];
+        for (unsigned k = 0; k < n; ++k) std::memcpy(ips[k], addrs[k], RTE_LPM6_IPV6_ADDR_SIZE);
+        rte_lpm6_lookup_bulk_func(lpm6_, ips, found, n);
+        for (unsigned k = 0; k < n; ++k)
+            hops[k] = found[k] >= 0 ? static_cast<uint64_t>(found[k]) : miss6_;
     } else {
-        std::fill(hops, hops + n, encode(PrefixVerdict::none, 0));
+        std::fill(hops, hops + n, family == 6 ? miss6_ : encode(PrefixVerdict::none, 0));
     }
     for (unsigned k = 0; k < n; ++k) out[k] = {verdict_of(hops[k]), &sets_[set_of(hops[k])]};
 }

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -153,6 +154,39 @@ TEST(PrefixTable, HundredThousandPrefixesInOneList) {
         EXPECT_EQ(classify(*rs, packet(text)).rules.size(), 1u) << text;
         EXPECT_EQ(classify(*rs, packet(next)).rules.size(), 0u) << next;
     }
+}
+
+// IPv6 lists as operators write them: many /64s of one /48 and many /128s of one /64. Each
+// shares its path with its siblings (rte_fib6's TRIE reserved 5 and 13 tbl8 groups for each
+// whatever they share, and refused the 60th /64 of a /48 and the 20th /128).
+TEST(PrefixTable, ManyIpv6PrefixesOfOnePath) {
+    Config c;
+    auto v6 = [](const char *stem, unsigned i, unsigned len) {
+        char text[64];
+        std::snprintf(text, sizeof text, stem, i);
+        Prefix p = pfx(std::string(text) + "/" + std::to_string(len));
+        return p;
+    };
+    for (unsigned i = 0; i < 4096; ++i) c.block.push_back(v6("2001:db8:1:%x::", i, 64));
+    std::vector<Prefix> hosts;
+    for (unsigned i = 1; i <= 20000; ++i) hosts.push_back(v6("2001:db8:2::%x", i, 128));
+    c.rules = {rule("hosts", hosts)};
+    auto rs = build(c);
+    ASSERT_NE(rs, nullptr);
+    EXPECT_EQ(classify(*rs, packet("2001:db8:1:fff::1")), (Seen{kBlock, {}}));
+    EXPECT_EQ(classify(*rs, packet("2001:db8:1:1000::1")), (Seen{kNone, {}}));
+    EXPECT_EQ(classify(*rs, packet("2001:db8:2::4e20")), (Seen{kNone, {"hosts"}}));  // 20000
+    EXPECT_EQ(classify(*rs, packet("2001:db8:2::4e21")), (Seen{kNone, {}}));
+    // Runtime overrides of /128s, as `floodctl block add` makes them, one ruleset each time.
+    std::vector<PrefixOverride> overrides;
+    for (unsigned i = 1; i <= 200; ++i) {
+        PrefixOverride o;
+        o.prefix = v6("2001:db8:3::%x", i, 128);
+        overrides.push_back(o);
+    }
+    auto with_overrides = build(c, overrides);
+    ASSERT_NE(with_overrides, nullptr);
+    EXPECT_EQ(classify(*with_overrides, packet("2001:db8:3::c8")), (Seen{kBlock, {}}));
 }
 
 // Random allow/block lists and four rules' src lists in 198.18.0.0/15, with much nesting,
