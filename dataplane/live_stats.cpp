@@ -17,15 +17,25 @@ ordered_json port_counters(const PortCounters &c) {
     return {{"rx", c.rx}, {"tx", c.tx}, {"tx_failed", c.tx_failed}};
 }
 
+// A worker's own counters, each loaded once, before its pipeline is read: a TX failure
+// counted by then is of a frame passed before the reading, so tx_failed <= tx holds.
+struct WorkerReading {
+    uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, busy_tsc, merge_max_lag_ns,
+        merge_records_lost;
+};
+WorkerReading read_worker(const Worker &w) {
+    return {w.filtered_tx_failed(), w.returning_rx(),     w.returning_tx_failed(),
+            w.busy_tsc(),           w.merge_max_lag_ns(), w.merge_records_lost()};
+}
+
 // Outside to inside, frames received are the frames decided and frames handed to the TX
 // queue are the frames passed (one reading of the pipeline gives both); inside to outside is
 // forwarded as it comes.
-PortCounters filtered(const CoreReading &r, const Worker &w) {
-    return {r.stats.counters.packets, r.stats.counters.passed, w.filtered_tx_failed()};
+PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
+    return {r.stats.counters.packets, r.stats.counters.passed, w.filtered_tx_failed};
 }
-PortCounters returning(const Worker &w) {
-    const uint64_t rx = w.returning_rx();
-    return {rx, rx, w.returning_tx_failed()};
+PortCounters returning(const WorkerReading &w) {
+    return {w.returning_rx, w.returning_rx, w.returning_tx_failed};
 }
 
 // The NIC's (or virtual device's) own counters, which include what never reached a worker.
@@ -44,7 +54,7 @@ ordered_json nic(uint16_t port, const char *role) {
     return j;
 }
 
-ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const Worker &w) {
+ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const WorkerReading &w) {
     const WorkerCounters &c = r.stats.counters;
     const LimitTableStats &t = r.stats.table;
     ordered_json j = {{"core", index}, {"lcore", lcore}};
@@ -57,9 +67,9 @@ ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const Wo
                   {"full_events", t.full_events}};
     j["filtered"] = port_counters(filtered(r, w));
     j["returning"] = port_counters(returning(w));
-    j["busy_tsc"] = w.busy_tsc();
-    j["merge_max_lag_ns"] = w.merge_max_lag_ns();
-    j["merge_records_lost"] = w.merge_records_lost();
+    j["busy_tsc"] = w.busy_tsc;
+    j["merge_max_lag_ns"] = w.merge_max_lag_ns;
+    j["merge_records_lost"] = w.merge_records_lost;
     return j;
 }
 
@@ -67,15 +77,19 @@ ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const Wo
 
 ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top) {
     const auto &workers = *view.workers;
+    std::vector<WorkerReading> own;
     std::vector<CoreReading> readings;
-    for (const auto &w : workers) readings.push_back(read_core(rules, w->pipeline()));
+    for (const auto &w : workers) {
+        own.push_back(read_worker(*w));
+        readings.push_back(read_core(rules, w->pipeline()));
+    }
     ordered_json stats = stats_to_json(rules, readings, top);
 
     PortCounters in, back;
     ordered_json cores = ordered_json::array();
     uint64_t lost = view.merger != nullptr ? view.merger->dropped() : 0, lag = 0, busy = 0;
     for (size_t i = 0; i < workers.size(); ++i) {
-        const Worker &w = *workers[i];
+        const WorkerReading &w = own[i];
         const PortCounters f = filtered(readings[i], w), b = returning(w);
         in.rx += f.rx;
         in.tx += f.tx;
@@ -84,9 +98,9 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
         back.tx += b.tx;
         back.tx_failed += b.tx_failed;
         cores.push_back(core(static_cast<unsigned>(i), view.lcores[i], readings[i], w));
-        lost += w.merge_records_lost();
-        lag = std::max(lag, w.merge_max_lag_ns());
-        busy += w.busy_tsc();
+        lost += w.merge_records_lost;
+        lag = std::max(lag, w.merge_max_lag_ns);
+        busy += w.busy_tsc;
     }
     stats["ports"] = {{"outside_to_inside", port_counters(in)},
                       {"inside_to_outside", port_counters(back)}};

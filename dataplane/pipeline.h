@@ -87,6 +87,8 @@ class Pipeline {
     // are this core's share of rule i of `rules` (the RuleSet the caller reads with, which it
     // keeps alive; it may be newer than the one this core decides with). Any thread; one
     // reading at a time per core. False if a serving core did not answer within a second.
+    // From a serving core, the top offenders of rules past the first kSummariesPerPass that
+    // changed may be a loop pass or a few newer than the counters (no invariant joins them).
     struct Stats {
         WorkerCounters counters;
         LimitTableStats table;
@@ -94,6 +96,7 @@ class Pipeline {
         std::vector<HeavyHitters> top_refused;
     };
     bool read_stats(const RuleSet &rules, Stats *out) const;
+    static constexpr unsigned kSummariesPerPass = 8;
 
     // The core's side of read_stats, for a core that runs on its own thread: from
     // start_serving_reads() (on the thread that starts the core, before it decides anything)
@@ -150,8 +153,12 @@ class Pipeline {
 
     // A reading asked of a serving core: the reader bumps read_asked_; the core copies its
     // counters and its own rules' shares into copy_ (its memory, sized before it started, so
-    // a reader that gave up waiting leaves nothing dangling) and sets read_served_ to it.
+    // a reader that gave up waiting leaves nothing dangling), the counters at one instant and
+    // the top offenders that changed over the next passes, then sets read_served_ to it.
     struct CoreCopy {
+        uint64_t asked = 0;       // the reading being served
+        uint64_t serial = 0;      // of the ruleset it is served from
+        size_t next_summary = 0;  // rules whose top offenders are done, of n_rules
         WorkerCounters counters;
         LimitTableStats table;
         size_t n_rules = 0;

@@ -2,7 +2,7 @@
 // its top refused sources and the shared bucket for keys that found the table full. A RuleSet
 // points at one RuleState per rule; a reload hands the same RuleState to the rule's successor
 // (same name, same key), so counters and limits carry on across a swap. Each core writes only
-// its own RuleCoreState; readers (stats, telemetry) sum them with plain loads.
+// its own RuleCoreState, and while it runs copies it for readers itself (Pipeline::read_stats).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,8 @@ namespace floodgate {
 struct alignas(64) RuleCoreState {
     RuleCounters counters;
     HeavyHitters top_refused;
+    // top_refused changed since the core last copied it for a reader (it copies only those).
+    bool top_refused_changed = false;
     uint64_t overflow_tat_ns = 0;  // the shared bucket for keys with no room in the table
 };
 

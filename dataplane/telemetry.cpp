@@ -40,65 +40,81 @@ void add_scalars(rte_tel_data *d, const nlohmann::ordered_json &j, const std::st
     }
 }
 
+// Runs a command against the attached service. These are C callbacks on DPDK's telemetry
+// thread: an exception leaving one would end the process (and the filtering), so any failure,
+// a stats reading a worker did not answer among them, is "try again".
+template <typename Answer>
+int answer(Answer &&f) {
+    try {
+        std::lock_guard<std::mutex> guard(g_lock);
+        if (g_service == nullptr) return -EAGAIN;
+        return f(*g_service);
+    } catch (const std::exception &) {
+        return -EAGAIN;
+    }
+}
+
 int status_cmd(const char *, const char *, rte_tel_data *d) {
-    std::lock_guard<std::mutex> guard(g_lock);
-    if (g_service == nullptr) return -EAGAIN;
-    rte_tel_data_start_dict(d);
-    add_scalars(d, g_service->status());
-    return 0;
+    return answer([&](ControlService &service) {
+        nlohmann::ordered_json s = service.status();
+        rte_tel_data_start_dict(d);
+        add_scalars(d, s);
+        return 0;
+    });
 }
 
 int stats_cmd(const char *, const char *, rte_tel_data *d) {
-    std::lock_guard<std::mutex> guard(g_lock);
-    if (g_service == nullptr) return -EAGAIN;
-    nlohmann::ordered_json s = g_service->stats();
-    rte_tel_data_start_dict(d);
-    add_scalars(d, s);
-    return 0;
+    return answer([&](ControlService &service) {
+        nlohmann::ordered_json s = service.stats();
+        rte_tel_data_start_dict(d);
+        add_scalars(d, s);
+        return 0;
+    });
 }
 
 int rules_cmd(const char *, const char *, rte_tel_data *d) {
-    std::lock_guard<std::mutex> guard(g_lock);
-    if (g_service == nullptr) return -EAGAIN;
-    nlohmann::ordered_json r = g_service->rules();
-    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-    for (const auto &rule : r["rules"])
-        rte_tel_data_add_array_string(d, fit(rule["name"].get<std::string>()).c_str());
-    return 0;
+    return answer([&](ControlService &service) {
+        nlohmann::ordered_json r = service.rules();
+        rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+        for (const auto &rule : r["rules"])
+            rte_tel_data_add_array_string(d, fit(rule["name"].get<std::string>()).c_str());
+        return 0;
+    });
 }
 
 int rule_cmd(const char *, const char *params, rte_tel_data *d) {
     if (params == nullptr || *params == '\0') return -EINVAL;
-    std::lock_guard<std::mutex> guard(g_lock);
-    if (g_service == nullptr) return -EAGAIN;
-    nlohmann::ordered_json s = g_service->stats();
-    for (const auto &rule : s["rules"]) {
-        if (rule["name"] != params) continue;
-        rte_tel_data_start_dict(d);
-        add_scalars(d, rule);
-        return 0;
-    }
-    return -ENOENT;
+    return answer([&](ControlService &service) {
+        nlohmann::ordered_json s = service.stats();
+        for (const auto &rule : s["rules"]) {
+            if (rule["name"] != params) continue;
+            rte_tel_data_start_dict(d);
+            add_scalars(d, rule);
+            return 0;
+        }
+        return -ENOENT;
+    });
 }
 
 // An array of "block 198.18.0.0/24 expires 1764480000" strings: dict names may hold only
 // letters, digits, '_' and '/', which prefixes do not fit.
 int overrides_cmd(const char *, const char *, rte_tel_data *d) {
-    std::lock_guard<std::mutex> guard(g_lock);
-    if (g_service == nullptr) return -EAGAIN;
-    nlohmann::ordered_json o = g_service->overrides();
-    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-    unsigned n = 0;
-    for (const auto &row : o["overrides"]) {
-        if (++n > RTE_TEL_MAX_ARRAY_ENTRIES) break;
-        std::string expiry = row["expires_unix"].is_null()
-                                 ? "never expires"
-                                 : "expires " + std::to_string(row["expires_unix"].get<uint64_t>());
-        std::string line =
-            row["list"].get<std::string>() + " " + row["prefix"].get<std::string>() + " " + expiry;
-        rte_tel_data_add_array_string(d, fit(line).c_str());
-    }
-    return 0;
+    return answer([&](ControlService &service) {
+        nlohmann::ordered_json o = service.overrides();
+        rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+        unsigned n = 0;
+        for (const auto &row : o["overrides"]) {
+            if (++n > RTE_TEL_MAX_ARRAY_ENTRIES) break;
+            std::string expiry =
+                row["expires_unix"].is_null()
+                    ? "never expires"
+                    : "expires " + std::to_string(row["expires_unix"].get<uint64_t>());
+            std::string line = row["list"].get<std::string>() + " " +
+                               row["prefix"].get<std::string>() + " " + expiry;
+            rte_tel_data_add_array_string(d, fit(line).c_str());
+        }
+        return 0;
+    });
 }
 
 }  // namespace
