@@ -8,7 +8,7 @@
 //
 // Counters are plain: only this core writes them. Another thread reads them through
 // read_stats(): while the core runs, it makes the copy itself between two bursts
-// (serve_reads(), one load per loop pass when nobody asks), so a reading is consistent by
+// (serve_reads(), two loads per loop pass when nobody asks), so a reading is consistent by
 // construction (every invariant of dataplane/api/stats.h holds in it, top offenders included)
 // and can never be starved by a busy core, as a sequence-count reader copying a whole
 // summary between bursts of refusals would be.

@@ -1,6 +1,11 @@
 #include "rules/doc.h"
 
+#include "dataplane/api/control_protocol.h"
+
 namespace floodgate {
+
+static_assert(kMaxMessageValues >= kMaxDocNodes + 65536,
+              "a control message or reply must hold the largest valid rules document");
 
 namespace {
 

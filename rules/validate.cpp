@@ -173,9 +173,10 @@ class ConfigParser {
                     return prefix_order(cfg.allow[a]) < prefix_order(cfg.block[block]);
                 });
             if (it != allow_order.end() && cfg.allow[*it] == cfg.block[b]) {
-                fail(block_items[b], format_prefix(cfg.block[b]) + " is also in " +
-                                         allow_items[*it].path + " (line " +
-                                         std::to_string(allow_items[*it].line) + ")");
+                const Field &other = allow_items[*it];
+                fail(block_items[b],
+                     format_prefix(cfg.block[b]) + " is also in " + other.path +
+                         (other.line > 0 ? " (line " + std::to_string(other.line) + ")" : ""));
             }
         }
     }
@@ -300,9 +301,15 @@ class ConfigParser {
         return PortRange{lo, hi};
     }
 
+    // A rule's port list is scanned for every packet it could match: it is kept short.
     std::vector<PortRange> ports(const Field &field) const {
         std::vector<PortRange> out;
-        for (const Field &item : one_or_more(field)) out.push_back(port_range(item));
+        for (const Field &item : one_or_more(field)) {
+            if (out.size() == kMaxPortRanges)
+                fail(item, "more than " + std::to_string(kMaxPortRanges) +
+                               " ports or ranges (write ranges: 1000-2000)");
+            out.push_back(port_range(item));
+        }
         return out;
     }
 

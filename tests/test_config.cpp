@@ -154,6 +154,13 @@ TEST(ConfigErrors, HundredThousandPrefixes) {
                     "10.0.7.0/28 is also in allow[7] (line 9)"}});
 }
 
+TEST(ConfigErrors, LongPortList) {
+    std::string ports;
+    for (int i = 0; i < 65; ++i) ports += (i ? ", " : "") + std::to_string(1000 + i);
+    expect_errors({{"65 ports", rule_with_match("{ proto: udp, dst_port: [" + ports + "] }"), 3,
+                    "rules[0].match.dst_port[64]", "more than 64 ports or ranges"}});
+}
+
 TEST(ConfigErrors, TopLevelNotAMap) {
     expect_errors({
         {"list", "- allow\n- block\n", 1, "", "the top level must be a map, found a list"},

@@ -34,7 +34,9 @@ inline constexpr size_t kMaxMessageBytes = 32u << 20;
 // Requests nest objects and arrays at most this deep and hold at most this many values (a
 // rules file of 200,000 prefixes is about as many); more is refused before a document is built.
 inline constexpr unsigned kMaxMessageDepth = 16;
-inline constexpr size_t kMaxMessageValues = 1u << 20;
+// A rules document is at most 2^20 values (rules/doc.h) and a message or reply carries at most
+// one; the rest of a reply (per-rule rows, status) is far below the margin.
+inline constexpr size_t kMaxMessageValues = (1u << 20) + 65536;
 // Most runtime overrides the dataplane holds at once (each costs LPM memory).
 inline constexpr size_t kMaxOverrides = 65536;
 // Longest override TTL: ten years.

@@ -23,9 +23,9 @@ class Bounds : public nlohmann::json_sax<nlohmann::json> {
     bool start_array(std::size_t) override { return open(); }
     bool end_array() override { return close(); }
     bool key(string_t &) override { return true; }
-    bool parse_error(std::size_t, const std::string &,
+    bool parse_error(std::size_t position, const std::string &,
                      const nlohmann::detail::exception &) override {
-        error = "not JSON";
+        error = "not JSON (at byte " + std::to_string(position) + ")";
         return false;
     }
     std::string error;

@@ -71,5 +71,6 @@ inline constexpr uint64_t kMaxTableEntriesPerCore = 1ull << 30;
 inline constexpr size_t kMaxRules = 256;
 inline constexpr uint32_t kMaxBurstPkts = 1u << 20;
 inline constexpr size_t kMaxRuleNameLen = 64;
+inline constexpr size_t kMaxPortRanges = 64;  // per dst_port or src_port list
 
 }  // namespace floodgate
