@@ -29,20 +29,6 @@ const char *list_name(PrefixVerdict v) {
     return v == PrefixVerdict::allow ? "allow" : "block";
 }
 
-PrefixVerdict parse_list(const nlohmann::json &request) {
-    std::string list = get_string(request, "list");
-    if (list == "allow") return PrefixVerdict::allow;
-    if (list == "block") return PrefixVerdict::block;
-    throw MessageError("field \"list\" must be \"allow\" or \"block\"");
-}
-
-Prefix parse_prefix_field(const nlohmann::json &request) {
-    std::string why;
-    std::optional<Prefix> p = parse_prefix(get_string(request, "prefix"), &why);
-    if (!p) throw MessageError("field \"prefix\": " + why);
-    return *p;
-}
-
 std::string rate_text(const Rule &r) {
     const char *unit = r.rate_period_ns == 60ull * 1000000000     ? "min"
                        : r.rate_period_ns == 3600ull * 1000000000 ? "h"
@@ -67,7 +53,7 @@ std::string ControlService::handle(const std::string &line) {
     std::lock_guard<std::mutex> guard(lock_);
     ordered_json reply;
     try {
-        reply = dispatch(parse_request(line));
+        reply = dispatch(decode_control_request(line));
     } catch (const MessageError &e) {
         ++requests_refused_;
         std::fprintf(stderr, "floodgate: control request refused: %s\n", e.what());
@@ -81,24 +67,14 @@ std::string ControlService::handle(const std::string &line) {
     return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-ordered_json ControlService::dispatch(const nlohmann::json &request) {
-    const std::string cmd = get_string(request, "cmd");
-    if (cmd == "status") return status_locked();
-    if (cmd == "stats") {
-        // "top": how many top refused sources per rule (1 to the summary's size).
-        auto top = static_cast<unsigned>(
-            get_int(request, "top", 1, HeavyHitters::kCounters, kTopRefusedReported));
-        ordered_json reply = {{"ok", true}, {"version", version_}};
-        live_->with_current([&](const RuleSet &rs) { reply["stats"] = stats_(rs, top); });
-        return reply;
-    }
-    if (cmd == "rules") return rules_locked();
-    if (cmd == "overrides") return overrides_locked();
-    if (cmd == "load") return load(request);
-    if (cmd == "mode") return set_mode(request);
-    if (cmd == "override_add") return add_override(request);
-    if (cmd == "override_del") return del_override(request);
-    throw MessageError("unknown command \"" + cmd + "\"");
+ordered_json ControlService::dispatch(const ControlRequest &request) {
+    return std::visit([this](const auto &r) { return execute(r); }, request);
+}
+
+ordered_json ControlService::execute(const StatsRequest &request) {
+    ordered_json reply = {{"ok", true}, {"version", version_}};
+    live_->with_current([&](const RuleSet &rs) { reply["stats"] = stats_(rs, request.top); });
+    return reply;
 }
 
 bool ControlService::apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
@@ -131,27 +107,18 @@ bool ControlService::apply(const RulesFile &rules, const std::map<std::string, R
     return true;
 }
 
-// {source, text, rules}: rules is the file's JSON document (doc_to_json), validated again
-// here; text is kept only to show people what they loaded.
-ordered_json ControlService::load(const nlohmann::json &request) {
-    RulesFile next;
-    next.name = get_string(request, "source");
-    next.text = get_string(request, "text");
-    auto doc = request.find("rules");
-    if (doc == request.end())
-        throw MessageError(
-            "missing field \"rules\" (the rules file's document, as floodctl sends it)");
-    try {
-        next.config = config_from_doc(json_to_doc(*doc, next.name), next.name);
-    } catch (const ConfigError &e) {
-        ++reloads_failed_;
-        ordered_json reply = error_reply(e.what());
-        reply["file"] = e.file();
-        reply["line"] = e.line();
-        reply["field"] = e.field();
-        return reply;
-    }
-    next.doc = *doc;
+ordered_json ControlService::execute(const RefusedLoadRequest &request) {
+    ++reloads_failed_;
+    const ConfigError &e = request.error;
+    ordered_json reply = error_reply(e.what());
+    reply["file"] = e.file();
+    reply["line"] = e.line();
+    reply["field"] = e.field();
+    return reply;
+}
+
+ordered_json ControlService::execute(const LoadRequest &request) {
+    const RulesFile &next = request.rules;
     ordered_json warnings = ordered_json::array();
     if (next.config.table_entries_per_core != rules_.config.table_entries_per_core)
         warnings.push_back("table.entries_per_core changed from " +
@@ -166,28 +133,24 @@ ordered_json ControlService::load(const nlohmann::json &request) {
     return reply;
 }
 
-ordered_json ControlService::set_mode(const nlohmann::json &request) {
-    std::string rule = get_string(request, "rule");
-    std::string mode = get_string(request, "mode");
-    if (mode != "shadow" && mode != "enforce")
-        throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
+ordered_json ControlService::execute(const ModeRequest &request) {
     bool known = false;
-    for (const Rule &r : rules_.config.rules) known |= r.name == rule;
-    if (!known) throw MessageError("no rule named \"" + rule + "\"");
+    for (const Rule &r : rules_.config.rules) known |= r.name == request.rule;
+    if (!known) throw MessageError("no rule named \"" + request.rule + "\"");
     std::map<std::string, RuleMode> modes = modes_;
-    modes[rule] = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    modes[request.rule] = request.mode;
     std::string error;
     if (!apply(rules_, modes, overrides_, origin_.c_str(), &error)) return error_reply(error);
     return rules_locked();
 }
 
-ordered_json ControlService::add_override(const nlohmann::json &request) {
+ordered_json ControlService::execute(const OverrideAddRequest &request) {
     PrefixOverride o;
-    o.verdict = parse_list(request);
-    o.prefix = parse_prefix_field(request);
-    long long ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
-    o.expires_ns =
-        ttl_s == 0 ? 0 : clock_.monotonic_ns() + static_cast<uint64_t>(ttl_s) * 1000000000;
+    o.verdict = request.list;
+    o.prefix = request.prefix;
+    o.expires_ns = request.ttl_s == 0
+                       ? 0
+                       : clock_.monotonic_ns() + static_cast<uint64_t>(request.ttl_s) * 1000000000;
     std::vector<PrefixOverride> next;
     for (const PrefixOverride &old : overrides_)
         if (!(old.prefix == o.prefix)) next.push_back(old);  // one override per prefix
@@ -199,15 +162,13 @@ ordered_json ControlService::add_override(const nlohmann::json &request) {
     return overrides_locked();
 }
 
-ordered_json ControlService::del_override(const nlohmann::json &request) {
-    PrefixVerdict list = parse_list(request);
-    Prefix prefix = parse_prefix_field(request);
+ordered_json ControlService::execute(const OverrideDelRequest &request) {
     std::vector<PrefixOverride> next;
     for (const PrefixOverride &o : overrides_)
-        if (!(o.prefix == prefix && o.verdict == list)) next.push_back(o);
+        if (!(o.prefix == request.prefix && o.verdict == request.list)) next.push_back(o);
     if (next.size() == overrides_.size())
-        throw MessageError(std::string("no ") + list_name(list) + " override for " +
-                           format_prefix(prefix));
+        throw MessageError(std::string("no ") + list_name(request.list) + " override for " +
+                           format_prefix(request.prefix));
     std::string error;
     if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
     return overrides_locked();

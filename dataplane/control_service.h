@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/control_request.h"
 #include "dataplane/live_ruleset.h"
 #include "rules/load.h"
 
@@ -66,14 +67,20 @@ class ControlService {
     nlohmann::ordered_json overrides();
 
   private:
-    nlohmann::ordered_json dispatch(const nlohmann::json &request);
+    // Executes a decoded request (dataplane/control_request.h) against the running state.
+    nlohmann::ordered_json dispatch(const ControlRequest &request);
     nlohmann::ordered_json status_locked() const;
     nlohmann::ordered_json rules_locked() const;
     nlohmann::ordered_json overrides_locked() const;
-    nlohmann::ordered_json load(const nlohmann::json &request);
-    nlohmann::ordered_json set_mode(const nlohmann::json &request);
-    nlohmann::ordered_json add_override(const nlohmann::json &request);
-    nlohmann::ordered_json del_override(const nlohmann::json &request);
+    nlohmann::ordered_json execute(const StatusRequest &) { return status_locked(); }
+    nlohmann::ordered_json execute(const StatsRequest &request);
+    nlohmann::ordered_json execute(const RulesRequest &) { return rules_locked(); }
+    nlohmann::ordered_json execute(const OverridesRequest &) { return overrides_locked(); }
+    nlohmann::ordered_json execute(const LoadRequest &request);
+    nlohmann::ordered_json execute(const RefusedLoadRequest &request);
+    nlohmann::ordered_json execute(const ModeRequest &request);
+    nlohmann::ordered_json execute(const OverrideAddRequest &request);
+    nlohmann::ordered_json execute(const OverrideDelRequest &request);
     // Compiles and swaps in the rules with modes and overrides applied; on success they become
     // the running state and the version goes up. On failure nothing changes.
     bool apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,

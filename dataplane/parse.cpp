@@ -25,6 +25,7 @@ inline uint16_t load_be16(const uint8_t *p) {
 
 [[gnu::cold]] ParseStatus malformed(PacketInfo *out, MalformedReason why) {
     out->malformed = why;
+    out->family = 0;  // set by a valid IP header whose payload then failed: not an IP packet
     return ParseStatus::malformed;
 }
 
@@ -170,6 +171,7 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     out->src_port = 0;
     out->dst_port = 0;
     out->vlan_tags = 0;
+    out->l3_offset = 0;  // not left from the frame before when the tags are cut short
     out->malformed = MalformedReason::none;
     std::memset(out->src, 0, sizeof out->src);
     std::memset(out->dst, 0, sizeof out->dst);

@@ -46,7 +46,7 @@ inline constexpr unsigned kMaxVlanTags = 4;
 inline constexpr unsigned kMaxIpv6ExtHeaders = 8;
 
 struct PacketInfo {
-    uint8_t family = 0;     // 4 or 6 when status is ip
+    uint8_t family = 0;     // 4 or 6 when status is ip, else 0
     uint8_t l4_proto = 0;   // upper-layer protocol (after the IPv6 extension chain)
     bool has_l4 = false;    // false for non-first fragments and protocols we do not parse
     bool fragment = false;  // any fragment (first or not)
@@ -54,7 +54,7 @@ struct PacketInfo {
     uint8_t icmp_type = 0;
     uint16_t src_port = 0;  // host order
     uint16_t dst_port = 0;
-    uint16_t l3_offset = 0;  // bytes from the frame start to the IP header
+    uint16_t l3_offset = 0;  // bytes from the frame start to the IP header; 0 if never reached
     uint8_t vlan_tags = 0;
     MalformedReason malformed = MalformedReason::none;
     alignas(8) uint8_t src[16];  // network order; IPv4 in the first 4 bytes, the rest zero

@@ -8,9 +8,8 @@ namespace floodgate {
 namespace {
 constexpr uint32_t kMagicMicro = 0xa1b2c3d4;
 constexpr uint32_t kMagicNano = 0xa1b23c4d;
-// Larger than any real capture's snap length (262144 in libpcap); a bigger record length
-// means a corrupt file, refused rather than allocated.
-constexpr uint32_t kMaxRecordBytes = 1u << 20;
+// A pcapng Section Header Block starts with this type, the same in either byte order.
+constexpr uint32_t kPcapngBlockType = 0x0a0d0d0a;
 
 struct FileHeader {
     uint32_t magic;
@@ -36,9 +35,28 @@ PcapReader::PcapReader(const std::string &path) : path_(path) {
         error_ = path + ": " + std::strerror(errno);
         return;
     }
+    read_header();
+}
+
+PcapReader::PcapReader(std::FILE *file, std::string name) : file_(file), path_(std::move(name)) {
+    if (file_ == nullptr) {
+        error_ = path_ + ": not open";
+        return;
+    }
+    read_header();
+}
+
+void PcapReader::read_header() {
     FileHeader h;
-    if (std::fread(&h, sizeof h, 1, file_) != 1) {
-        error_ = path + ": too short for a pcap file header";
+    const size_t got = std::fread(&h, 1, sizeof h, file_);
+    if (got >= sizeof h.magic && h.magic == kPcapngBlockType) {
+        error_ = path_ + ": a pcapng file; floodgate reads classic pcap: convert it with " +
+                 "editcap -F pcap " + path_ + " OUT.pcap";
+        return;
+    }
+    if (got != sizeof h) {
+        error_ = path_ + ": too short for a pcap file header (" + std::to_string(got) + " of " +
+                 std::to_string(sizeof h) + " bytes)";
         return;
     }
     if (h.magic == kMagicMicro || h.magic == kMagicNano) {
@@ -47,14 +65,18 @@ PcapReader::PcapReader(const std::string &path) : path_(path) {
                __builtin_bswap32(h.magic) == kMagicNano) {
         swapped_ = true;
     } else {
-        error_ = path + ": not a pcap file (pcapng is not supported; convert with editcap -F pcap)";
+        error_ = path_ + ": not a pcap file (no pcap magic number)";
         return;
     }
     nanosecond_ = fix(h.magic) == kMagicNano;
+    // As libpcap's pcap_adjust_snapshot(): a snap length of 0 or past the maximum is a writer's
+    // way of saying "no limit", so records are bounded by the maximum instead, and that is the
+    // snap length the outputs are written with.
     snaplen_ = fix(h.snaplen);
+    if (snaplen_ == 0 || snaplen_ > kMaxSnaplen) snaplen_ = kMaxSnaplen;
     linktype_ = fix(h.linktype);
     if (linktype_ != 1)
-        error_ = path + ": link type " + std::to_string(linktype_) + " is not Ethernet (1)";
+        error_ = path_ + ": link type " + std::to_string(linktype_) + " is not Ethernet (1)";
 }
 
 PcapReader::~PcapReader() {
@@ -74,10 +96,15 @@ bool PcapReader::next(PcapRecord *r) {
         error_ = path_ + ": record " + std::to_string(record_) + ": truncated header";
         return false;
     }
-    uint32_t incl_len = fix(h.incl_len);
-    if (incl_len > kMaxRecordBytes) {
-        error_ = path_ + ": record " + std::to_string(record_) + ": length " +
-                 std::to_string(incl_len) + " is not plausible";
+    const uint32_t incl_len = fix(h.incl_len);
+    // libpcap cuts such a record to the snap length and reads on; we refuse the file instead.
+    // Replay promises that frames come out byte for byte as they went in, and a record longer
+    // than its file's snap length is a damaged or hand-made file: cutting it would judge and
+    // write a frame that was never captured, where the operator should be told.
+    if (incl_len > snaplen_) {
+        error_ = path_ + ": record " + std::to_string(record_) + ": captured length " +
+                 std::to_string(incl_len) + " is longer than the file's snap length " +
+                 std::to_string(snaplen_);
         return false;
     }
     r->ts_sec = fix(h.ts_sec);
@@ -86,8 +113,10 @@ bool PcapReader::next(PcapRecord *r) {
     r->ts_ns =
         uint64_t{r->ts_sec} * 1000000000u + uint64_t{r->ts_frac} * (nanosecond_ ? 1u : 1000u);
     r->data.resize(incl_len);
-    if (incl_len > 0 && std::fread(r->data.data(), incl_len, 1, file_) != 1) {
-        error_ = path_ + ": record " + std::to_string(record_) + ": truncated data";
+    const size_t read = incl_len > 0 ? std::fread(r->data.data(), 1, incl_len, file_) : 0;
+    if (read != incl_len) {
+        error_ = path_ + ": record " + std::to_string(record_) + ": truncated data (" +
+                 std::to_string(read) + " of " + std::to_string(incl_len) + " bytes)";
         return false;
     }
     return true;

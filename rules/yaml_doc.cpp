@@ -72,16 +72,22 @@ class Builder {
                         plain && plain_null(n.text) ? DocNode::Kind::null : DocNode::Kind::scalar;
                     if (n.kind == DocNode::Kind::null) n.text.clear();
                     count(line, 1);
-                    add(std::move(n), anchor(event.data.scalar.anchor));
+                    add(std::move(n), 0, anchor(event.data.scalar.anchor));
                     break;
                 }
                 case YAML_ALIAS_EVENT: {
                     auto it = anchors_.find(anchor(event.data.alias.anchor));
                     if (it == anchors_.end()) fail(line, "alias to an unknown anchor");
-                    count(line, count_nodes(it->second));
-                    DocNode copy = it->second;
+                    // What an alias repeats is nested where the alias stands: without this,
+                    // each alias of an alias could add 32 more levels, and the tree (and every
+                    // recursive walk of it) would go thousands of levels deep.
+                    if (stack_.size() + it->second.levels > kMaxDocDepth)
+                        fail(line, "nested more than " + std::to_string(kMaxDocDepth) +
+                                       " levels deep (counting what the alias repeats)");
+                    count(line, count_nodes(it->second.node));
+                    DocNode copy = it->second.node;
                     copy.line = line;
-                    add(std::move(copy), {});
+                    add(std::move(copy), it->second.levels, {});
                     break;
                 }
                 case YAML_SEQUENCE_START_EVENT:
@@ -94,7 +100,7 @@ class Builder {
                 case YAML_MAPPING_END_EVENT: {
                     Frame f = std::move(stack_.back());
                     stack_.pop_back();
-                    add(std::move(f.node), f.anchor);
+                    add(std::move(f.node), f.child_levels + 1, f.anchor);
                     break;
                 }
                 default:  // stream start, document end, no event
@@ -107,6 +113,7 @@ class Builder {
     // A map or list being built; a map's key waits in `key` for its value.
     struct Frame {
         DocNode node;
+        unsigned child_levels = 0;  // the most maps and lists nested in one of its children
         std::string anchor;
         bool has_key = false;
         std::string key;
@@ -149,17 +156,19 @@ class Builder {
         stack_.push_back(std::move(f));
     }
 
-    void add(DocNode node, const std::string &anchor_name) {
+    // levels: how many maps and lists node is, nested (0 for a scalar).
+    void add(DocNode node, unsigned levels, const std::string &anchor_name) {
         if (!anchor_name.empty()) {
             // An anchor keeps a copy for its aliases; the copy counts against the budget too.
             count(node.line, count_nodes(node));
-            anchors_[anchor_name] = node;
+            anchors_[anchor_name] = Anchor{node, levels};
         }
         if (stack_.empty()) {
             root_ = std::move(node);
             return;
         }
         Frame &top = stack_.back();
+        top.child_levels = std::max(top.child_levels, levels);
         if (top.node.kind == DocNode::Kind::list) {
             top.node.items.push_back(std::move(node));
         } else if (!top.has_key) {
@@ -178,7 +187,11 @@ class Builder {
     const std::string &file_;
     yaml_parser_t parser_;
     std::vector<Frame> stack_;
-    std::map<std::string, DocNode> anchors_;
+    struct Anchor {
+        DocNode node;
+        unsigned levels = 0;
+    };
+    std::map<std::string, Anchor> anchors_;
     DocNode root_;
     size_t nodes_ = 0;
     int documents_ = 0;

@@ -4,6 +4,10 @@ set -euo pipefail
 
 FG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FG_BUILD="${FG_BUILD:-$FG_ROOT/build}"
+# The same sources built twice more for the tests: with ASan and UBSan (g++), and with clang
+# for the libFuzzer harnesses (tests/fuzz/).
+FG_ASAN_BUILD="${FG_ASAN_BUILD:-$FG_ROOT/build-asan}"
+FG_FUZZ_BUILD="${FG_FUZZ_BUILD:-$FG_ROOT/build-fuzz}"
 
 # Debian 12 packages the build, the tests and the tools need.
 FG_PACKAGES=(
@@ -11,6 +15,7 @@ FG_PACKAGES=(
   dpdk dpdk-dev libdpdk-dev
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev
   googletest libgtest-dev libbenchmark-dev
+  clang libclang-rt-14-dev
 )
 
 fg_as_root() {
@@ -35,4 +40,24 @@ fg_build() {
   fi
   # Two jobs: the machines this runs on in CI have two cores.
   ninja -C "$FG_BUILD" -j "${FG_JOBS:-2}"
+}
+
+# Unit and scenario suites under ASan and UBSan, any report fatal. -O1 keeps the scenario
+# traces fast enough; the benchmarks are not built.
+fg_build_asan() {
+  if [ ! -f "$FG_ASAN_BUILD/build.ninja" ]; then
+    meson setup "$FG_ASAN_BUILD" "$FG_ROOT" -Doptimization=1 -Ddebug=true -Db_ndebug=false \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled \
+      -Dc_args=-fno-sanitize-recover=all -Dcpp_args=-fno-sanitize-recover=all
+  fi
+  ninja -C "$FG_ASAN_BUILD" -j "${FG_JOBS:-2}"
+}
+
+# The fuzz harnesses only: the rest of a -Dfuzz=enabled directory is never built.
+fg_build_fuzz() {
+  if [ ! -f "$FG_FUZZ_BUILD/build.ninja" ]; then
+    CC=clang CXX=clang++ meson setup "$FG_FUZZ_BUILD" "$FG_ROOT" --buildtype=debugoptimized \
+      -Dfuzz=enabled -Dtests=disabled -Dbenchmarks=disabled
+  fi
+  ninja -C "$FG_FUZZ_BUILD" -j "${FG_JOBS:-2}" fuzz
 }

@@ -133,6 +133,25 @@ TEST(ConfigErrors, AliasBomb) {
     }
     expect_errors({{"ten levels of ten aliases", bomb, 6, "", "more than 1048576 values"},
                    {"alias to nothing", "allow: *none\n", 1, "", "alias to an unknown anchor"}});
+
+    // An alias repeats its anchor's nesting where it stands. Each of these lines is 31 lists
+    // deep around an alias of the line before: before the alias counted its levels, 180 of
+    // them (13 KB) made a tree 5,600 levels deep, walked by every recursive function after it.
+    std::string chain = "a0: &a0 " + std::string(31, '[') + "x" + std::string(31, ']') + "\n";
+    for (int i = 1; i <= 180; ++i)
+        chain += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " " + std::string(31, '[') +
+                 "*a" + std::to_string(i - 1) + std::string(31, ']') + "\n";
+    expect_errors({{"aliases of deep lists, nested", chain, 2, "",
+                    "nested more than 32 levels deep (counting what the alias repeats)"},
+                   {"one alias one level too deep",
+                    "a: &a " + std::string(16, '[') + "x" + std::string(16, ']') +
+                        "\nb: " + std::string(16, '[') + "*a" + std::string(16, ']') + "\n",
+                    2, "", "nested more than 32 levels deep (counting what the alias repeats)"}});
+    // ... and one that fits is read: 15 levels in 16 (with the top-level map, 32).
+    expect_errors({{"an alias that fits",
+                    "a: &a " + std::string(16, '[') + "x" + std::string(16, ']') +
+                        "\nb: " + std::string(15, '[') + "*a" + std::string(15, ']') + "\n",
+                    1, "a", "unknown field"}});
 }
 
 // The largest sensible file, 100,000 allow and 100,000 block prefixes (3.8 MB), is read whole;
@@ -493,6 +512,38 @@ TEST(ConfigErrors, FileErrorsNameTheFile) {
         EXPECT_EQ(std::string(e.what()).rfind(path + ":3: rules[0].limit.burst: ", 0), 0u);
     }
     std::remove(path.c_str());
+}
+
+// Bytes this process has passed to read() so far (/proc/self/io's rchar), or -1.
+long long bytes_read_so_far() {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    long long value = 0;
+    while (io >> key >> value)
+        if (key == "rchar:") return value;
+    return -1;
+}
+
+// A multi-gigabyte rules file (sparse: truncate(1) makes one in no time and no disk) is refused
+// after at most kMaxDocBytes and one more read of it, whatever its size: nothing is read, or
+// kept, past the cap.
+TEST(ConfigErrors, MultiGigabyteFileIsRefusedAfterTheCap) {
+    const std::string path = temp_path("huge.yaml");
+    std::ofstream(path) << "rules:\n";
+    ASSERT_EQ(truncate(path.c_str(), 3ll << 30), 0) << "cannot make a 3 GiB sparse file";
+    const long long before = bytes_read_so_far();
+    if (before < 0) GTEST_SKIP() << "no /proc/self/io to count the bytes read";
+    try {
+        load_rules_file(path);
+        ADD_FAILURE() << "loaded a 3 GiB rules file";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()), path + ": larger than 4194304 bytes");
+    }
+    const long long read = bytes_read_so_far() - before;
+    std::remove(path.c_str());
+    // One read is 64 KiB (rules/load.cpp); a page more for reading /proc/self/io itself.
+    EXPECT_LE(read, static_cast<long long>(kMaxDocBytes) + 65536 + 4096);
+    EXPECT_GT(read, static_cast<long long>(kMaxDocBytes));
 }
 
 // Positive cases.

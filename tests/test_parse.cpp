@@ -669,5 +669,36 @@ TEST(ParseFuzz, MutatedValidFrames) {
     }
 }
 
+// The pipeline reuses one PacketInfo per burst slot. Found by tests/fuzz/fuzz_packet (its
+// corpus keeps the input, regress-empty-frame-stale-l3-offset): a frame cut short before its IP
+// header left the previous frame's l3_offset, and one whose IP header was valid but whose L4
+// header was not kept its family, though neither was an IP packet to judge.
+TEST(ParseReuse, MalformedFramesLeaveNothingFromBefore) {
+    const Frame tagged =
+        PacketBuilder().vlan(7).ipv4("198.18.0.1", "198.18.1.1").udp(1234, 53).build();
+    PacketInfo info;
+    ASSERT_EQ(parse_packet(tagged.data(), static_cast<uint32_t>(tagged.size()), &info),
+              ParseStatus::ip);
+    ASSERT_EQ(info.l3_offset, 18);
+    const Frame empty;
+    ASSERT_EQ(parse_packet(empty.data(), 0, &info), ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::eth_truncated);
+    EXPECT_EQ(info.l3_offset, 0);
+    EXPECT_EQ(+info.family, 0);
+
+    // A valid IPv4 header whose payload is 16 bytes: too short for TCP.
+    Frame cut_tcp = PacketBuilder()
+                        .ipv4("198.18.0.1", "198.18.1.1")
+                        .ipv4_total_length(36)
+                        .tcp(1, 2, kTcpSyn)
+                        .build();
+    cut_tcp.resize(14 + 36);
+    ASSERT_EQ(parse_packet(cut_tcp.data(), static_cast<uint32_t>(cut_tcp.size()), &info),
+              ParseStatus::malformed);
+    EXPECT_EQ(info.malformed, MalformedReason::l4_truncated);
+    EXPECT_EQ(+info.family, 0);
+    EXPECT_EQ(info.l3_offset, 14);
+}
+
 }  // namespace
 }  // namespace floodgate

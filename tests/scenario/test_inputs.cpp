@@ -420,5 +420,107 @@ TEST_F(PcapIo, CutRecordThrows) {
     EXPECT_THROW(PcapReader{path("bad.pcap")}, std::runtime_error);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Hostile traces: `floodgate replay` exits 1 with a message that says what is wrong and where,
+// and no length a file claims is allocated before it is checked. The semantics are libpcap's
+// (sf-pcap.c) where they are sensible; see dataplane/pcap_file.h.
+
+constexpr const char *kRulesOneLimit =
+    "rules:\n  - name: all\n    limit: { rate: 1000/s, burst: 1000 }\n";
+
+void put32(std::string *out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i) & 0xff));
+}
+
+// A little-endian microsecond pcap file header.
+std::string pcap_header(uint32_t snaplen) {
+    std::string h;
+    put32(&h, 0xa1b2c3d4);
+    put32(&h, 2 | 4u << 16);  // version 2.4
+    put32(&h, 0);             // thiszone
+    put32(&h, 0);             // sigfigs
+    put32(&h, snaplen);
+    put32(&h, 1);  // Ethernet
+    return h;
+}
+
+// A record header claiming incl_len captured bytes, followed by the bytes actually given.
+std::string pcap_record(uint32_t incl_len, const Frame &bytes, uint32_t ts_sec = 1700000000) {
+    std::string r;
+    put32(&r, ts_sec);
+    put32(&r, 0);
+    put32(&r, incl_len);
+    put32(&r, incl_len);
+    r.append(bytes.begin(), bytes.end());
+    return r;
+}
+
+Frame udp_frame(size_t payload = 18) {
+    return PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1234, 53).payload(payload).build();
+}
+
+struct BadTrace {
+    const char *what;
+    std::string bytes;
+    const char *message;  // what stderr must say, after "floodgate replay: .../trace.pcap: "
+};
+
+TEST_F(Scenario, HostileTracesAreRefusedWithTheRecordAndWhy) {
+    ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
+    ASSERT_NO_FATAL_FAILURE(write_text("rules.yaml", kRulesOneLimit));
+    const Frame f = udp_frame();  // 60 bytes
+    ASSERT_EQ(f.size(), 60u);
+    const std::string ok = pcap_header(65535) + pcap_record(60, f);
+    std::string pcapng;  // a Section Header Block: type, length, byte-order magic, version 1.0
+    for (uint32_t word : {0x0a0d0d0au, 28u, 0x1a2b3c4du, 1u, 0xffffffffu, 0xffffffffu, 28u})
+        put32(&pcapng, word);
+    const std::vector<BadTrace> bad = {
+        {"pcapng", pcapng,
+         "a pcapng file; floodgate reads classic pcap: convert it with editcap -F pcap"},
+        {"file header cut short", pcap_header(65535).substr(0, 20),
+         "too short for a pcap file header (20 of 24 bytes)"},
+        {"empty file", "", "too short for a pcap file header (0 of 24 bytes)"},
+        {"record header cut short", ok + pcap_record(60, f).substr(0, 10),
+         "record 2: truncated header"},
+        {"record data cut short", ok + pcap_record(60, Frame(f.begin(), f.begin() + 55)),
+         "record 2: truncated data (55 of 60 bytes)"},
+        {"record longer than its snap length",
+         pcap_header(64) + pcap_record(60, f) + pcap_record(100, udp_frame(58)),
+         "record 2: captured length 100 is longer than the file's snap length 64"},
+        // 2 GiB claimed and 60 bytes there: refused from the header, nothing allocated.
+        {"record of 2^31 bytes", pcap_header(1u << 31) + pcap_record(1u << 31, f),
+         "record 1: captured length 2147483648 is longer than the file's snap length 262144"},
+    };
+    for (const BadTrace &t : bad) {
+        SCOPED_TRACE(t.what);
+        ASSERT_NO_FATAL_FAILURE(write_text("trace.pcap", t.bytes));
+        const ProcessResult r = run_replay("rules.yaml", "");
+        EXPECT_EQ(r.exit_code, 1) << "stderr:\n" << r.err;
+        EXPECT_NE(r.err.find("floodgate replay: " + path("trace.pcap") + ": " + t.message),
+                  std::string::npos)
+            << "stderr:\n"
+            << r.err;
+    }
+}
+
+// A snap length of 0 or past libpcap's maximum (262144) stands for the maximum, as libpcap
+// reads it: the trace replays, and the outputs carry the maximum.
+TEST_F(Scenario, SnapLengthOfZeroOrTwoToThe31IsReadAsTheMaximum) {
+    ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
+    ASSERT_NO_FATAL_FAILURE(write_text("rules.yaml", kRulesOneLimit));
+    const Frame f = udp_frame();
+    for (const uint32_t snaplen : {0u, 1u << 31, 0xffffffffu}) {
+        SCOPED_TRACE(snaplen);
+        ASSERT_NO_FATAL_FAILURE(write_text("trace.pcap", pcap_header(snaplen) + pcap_record(60, f) +
+                                                             pcap_record(60, f, 1700000001)));
+        const ProcessResult r = run_replay("rules.yaml", "");
+        ASSERT_EQ(r.exit_code, 0) << "stderr:\n" << r.err;
+        EXPECT_EQ(PcapReader(path("pass.pcap")).snaplen(), 262144u);
+        const PcapFile out = read_pcap(path("pass.pcap"));
+        ASSERT_EQ(out.records.size(), 2u);
+        EXPECT_EQ(out.records[0].bytes, f);
+    }
+}
+
 }  // namespace
 }  // namespace floodgate::test
