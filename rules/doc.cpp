@@ -29,6 +29,13 @@ std::string error_text(const std::string &file, int line, const std::string &fie
 struct JsonBuilder {
     const std::string &file;
     size_t nodes = 0;
+    size_t bytes = 0;
+
+    void text(size_t n) {
+        if ((bytes += n) > kMaxDocTextBytes)
+            throw ConfigError(file, 0, "",
+                              "more than " + std::to_string(kMaxDocTextBytes) + " bytes of text");
+    }
 
     DocNode build(const nlohmann::json &j, unsigned depth) {
         if (++nodes > kMaxDocNodes)
@@ -41,8 +48,10 @@ struct JsonBuilder {
                     "nested more than " + std::to_string(kMaxDocDepth) + " levels deep");
             if (j.is_object()) {
                 n.kind = DocNode::Kind::map;
-                for (const auto &[key, value] : j.items())
+                for (const auto &[key, value] : j.items()) {
+                    text(key.size());
                     n.entries.push_back(DocEntry{key, 0, build(value, depth + 1)});
+                }
             } else {
                 n.kind = DocNode::Kind::list;
                 for (const nlohmann::json &item : j) n.items.push_back(build(item, depth + 1));
@@ -50,9 +59,11 @@ struct JsonBuilder {
         } else if (j.is_string()) {
             n.kind = DocNode::Kind::scalar;
             n.text = j.get<std::string>();
+            text(n.text.size());
         } else if (!j.is_null()) {  // numbers and booleans, as YAML would have spelled them
             n.kind = DocNode::Kind::scalar;
             n.text = j.dump();
+            text(n.text.size());
         }
         return n;
     }

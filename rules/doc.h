@@ -2,8 +2,9 @@
 // before any of it is interpreted. It is the only input the validator (rules/load.h) reads, so
 // the YAML of a file and the JSON of a control message are checked by the same code.
 //
-// Both builders are bounded whatever their input: at most kMaxDocBytes of text, kMaxDocDepth
-// levels of nesting and kMaxDocNodes nodes (aliases count what they repeat), each refused with
+// Both builders are bounded whatever their input: at most kMaxDocBytes of input, kMaxDocDepth
+// levels of nesting, kMaxDocNodes nodes and kMaxDocTextBytes of text (aliases count what they
+// repeat, in all three), each refused with
 // a ConfigError that names the line, before any further memory or time is spent.
 #pragma once
 
@@ -25,6 +26,8 @@ inline constexpr size_t kMaxDocBytes = 4u << 20;
 inline constexpr unsigned kMaxDocDepth = 32;
 // Maps, lists and scalars in one document: 200,000 prefixes take 200,000. About 90 bytes each.
 inline constexpr size_t kMaxDocNodes = 1u << 20;
+// Bytes of scalars and keys in one document, aliases expanded: what the tree holds as text.
+inline constexpr size_t kMaxDocTextBytes = 2 * kMaxDocBytes;
 
 struct DocEntry;
 

@@ -22,10 +22,24 @@ bool plain_null(std::string_view s) {
     return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
-size_t count_nodes(const DocNode &n) {
-    size_t total = 1;
-    for (const DocNode &item : n.items) total += count_nodes(item);
-    for (const DocEntry &e : n.entries) total += count_nodes(e.value);
+// What a subtree costs: its nodes, and the bytes of its scalars and keys (an alias of a 2 MB
+// scalar is one node, but 2 MB more).
+struct Size {
+    size_t nodes = 0;
+    size_t bytes = 0;
+};
+Size size_of(const DocNode &n) {
+    Size total{1, n.text.size()};
+    for (const DocNode &item : n.items) {
+        const Size s = size_of(item);
+        total.nodes += s.nodes;
+        total.bytes += s.bytes;
+    }
+    for (const DocEntry &e : n.entries) {
+        const Size s = size_of(e.value);
+        total.nodes += s.nodes;
+        total.bytes += s.bytes + e.key.size();
+    }
     return total;
 }
 
@@ -71,7 +85,7 @@ class Builder {
                     n.kind =
                         plain && plain_null(n.text) ? DocNode::Kind::null : DocNode::Kind::scalar;
                     if (n.kind == DocNode::Kind::null) n.text.clear();
-                    count(line, 1);
+                    count(line, {1, n.text.size()});
                     add(std::move(n), 0, anchor(event.data.scalar.anchor));
                     break;
                 }
@@ -84,7 +98,7 @@ class Builder {
                     if (stack_.size() + it->second.levels > kMaxDocDepth)
                         fail(line, "nested more than " + std::to_string(kMaxDocDepth) +
                                        " levels deep (counting what the alias repeats)");
-                    count(line, count_nodes(it->second.node));
+                    count(line, size_of(it->second.node));
                     DocNode copy = it->second.node;
                     copy.line = line;
                     add(std::move(copy), it->second.levels, {});
@@ -138,17 +152,21 @@ class Builder {
         return name != nullptr ? reinterpret_cast<const char *>(name) : "";
     }
 
-    void count(int line, size_t nodes) {
-        nodes_ += nodes;
+    void count(int line, Size s) {
+        nodes_ += s.nodes;
+        bytes_ += s.bytes;
         if (nodes_ > kMaxDocNodes)
             fail(line, "more than " + std::to_string(kMaxDocNodes) +
                            " values (counting what each alias repeats)");
+        if (bytes_ > kMaxDocTextBytes)
+            fail(line, "more than " + std::to_string(kMaxDocTextBytes) +
+                           " bytes of text (counting what each alias repeats)");
     }
 
     void open(DocNode::Kind kind, int line, std::string anchor_name) {
         if (stack_.size() >= kMaxDocDepth)
             fail(line, "nested more than " + std::to_string(kMaxDocDepth) + " levels deep");
-        count(line, 1);
+        count(line, {1, 0});
         Frame f;
         f.node.kind = kind;
         f.node.line = line;
@@ -160,7 +178,7 @@ class Builder {
     void add(DocNode node, unsigned levels, const std::string &anchor_name) {
         if (!anchor_name.empty()) {
             // An anchor keeps a copy for its aliases; the copy counts against the budget too.
-            count(node.line, count_nodes(node));
+            count(node.line, size_of(node));
             anchors_[anchor_name] = Anchor{node, levels};
         }
         if (stack_.empty()) {
@@ -194,6 +212,7 @@ class Builder {
     std::map<std::string, Anchor> anchors_;
     DocNode root_;
     size_t nodes_ = 0;
+    size_t bytes_ = 0;
     int documents_ = 0;
 };
 

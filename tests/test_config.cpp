@@ -131,6 +131,12 @@ TEST(ConfigErrors, AliasBomb) {
             bomb += std::string(j ? ", " : "") + "*a" + std::to_string(i - 1);
         bomb += "]\n";
     }
+    // One big scalar repeated: few nodes, but each alias copies 1 MiB.
+    std::string big = "a: &x \"" + std::string(1u << 20, 'x') + "\"\nb: [";
+    for (int i = 0; i < 150; ++i) big += std::string(i ? ", " : "") + "*x";
+    big += "]\n";
+    expect_errors(
+        {{"150 aliases of a 1 MiB scalar", big, 2, "", "more than 8388608 bytes of text"}});
     expect_errors({{"ten levels of ten aliases", bomb, 6, "", "more than 1048576 values"},
                    {"alias to nothing", "allow: *none\n", 1, "", "alias to an unknown anchor"}});
 

@@ -46,9 +46,37 @@ void duration(const std::string &text) {
     FUZZ_CHECK(again && *again == *s);
 }
 
+// Digits only, in range; the value reads back from its decimal form.
+void whole_number(const std::string &text) {
+    std::string why;
+    const std::optional<uint64_t> n = parse_uint(text, 5, 70000, &why);
+    if (!n) {
+        FUZZ_CHECK(!why.empty());
+        return;
+    }
+    FUZZ_CHECK(*n >= 5 && *n <= 70000);
+    FUZZ_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos);
+    FUZZ_CHECK(parse_uint(std::to_string(*n), 5, 70000, &why) == n);
+}
+
+// DIGITS[.DIGITS] only, in range.
+void seconds(const std::string &text) {
+    std::string why;
+    const std::optional<uint64_t> ns = parse_seconds_ns(text, 1, 86400ull * 1000000000, &why);
+    if (!ns) {
+        FUZZ_CHECK(!why.empty());
+        return;
+    }
+    FUZZ_CHECK(*ns >= 1 && *ns <= 86400ull * 1000000000);
+    FUZZ_CHECK(text.find_first_not_of("0123456789.") == std::string::npos);
+    FUZZ_CHECK(text.front() != '.' && text.back() != '.');
+}
+
 constexpr void (*kParsers[])(const std::string &) = {
     prefix,
     duration,
+    whole_number,
+    seconds,
 };
 
 }  // namespace
