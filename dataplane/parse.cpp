@@ -22,6 +22,9 @@ constexpr uint8_t kIpv6DestOpts = 60;
 inline uint16_t load_be16(const uint8_t *p) {
     return static_cast<uint16_t>(p[0] << 8 | p[1]);
 }
+inline uint32_t load_be32(const uint8_t *p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
 
 [[gnu::cold]] ParseStatus malformed(PacketInfo *out, MalformedReason why) {
     out->malformed = why;
@@ -32,9 +35,14 @@ inline uint16_t load_be16(const uint8_t *p) {
 // L4 header of an unfragmented packet or first fragment; l4 points at it, len bytes are left
 // in the IP payload. A header cut short here is malformed: no stack would accept it, and
 // letting it through without ports would let a flood skip port-based rules.
-ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, PacketInfo *out) {
+// l4_offset is l4's offset from the frame start.
+ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, uint32_t l4_offset,
+                     PacketInfo *out) {
     // Header bytes must also have been captured (see parse_packet's captured_len).
     auto captured = [&](uint32_t n) { return n <= static_cast<uint32_t>(cap_end - l4); };
+    // A frame is at most 65535 + headers long, and an IP payload at most 65535 bytes.
+    out->l4_offset = static_cast<uint16_t>(l4_offset);
+    out->l4_len = static_cast<uint16_t>(len);
     switch (out->l4_proto) {
         case kProtoTcp: {
             if (len < 20) return malformed(out, MalformedReason::l4_truncated);
@@ -44,6 +52,8 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, Pa
                 return malformed(out, MalformedReason::l4_truncated);
             out->src_port = load_be16(l4);
             out->dst_port = load_be16(l4 + 2);
+            out->tcp_seq = load_be32(l4 + 4);
+            out->tcp_ack = load_be32(l4 + 8);
             out->tcp_flags = l4[13];
             out->has_l4 = true;
             return ParseStatus::ip;
@@ -92,7 +102,8 @@ ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
     bool more_fragments = (frag & 0x2000u) != 0;
     out->fragment = frag_offset != 0 || more_fragments;
     if (frag_offset != 0) return ParseStatus::ip;  // only the first fragment carries L4
-    return parse_l4(ip + ihl_bytes, total_len - ihl_bytes, cap_end, out);
+    return parse_l4(ip + ihl_bytes, total_len - ihl_bytes, cap_end, out->l3_offset + ihl_bytes,
+                    out);
 }
 
 // RFC 8200 section 4: walk the extension headers up to kMaxIpv6ExtHeaders of them.
@@ -141,7 +152,7 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
         left -= hdr_len;
     }
     out->l4_proto = next;
-    return parse_l4(p, left, cap_end, out);
+    return parse_l4(p, left, cap_end, out->l3_offset + static_cast<uint32_t>(p - ip), out);
 }
 
 }  // namespace
@@ -172,6 +183,10 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     out->dst_port = 0;
     out->vlan_tags = 0;
     out->l3_offset = 0;  // not left from the frame before when the tags are cut short
+    out->l4_offset = 0;
+    out->l4_len = 0;
+    out->tcp_seq = 0;
+    out->tcp_ack = 0;
     out->malformed = MalformedReason::none;
     std::memset(out->src, 0, sizeof out->src);
     std::memset(out->dst, 0, sizeof out->dst);

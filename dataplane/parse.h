@@ -55,6 +55,13 @@ struct PacketInfo {
     uint16_t src_port = 0;  // host order
     uint16_t dst_port = 0;
     uint16_t l3_offset = 0;  // bytes from the frame start to the IP header; 0 if never reached
+    // Where the upper-layer header starts and how many bytes of it and its payload the IP
+    // lengths give (also for protocols the parser does not read); both 0 for a non-first
+    // fragment, which has none.
+    uint16_t l4_offset = 0;
+    uint16_t l4_len = 0;
+    uint32_t tcp_seq = 0;  // TCP sequence and acknowledgment numbers, host order
+    uint32_t tcp_ack = 0;
     uint8_t vlan_tags = 0;
     MalformedReason malformed = MalformedReason::none;
     alignas(8) uint8_t src[16];  // network order; IPv4 in the first 4 bytes, the rest zero

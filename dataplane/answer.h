@@ -1,0 +1,77 @@
+// Answers: what floodgate sends back, in place of a packet a rule did not admit. Two steps, both
+// pure functions over a frame's bytes (no DPDK, unit-tested and fuzzed like the parser):
+//
+//   plan_answer()  decides whether this packet may be answered with this kind at all (RFC 1122
+//                  and RFC 4443's "never answer" list, the DNS query's shape, room to quote)
+//                  and records what the builder needs, reading the frame only;
+//   build_answer() rewrites the frame in place into the answer and returns its length.
+//
+// Between the two the pipeline charges the answer caps, so that an answer that would not be
+// sent costs nothing to build. Every answer goes back to the packet's source, out of the port
+// it came in on: Ethernet addresses swapped, VLAN tags kept as they were, a fresh IP header
+// (IPv6 extension headers are not echoed), checksums computed in software. An answer is never
+// longer than the frame it answers (the builders guarantee it: tests/test_answer.cpp), so
+// floodgate can never amplify a spoofed flood toward its victim.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/parse.h"
+
+namespace floodgate {
+
+// One list, never renumbered: the enum, the counter names and the metric labels.
+#define FG_ANSWER_KINDS(X) \
+    X(syn_cookie)          \
+    X(dns_truncated)       \
+    X(tcp_rst)             \
+    X(icmp_unreachable)
+
+enum class AnswerKind : uint8_t {
+#define FG_X(name) name,
+    FG_ANSWER_KINDS(FG_X)
+#undef FG_X
+        count
+};
+const char *answer_kind_name(AnswerKind k);
+
+// Why a packet a rule refused got no answer of its rule's kind (it is dropped silently).
+#define FG_NO_ANSWER_REASONS(X)                                                         \
+    X(none)                                                                             \
+    X(wrong_protocol)     /* the kind does not apply: a DNS answer to TCP, ...      */  \
+    X(source_not_unicast) /* broadcast, multicast, unspecified or loopback source    */ \
+    X(not_first_fragment) /* no L4 header to answer                                  */ \
+    X(answers_rst)        /* RFC 9293: a RST is never answered with a RST            */ \
+    X(answers_icmp_error) /* RFC 1122 3.2.2 / RFC 4443 2.4: never an error for one   */ \
+    X(not_a_query)        /* DNS: QR set, opcode not QUERY, no single question       */ \
+    X(too_short)          /* not enough bytes to quote what the answer must quote    */ \
+    X(not_contiguous)     /* the frame is not in one buffer (chained mbuf)           */
+
+enum class NoAnswer : uint8_t {
+#define FG_X(name) name,
+    FG_NO_ANSWER_REASONS(FG_X)
+#undef FG_X
+        count
+};
+const char *no_answer_name(NoAnswer r);
+
+struct AnswerPlan {
+    AnswerKind kind = AnswerKind::count;  // count: no answer (see why)
+    NoAnswer why = NoAnswer::none;
+    // syn_cookie: the acknowledgment number the SYN-ACK carries (deliberately not the
+    // client's ISN + 1, see syn_cookie.h), set by the pipeline after planning.
+    uint32_t cookie = 0;
+    // dns_truncated: bytes of the DNS message kept (header + the one question).
+    uint16_t dns_keep = 0;
+    uint32_t answer_len = 0;  // frame length of the answer build_answer() will write
+    bool ok() const { return kind != AnswerKind::count; }
+};
+
+// Whether the frame (len bytes present and on the wire: a frame to be answered is always
+// whole) may be answered with kind; info is what parse_packet found (status ip).
+AnswerPlan plan_answer(AnswerKind kind, const uint8_t *frame, uint32_t len, const PacketInfo &info);
+
+// Rewrites the frame into the planned answer, in place; returns plan.answer_len (<= len).
+uint32_t build_answer(const AnswerPlan &plan, const PacketInfo &info, uint8_t *frame, uint32_t len);
+
+}  // namespace floodgate
