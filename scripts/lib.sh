@@ -16,6 +16,7 @@ FG_PACKAGES=(
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  tshark curl dnsmasq-base bind9-dnsutils
 )
 
 fg_as_root() {
