@@ -700,5 +700,64 @@ TEST(ParseReuse, MalformedFramesLeaveNothingFromBefore) {
     EXPECT_EQ(info.l3_offset, 14);
 }
 
+// Where the upper-layer header starts, how long the IP lengths make it, and the TCP numbers:
+// what the answers (dataplane/answer.h) are built from. Ethernet padding is not in l4_len; a
+// non-first fragment has neither.
+TEST(ParseOffsets, UpperLayerOffsetLengthAndTcpNumbers) {
+    auto with_numbers = [](Frame f, size_t tcp_at) {
+        const uint8_t numbers[8] = {0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67};
+        std::memcpy(&f[tcp_at + 4], numbers, sizeof numbers);
+        return f;
+    };
+    struct Case {
+        const char *what;
+        Frame frame;
+        uint16_t l3_offset, l4_offset, l4_len;
+    };
+    const Case cases[] = {
+        {"IPv4", with_numbers(v4().tcp(1, 2, kTcpAck).payload(10).build(), 34), 14, 34, 30},
+        {"IPv4 with options and padding",
+         with_numbers(v4().ipv4_options({1, 1, 1, 1}).tcp(1, 2, kTcpAck).trailing(6).build(), 38),
+         14, 38, 20},
+        {"IPv4 VLAN", with_numbers(v4().vlan(7).tcp(1, 2, kTcpAck).payload(10).build(), 38), 18, 38,
+         30},
+        {"IPv6 with a hop-by-hop header",
+         with_numbers(v6().hop_by_hop(16).tcp(1, 2, kTcpAck).payload(3).build(), 14 + 40 + 16), 14,
+         70, 23},
+        {"IPv6 QinQ with routing and destination options",
+         with_numbers(v6().qinq(1).vlan(2).routing().dest_opts().tcp(1, 2, kTcpAck).build(),
+                      22 + 40 + 16),
+         22, 78, 20},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        PacketInfo info;
+        ASSERT_EQ(parse_packet(c.frame.data(), static_cast<uint32_t>(c.frame.size()), &info),
+                  ParseStatus::ip);
+        EXPECT_EQ(info.l3_offset, c.l3_offset);
+        EXPECT_EQ(info.l4_offset, c.l4_offset);
+        EXPECT_EQ(info.l4_len, c.l4_len);
+        EXPECT_EQ(info.tcp_seq, 0x89abcdefu);
+        EXPECT_EQ(info.tcp_ack, 0x01234567u);
+    }
+
+    PacketInfo info;
+    const Frame udp = v6().dest_opts().udp(5, 53).payload(12).build();
+    ASSERT_EQ(parse_packet(udp.data(), static_cast<uint32_t>(udp.size()), &info), ParseStatus::ip);
+    EXPECT_EQ(info.l4_offset, 14 + 40 + 8);
+    EXPECT_EQ(info.l4_len, 8 + 12);
+    EXPECT_EQ(info.tcp_seq, 0u);
+    EXPECT_EQ(info.tcp_ack, 0u);
+    const Frame gre = v4().ip_proto(kProtoGre).payload(9).build();
+    ASSERT_EQ(parse_packet(gre.data(), static_cast<uint32_t>(gre.size()), &info), ParseStatus::ip);
+    EXPECT_EQ(info.l4_offset, 34) << "also for a protocol the parser does not read";
+    EXPECT_EQ(info.l4_len, 9);
+    const Frame later = v4().ipv4_fragment(10, false).ip_proto(kProtoTcp).payload(40).build();
+    ASSERT_EQ(parse_packet(later.data(), static_cast<uint32_t>(later.size()), &info),
+              ParseStatus::ip);
+    EXPECT_EQ(info.l4_offset, 0);
+    EXPECT_EQ(info.l4_len, 0);
+}
+
 }  // namespace
 }  // namespace floodgate
