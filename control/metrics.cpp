@@ -38,6 +38,12 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"allow_hits", "Frames whose source is in an allow prefix: passed, no rule checked."},
     {"block_hits", "Frames whose source is in a block prefix: dropped."},
     {"rate_limited", "Frames dropped because an enforcing rule refused them."},
+    {"answered", "Refused frames answered in their place (by the refusing rule's action)."},
+    {"answered_bytes", "Bytes of the answers sent."},
+    {"answer_capped", "Refused frames left unanswered because an answer cap was reached."},
+    {"syn_auth_replies",
+     "RSTs that carried a valid syn-auth cookie: their source was verified, the RST dropped."},
+    {"cookie_failed", "Bare RSTs to a syn-auth rule whose sequence number was no valid cookie."},
     {"merge_unshared_keys",
      "Admitted packets not shared with the other cores: the publish list was full."},
     {"merge_table_full",
@@ -59,6 +65,17 @@ constexpr CounterHelp kRuleCounterHelp[] = {
      "New sources that found the limit table full and were passed (on_table_full: pass)."},
     {"table_full_drop",
      "New sources that found the limit table full and were refused (on_table_full: drop)."},
+    {"answered", "Refused packets answered by the rule's action."},
+    {"answer_capped", "Refused packets not answered: an answer cap was reached."},
+    {"answer_skipped",
+     "Refused packets not answered: they may not be answered (RST, ICMP error, multicast, ...)."},
+    {"unanswered",
+     "Refused packets the action does not answer (drop, dns-truncate's slip, a verified "
+     "source over its limit). refused = answered + answer_capped + answer_skipped + unanswered."},
+    {"answered_bytes", "Bytes of the rule's answers."},
+    {"answered_for_bytes", "Bytes of the packets the rule answered (never below answered_bytes)."},
+    {"verified", "syn-auth: sources that answered a cookie and were verified."},
+    {"cookie_failed", "syn-auth: bare RSTs the rule matches whose sequence number was no cookie."},
 };
 
 template <size_t N>
@@ -427,7 +444,8 @@ void nic_metrics(const json *stats, std::string &out) {
 // The workers' own per-direction counters (stats.ports), summed over the workers.
 void direction_metrics(const json *stats, std::string &out) {
     const json *ports = member(stats, "ports");
-    static constexpr const char *kDirections[] = {"outside_to_inside", "inside_to_outside"};
+    static constexpr const char *kDirections[] = {"outside_to_inside", "inside_to_outside",
+                                                  "answers_to_outside"};
     static constexpr const char *kFields[][3] = {
         {"floodgate_direction_rx_total", "rx", "Frames the workers received, per direction."},
         {"floodgate_direction_tx_total", "tx",
@@ -477,9 +495,28 @@ void malformed_metrics(const json *stats, std::string &out) {
     f.write(out);
 }
 
+// Answers sent per kind, every kind from the first scrape.
+void answer_metrics(const json *stats, std::string &out) {
+    Family f("floodgate_answers_by_kind_total", Type::counter,
+             "Answers sent in place of refused packets, per kind, summed over the worker cores.");
+    static constexpr const char *kKinds[] = {
+#define FG_X(name) #name,
+        FG_ANSWER_KINDS(FG_X)
+#undef FG_X
+    };
+    const json *kinds = member(stats, "answers_by_kind");
+    if (kinds != nullptr && kinds->is_object())
+        for (const char *kind : kKinds) {
+            auto it = kinds->find(kind);
+            f.add({{"kind", kind}}, it == kinds->end() ? Value{uint64_t{0}} : number(*it));
+        }
+    f.write(out);
+}
+
 void stats_metrics(const json *stats, std::string &out) {
     core_metrics(stats, out);
     malformed_metrics(stats, out);
+    answer_metrics(stats, out);
 
     const json *table = member(stats, "table");
     Family per_entry("floodgate_table_bytes_per_entry", Type::gauge,

@@ -20,12 +20,13 @@ ordered_json port_counters(const PortCounters &c) {
 // A worker's own counters, each loaded once, before its pipeline is read: a TX failure
 // counted by then is of a frame passed before the reading, so tx_failed <= tx holds.
 struct WorkerReading {
-    uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, busy_tsc, merge_max_lag_ns,
-        merge_records_lost;
+    uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, answers_tx_failed, busy_tsc,
+        merge_max_lag_ns, merge_records_lost;
 };
 WorkerReading read_worker(const Worker &w) {
-    return {w.filtered_tx_failed(), w.returning_rx(),     w.returning_tx_failed(),
-            w.busy_tsc(),           w.merge_max_lag_ns(), w.merge_records_lost()};
+    return {w.filtered_tx_failed(), w.returning_rx(), w.returning_tx_failed(),
+            w.answers_tx_failed(),  w.busy_tsc(),     w.merge_max_lag_ns(),
+            w.merge_records_lost()};
 }
 
 // Outside to inside, frames received are the frames decided and frames handed to the TX
@@ -36,6 +37,11 @@ PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
 }
 PortCounters returning(const WorkerReading &w) {
     return {w.returning_rx, w.returning_rx, w.returning_tx_failed};
+}
+// Answers leave by the outside port: each answered frame was received there and its answer
+// handed to the TX queue.
+PortCounters answers(const CoreReading &r, const WorkerReading &w) {
+    return {r.stats.counters.answered, r.stats.counters.answered, w.answers_tx_failed};
 }
 
 // The NIC's (or virtual device's) own counters, which include what never reached a worker.
@@ -67,6 +73,7 @@ ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const Wo
                   {"full_events", t.full_events}};
     j["filtered"] = port_counters(filtered(r, w));
     j["returning"] = port_counters(returning(w));
+    j["answers"] = port_counters(answers(r, w));
     j["busy_tsc"] = w.busy_tsc;
     j["merge_max_lag_ns"] = w.merge_max_lag_ns;
     j["merge_records_lost"] = w.merge_records_lost;
@@ -85,7 +92,7 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
     }
     ordered_json stats = stats_to_json(rules, readings, top);
 
-    PortCounters in, back;
+    PortCounters in, back, ans;
     ordered_json cores = ordered_json::array();
     uint64_t lost = view.merger != nullptr ? view.merger->dropped() : 0, lag = 0, busy = 0;
     for (size_t i = 0; i < workers.size(); ++i) {
@@ -97,13 +104,18 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
         back.rx += b.rx;
         back.tx += b.tx;
         back.tx_failed += b.tx_failed;
+        const PortCounters a = answers(readings[i], w);
+        ans.rx += a.rx;
+        ans.tx += a.tx;
+        ans.tx_failed += a.tx_failed;
         cores.push_back(core(static_cast<unsigned>(i), view.lcores[i], readings[i], w));
         lost += w.merge_records_lost;
         lag = std::max(lag, w.merge_max_lag_ns);
         busy += w.busy_tsc;
     }
     stats["ports"] = {{"outside_to_inside", port_counters(in)},
-                      {"inside_to_outside", port_counters(back)}};
+                      {"inside_to_outside", port_counters(back)},
+                      {"answers_to_outside", port_counters(ans)}};
     ordered_json nics = ordered_json::array();
     nics.push_back(nic(view.outside, "outside"));
     if (view.inside != view.outside) nics.push_back(nic(view.inside, "inside"));

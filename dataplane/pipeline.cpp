@@ -2,9 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 namespace floodgate {
+
+namespace {
+// A RST with neither SYN nor ACK: what a TCP stack sends for an unacceptable SYN-ACK.
+bool is_bare_rst(const PacketInfo &p) {
+    return p.l4_proto == kProtoTcp && p.has_l4 &&
+           (p.tcp_flags & (kTcpRst | kTcpSyn | kTcpAck)) == kTcpRst;
+}
+}  // namespace
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
     : table_(table), core_(core), checks_(kMaxBurst * (kMaxRules + 1)) {
@@ -20,23 +29,25 @@ void Pipeline::adopt(const RuleSet *rules) {
 void Pipeline::enable_merge() {
     merging_ = true;
     unpublished_.reserve(kMaxUnpublishedKeys);
+    unpublished_verifications_.reserve(kMaxUnpublishedKeys);
 }
 
 // Counts an admitted packet for the next publish. A key that finds the list full is left
 // unmarked, so that it is listed again by its first packet after the next publish.
-void Pipeline::note_admitted(LimitEntry *e, const Check &c) {
+void Pipeline::note_admitted(LimitEntry *e, uint64_t hash, uint64_t interval_ns) {
     if (e->unpublished == 0) {
         if (unpublished_.size() == kMaxUnpublishedKeys) {
             ++counters_.merge_unshared_keys;
             return;
         }
-        unpublished_.push_back(
-            Consumption{c.hash, 0, rules_->rules()[c.rule].profile.interval_ns, 0});
+        unpublished_.push_back(Consumption{hash, 0, interval_ns, 0});
     }
     ++e->unpublished;
 }
 
 void Pipeline::publish(std::vector<Consumption> *out) {
+    out->insert(out->end(), unpublished_verifications_.begin(), unpublished_verifications_.end());
+    unpublished_verifications_.clear();
     for (Consumption &c : unpublished_) {
         LimitEntry *e = table_->find(c.hash);
         if (e == nullptr || e->unpublished == 0) continue;  // expired and reused since
@@ -52,6 +63,10 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
     LimitEntry *e = table_->acquire(c.hash, now_ns, &tat_ns);
     if (e == nullptr) {
         ++counters_.merge_table_full;
+        return;
+    }
+    if (c.packets == 0) {  // a verification: verified until at least now + its TTL
+        table_->commit(e, c.hash, std::max(tat_ns, tat_add(now_ns, c.interval_ns)));
         return;
     }
     table_->commit(e, c.hash, tat_charge(std::max(tat_ns, now_ns), c.packets, c.interval_ns));
@@ -162,8 +177,8 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     return gcra_admit(r.profile, state.overflow_tat_ns, now_ns, &c->new_tat_ns);
 }
 
-Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_checks,
-                             uint64_t now_ns) {
+Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
+                             unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
     const std::vector<CompiledRule> &rules = rules_->rules();
     int blamed = -1;
     // Check every matching rule first; nothing is stored until the verdict is known, so a
@@ -171,13 +186,21 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
-        uint64_t tat_ns;
-        c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
-        c.reserved = c.entry != nullptr && tat_ns == 0;
-        if (c.entry != nullptr)
-            c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
-        else
-            c.admitted = check_table_full(r, &c, now_ns);
+        c.unverified = r.action == RuleAction::syn_auth && !verified(c.verify_hash, now_ns);
+        if (c.unverified) {
+            // Not yet proven: challenged, whatever the limit says; its limit is not charged.
+            c.entry = nullptr;
+            c.reserved = false;
+            c.admitted = false;
+        } else {
+            uint64_t tat_ns;
+            c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
+            c.reserved = c.entry != nullptr && tat_ns == 0;
+            if (c.entry != nullptr)
+                c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
+            else
+                c.admitted = check_table_full(r, &c, now_ns);
+        }
 
         RuleCounters &rc = mine(r).counters;
         ++rc.matched;
@@ -192,7 +215,8 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
 
     if (blamed >= 0) {
         // Only the first refusing rule is blamed, in its counter and in its top offenders,
-        // so that the offenders' counts add up to the rule's refusals.
+        // so that the offenders' counts add up to the rule's refusals; its action says
+        // whether the packet is answered.
         note_refusal(info, checks[blamed]);
         ++mine(rules[checks[blamed].rule]).counters.refused;
         ++counters_.rate_limited;
@@ -200,7 +224,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
             if (static_cast<int>(i) != blamed) ++mine(rules[checks[i].rule]).counters.overruled;
             if (checks[i].reserved) table_->release(checks[i].entry, checks[i].hash);
         }
-        return Verdict::drop;
+        return answer_refusal(info, frame, checks[blamed], now_ns, plan);
     }
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
@@ -211,12 +235,116 @@ Verdict Pipeline::decide_one(const PacketInfo &info, Check *checks, unsigned n_c
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-            if (merging_) note_admitted(e, c);
+            if (merging_) note_admitted(e, c.hash, r.profile.interval_ns);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
     }
     return Verdict::pass;
+}
+
+// What the blamed rule's action does with a refused packet. Every refusal lands in exactly one
+// of answered, answer_capped, answer_skipped and unanswered.
+Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
+                                 uint64_t now_ns, AnswerPlan *plan) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    RuleCoreState &state = mine(r);
+    RuleCounters &rc = state.counters;
+    // syn-auth answers only the unproven: a verified source over its limit is just dropped.
+    if (r.answer == AnswerKind::count || (r.action == RuleAction::syn_auth && !c.unverified)) {
+        ++rc.unanswered;
+        return Verdict::drop;
+    }
+    if (r.slip != 1) {  // answer every slip-th refusal, as BIND's and Knot's RRL do
+        if (r.slip == 0 || ++state.slip_count < r.slip) {
+            ++rc.unanswered;
+            return Verdict::drop;
+        }
+        state.slip_count = 0;
+    }
+    if (frame.captured < frame.len) {
+        plan->kind = AnswerKind::count;
+        plan->why = NoAnswer::not_contiguous;
+        ++rc.answer_skipped;
+        return Verdict::drop;
+    }
+    *plan = plan_answer(r.answer, frame.bytes, frame.len, info);
+    if (!plan->ok()) {
+        ++rc.answer_skipped;
+        return Verdict::drop;
+    }
+    if (!answer_cap_admits(info, now_ns)) {
+        ++rc.answer_capped;
+        ++counters_.answer_capped;
+        return Verdict::drop;
+    }
+    if (r.answer == AnswerKind::syn_cookie)
+        plan->cookie = syn_cookie(cookie_key_, info, cookie_slot(now_ns));
+    ++rc.answered;
+    rc.answered_bytes += plan->answer_len;
+    rc.answered_for_bytes += frame.len;
+    ++counters_.answered;
+    counters_.answered_bytes += plan->answer_len;
+    ++counters_.answers_by_kind[static_cast<unsigned>(plan->kind)];
+    return Verdict::answer;
+}
+
+// The answer caps: the per-core total first (no table access when it is spent), then the
+// answered prefix's own bucket in the table, shared with the other cores by the merge.
+bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
+    const AnswerCapProfiles &caps = rules_->answer_caps();
+    uint64_t core_tat_ns;
+    if (!gcra_admit(caps.per_core, answer_core_tat_ns_, now_ns, &core_tat_ns)) return false;
+    const unsigned f = info.family == 6;
+    uint64_t hi, lo;
+    std::memcpy(&hi, info.src, 8);
+    std::memcpy(&lo, info.src + 8, 8);
+    const LimitKey key{hi & caps.dst_mask_hi[f], lo & caps.dst_mask_lo[f],
+                       kTagAnswerCap | info.family};
+    const uint64_t h = table_->hash(key);
+    uint64_t tat_ns, new_tat_ns;
+    LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
+    if (e == nullptr) return false;  // no room to count it: answering is optional, so don't
+    if (!gcra_admit(caps.per_destination, tat_ns, now_ns, &new_tat_ns)) return false;
+    e = table_->commit(e, h, new_tat_ns);
+    if (merging_) note_admitted(e, h, caps.per_destination.interval_ns);
+    answer_core_tat_ns_ = core_tat_ns;
+    return true;
+}
+
+// A bare RST (no SYN, no ACK) to a syn-auth rule's addresses and ports may answer one of
+// floodgate's SYN-ACKs: with a valid cookie as its sequence number its source is verified
+// under every syn-auth rule it belongs to, and the RST, which no server expects, goes no
+// further. Without one it is an ordinary packet.
+bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
+                                 const RuleBits &dst, uint64_t now_ns) {
+    bool any = false, valid = false;
+    for (const CompiledRule &r : rules_->rules()) {
+        if (r.action != RuleAction::syn_auth || r.shadow ||
+            !rule_matches(r, info, *source.rules, dst, false))
+            continue;
+        if (!any) valid = cookie_valid(cookie_key_, info, info.tcp_seq, now_ns);
+        any = true;
+        if (!valid) {
+            ++mine(r).counters.cookie_failed;
+            continue;
+        }
+        verify(r, info, now_ns);
+        ++mine(r).counters.verified;
+    }
+    if (any && !valid) ++counters_.cookie_failed;
+    return valid;
+}
+
+void Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
+    const uint64_t h = table_->hash(verified_key(r, info));
+    uint64_t tat_ns;
+    LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
+    // No room: counted in the table's full events; the source's next SYN is challenged again.
+    if (e == nullptr) return;
+    table_->commit(e, h, std::max(tat_ns, tat_add(now_ns, r.verified_ttl_ns)));
+    if (merging_ && unpublished_verifications_.size() < kMaxUnpublishedKeys)
+        unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0});
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
@@ -240,6 +368,8 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             c.rule = r.index;
             c.key = rule_key(r, info);
             c.hash = table_->hash(c.key);
+            c.verify_hash =
+                r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info)) : 0;
         }
     }
     first_check_[n] = static_cast<uint16_t>(n_checks);
@@ -248,8 +378,12 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
     // table buckets of the checks kPrefetchAhead places further on prefetched as we go.
     unsigned prefetched = 0;
     for (uint16_t i = 0; i < n; ++i) {
-        for (unsigned end = std::min(first_check_[i] + kPrefetchAhead, n_checks); prefetched < end;)
-            table_->prefetch(checks_[prefetched++].hash);
+        for (unsigned end = std::min(first_check_[i] + kPrefetchAhead, n_checks); prefetched < end;
+             ++prefetched) {
+            table_->prefetch(checks_[prefetched].hash);
+            if (checks_[prefetched].verify_hash != 0)
+                table_->prefetch(checks_[prefetched].verify_hash);
+        }
         Verdict v;
         switch (status_[i]) {
             case ParseStatus::malformed:
@@ -269,15 +403,21 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                 } else if (source_[i].verdict == PrefixVerdict::block) {
                     ++counters_.block_hits;
                     v = Verdict::drop;
+                } else if (rules_->has_syn_auth() && is_bare_rst(infos_[i]) &&
+                           take_cookie_reply(infos_[i], source_[i], *dst_rules_[i], now_ns[i])) {
+                    ++counters_.syn_auth_replies;
+                    v = Verdict::drop;
                 } else {
-                    v = decide_one(infos_[i], &checks_[first_check_[i]],
-                                   first_check_[i + 1] - first_check_[i], now_ns[i]);
+                    const Frame frame{frames[i], lens[i],
+                                      captured_lens != nullptr ? captured_lens[i] : lens[i]};
+                    v = decide_one(infos_[i], frame, &checks_[first_check_[i]],
+                                   first_check_[i + 1] - first_check_[i], now_ns[i], &plans_[i]);
                 }
                 break;
         }
         verdicts[i] = v;
         ++counters_.packets;
-        ++(v == Verdict::pass ? counters_.passed : counters_.dropped);
+        ++(v == Verdict::pass ? counters_.passed : counters_.dropped);  // answered: dropped
     }
     if (n > 0) table_->sweep(now_ns[n - 1], kSweepBucketsPerBurst);
 }

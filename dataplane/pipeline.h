@@ -23,6 +23,7 @@
 #include "dataplane/heavy_hitters.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/ruleset.h"
+#include "dataplane/syn_cookie.h"
 
 namespace floodgate {
 
@@ -40,12 +41,15 @@ inline constexpr uint32_t kSweepBucketsPerBurst = 4;
 // With the former 128-byte buckets (4 lines per lookup) a whole burst stalled; 16 was best.
 inline constexpr unsigned kPrefetchAhead = 32;
 
-enum class Verdict : uint8_t { pass, drop };
+// answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
+// (build_answer, dataplane/answer.h), out of the port it came in on.
+enum class Verdict : uint8_t { pass, drop, answer };
 
 // One key's packets admitted on one core since that core last published, for the cross-core
 // merge: the other cores charge them to their own TATs.
 // It carries the rule's emission interval rather than the rule, so that it means the same
-// after a ruleset swap.
+// after a ruleset swap. packets 0 is a syn-auth verification instead: the key's TAT becomes at
+// least now + interval_ns (the verified TTL) on the other cores.
 struct Consumption {
     uint64_t hash;          // the key's LimitTable::hash: the same on every core (one seed)
     uint64_t published_ns;  // when the core published it (for the merge lag)
@@ -75,6 +79,12 @@ class Pipeline {
     // (a replayed capture cut by its snap length); otherwise all of them are.
     void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                 const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
+    // For a frame of the last decide() whose verdict is answer: what to build, and from what.
+    const AnswerPlan &answer_plan(uint16_t i) const { return plans_[i]; }
+    const PacketInfo &packet_info(uint16_t i) const { return infos_[i]; }
+
+    // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
+    void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
 
     // Cross-core merge. Off by default (one core has nothing to merge). publish() appends this
     // core's consumption since the last call and forgets it; apply() charges another core's
@@ -122,15 +132,34 @@ class Pipeline {
         LimitEntry *entry;  // nullptr: the table was full for this key
         bool reserved;      // entry is a reservation for a fresh key (LimitTable::acquire)
         uint64_t new_tat_ns;
+        uint64_t verify_hash;  // syn-auth rules: the hash of the source's verified_key
         uint16_t rule;
         bool admitted;
+        bool unverified;  // syn-auth: refused because the source has not proven itself
+    };
+    // The frame being decided, for its answer.
+    struct Frame {
+        const uint8_t *bytes;
+        uint32_t len;
+        uint32_t captured;
     };
 
-    Verdict decide_one(const PacketInfo &info, Check *checks, unsigned n_checks, uint64_t now_ns);
+    Verdict decide_one(const PacketInfo &info, const Frame &frame, Check *checks, unsigned n_checks,
+                       uint64_t now_ns, AnswerPlan *plan);
+    Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
+                           uint64_t now_ns, AnswerPlan *plan);
+    bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
+    bool verified(uint64_t verify_hash, uint64_t now_ns) {
+        const LimitEntry *e = table_->find(verify_hash);
+        return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
+    }
+    [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
+                                         const RuleBits &dst, uint64_t now_ns);
+    void verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void adopt(const RuleSet *rules);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
     void note_refusal(const PacketInfo &info, const Check &c);
-    void note_admitted(LimitEntry *e, const Check &c);
+    void note_admitted(LimitEntry *e, uint64_t hash, uint64_t interval_ns);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     [[gnu::cold]] void serve_read();
 
@@ -145,6 +174,10 @@ class Pipeline {
     bool merging_ = false;
     // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
     std::vector<Consumption> unpublished_;
+    std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed
+    CookieKey cookie_key_;
+    uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
+    AnswerPlan plans_[kMaxBurst];
     PacketInfo infos_[kMaxBurst];
     ParseStatus status_[kMaxBurst];
     PrefixClass source_[kMaxBurst];

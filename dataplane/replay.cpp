@@ -28,10 +28,14 @@ namespace {
 constexpr HashSeed kReplaySeed = {
     {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull}};
 
+// And a fixed syn-auth cookie key, so that the SYN-ACKs written to --answers are the same on
+// every run (syn_cookie.h).
+constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
+
 enum class Spread : uint8_t { hash, round_robin };
 
 struct ReplayOptions {
-    std::string config, in, pass, drop, stats;
+    std::string config, in, pass, drop, answers, stats;
     bool quiet = false;
     unsigned workers = 1;
     Spread spread = Spread::hash;
@@ -41,10 +45,12 @@ struct ReplayOptions {
 void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
-        "                        [--drop DROP.pcap] [--stats STATS.json] [--quiet]\n"
+        "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
+        "                        [--stats STATS.json] [--quiet]\n"
         "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
         "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
-        "and writes the passed (and dropped) frames unchanged, in order. --workers spreads the\n"
+        "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
+        "would send (at the time of the frame each answers). --workers spreads the\n"
         "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
         "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n",
         to);
@@ -55,6 +61,7 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                                       {"in", required_argument, nullptr, 'i'},
                                       {"pass", required_argument, nullptr, 'p'},
                                       {"drop", required_argument, nullptr, 'd'},
+                                      {"answers", required_argument, nullptr, 'a'},
                                       {"stats", required_argument, nullptr, 's'},
                                       {"quiet", no_argument, nullptr, 'q'},
                                       {"workers", required_argument, nullptr, 'w'},
@@ -63,7 +70,7 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "c:i:p:d:s:qh", longopts, nullptr)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "c:i:p:d:a:s:qh", longopts, nullptr)) != -1;) {
         uint64_t n;
         switch (c) {
             case 'w':
@@ -98,6 +105,9 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                 break;
             case 'd':
                 o->drop = optarg;
+                break;
+            case 'a':
+                o->answers = optarg;
                 break;
             case 's':
                 o->stats = optarg;
@@ -136,17 +146,32 @@ int fail(const std::string &message) {
     return 1;
 }
 
-// Passed frames to PASS.pcap, dropped ones to DROP.pcap when asked for.
-void write_decided(const PcapRecord &r, Verdict v, PcapWriter &pass, PcapWriter *drop) {
-    if (v == Verdict::pass)
-        pass.write(r);
-    else if (drop != nullptr)
-        drop->write(r);
+// Where decided frames go: passed ones to PASS.pcap; dropped ones, answered included, to
+// DROP.pcap; and what was sent in place of an answered one to ANSWERS.pcap, with its time.
+struct Outputs {
+    PcapWriter *pass;
+    PcapWriter *drop;     // may be null
+    PcapWriter *answers;  // may be null
+};
+
+void write_decided(const PcapRecord &r, Verdict v, const Pipeline &pipeline, uint16_t i,
+                   const Outputs &out) {
+    if (v == Verdict::pass) {
+        out.pass->write(r);
+        return;
+    }
+    if (out.drop != nullptr) out.drop->write(r);
+    if (v != Verdict::answer || out.answers == nullptr) return;
+    PcapRecord answer = r;  // an answered frame is whole: captured = wire length
+    const uint32_t len = build_answer(pipeline.answer_plan(i), pipeline.packet_info(i),
+                                      answer.data.data(), answer.captured_len());
+    answer.data.resize(len);
+    answer.orig_len = len;
+    out.answers->write(answer);
 }
 
 // Runs the trace through one pipeline; returns false with *error on an I/O failure.
-bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter *drop,
-               std::string *error) {
+bool run_trace(PcapReader &in, Pipeline &pipeline, const Outputs &out, std::string *error) {
     std::vector<PcapRecord> burst(kMaxBurst);
     const uint8_t *frames[kMaxBurst];
     uint32_t wire_lens[kMaxBurst];
@@ -171,7 +196,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, PcapWriter &pass, PcapWriter 
         }
         if (n == 0) return true;
         pipeline.decide(frames, wire_lens, n, now_ns, verdicts, captured_lens);
-        for (uint16_t i = 0; i < n; ++i) write_decided(burst[i], verdicts[i], pass, drop);
+        for (uint16_t i = 0; i < n; ++i) write_decided(burst[i], verdicts[i], pipeline, i, out);
     }
 }
 
@@ -190,8 +215,7 @@ unsigned core_for(const PcapRecord &r, uint64_t index, const ReplayOptions &opt)
 // Several virtual cores, one frame at a time so that every frame sees exactly the merges
 // whose time it has passed: deterministic, on packet time, like the live merge on the TSC.
 bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
-                        const ReplayOptions &opt, PcapWriter &pass, PcapWriter *drop,
-                        std::string *error) {
+                        const ReplayOptions &opt, const Outputs &out, std::string *error) {
     PcapRecord r;
     std::vector<Consumption> scratch;
     uint64_t clock_ns = 0, next_merge_ns = 0;
@@ -208,8 +232,9 @@ bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
         const uint8_t *frame = r.data.data();
         uint32_t captured = r.captured_len(), wire = r.wire_len();
         Verdict v;
-        cores[core_for(r, index, opt)]->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
-        write_decided(r, v, pass, drop);
+        Pipeline *core = cores[core_for(r, index, opt)];
+        core->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
+        write_decided(r, v, *core, 0, out);
     }
     if (!in.error().empty()) {
         *error = in.error();
@@ -240,6 +265,7 @@ int replay_main(int argc, char **argv) {
     // two names of one file are a usage error.
     std::vector<NamedFile> names = {{"--pass", opt.pass}};
     if (!opt.drop.empty()) names.push_back({"--drop", opt.drop});
+    if (!opt.answers.empty()) names.push_back({"--answers", opt.answers});
     if (!opt.stats.empty()) names.push_back({"--stats", opt.stats});
     OpenedOutputs outputs = open_distinct_outputs({"--in", opt.in}, in.fd(), names);
     if (!outputs.error.empty()) {
@@ -255,6 +281,12 @@ int replay_main(int argc, char **argv) {
         drop = std::make_unique<PcapWriter>(outputs.files[next++].release(), opt.drop,
                                             in.nanosecond(), in.linktype(), in.snaplen());
         if (!drop->ok()) return fail(drop->error());
+    }
+    std::unique_ptr<PcapWriter> answers;
+    if (!opt.answers.empty()) {
+        answers = std::make_unique<PcapWriter>(outputs.files[next++].release(), opt.answers,
+                                               in.nanosecond(), in.linktype(), in.snaplen());
+        if (!answers->ok()) return fail(answers->error());
     }
     // STATS.json is written by name when the run ends (write_stats); the file checked and
     // emptied above is closed here. The check holds as long as nobody renames files under a
@@ -283,14 +315,17 @@ int replay_main(int argc, char **argv) {
                             " bytes)");
             pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get(), w));
             cores.push_back(pipelines.back().get());
+            cores.back()->set_cookie_key(kReplayCookieKey);
             if (opt.workers > 1) cores.back()->enable_merge();
         }
 
-        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], pass, drop.get(), &error)
-                                   : run_trace_on_cores(in, cores, opt, pass, drop.get(), &error);
+        const Outputs out{&pass, drop.get(), answers.get()};
+        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], out, &error)
+                                   : run_trace_on_cores(in, cores, opt, out, &error);
         if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());
+        if (answers && !answers->close()) rc = fail(answers->error());
 
         std::vector<CoreReading> readings;
         for (const Pipeline *core : cores) readings.push_back(read_core(*rules, *core));

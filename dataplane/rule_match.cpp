@@ -2,7 +2,6 @@
 
 namespace floodgate {
 
-namespace {
 void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
     IpAddr ones;
     ones.fill(0xff);
@@ -10,7 +9,6 @@ void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
     std::memcpy(hi, ones.data(), 8);
     std::memcpy(lo, ones.data() + 8, 8);
 }
-}  // namespace
 
 CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     CompiledRule c;
@@ -32,6 +30,25 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     key_masks(r.key_ipv4_len, &c.key_mask_hi[0], &c.key_mask_lo[0]);
     key_masks(r.key_ipv6_len, &c.key_mask_hi[1], &c.key_mask_lo[1]);
     c.profile = gcra_profile(r.interval_ns(), r.burst_pkts);
+    c.action = r.action;
+    switch (r.action) {
+        case RuleAction::syn_auth:
+            c.answer = AnswerKind::syn_cookie;
+            break;
+        case RuleAction::dns_truncate:
+            c.answer = AnswerKind::dns_truncated;
+            break;
+        case RuleAction::tcp_rst:
+            c.answer = AnswerKind::tcp_rst;
+            break;
+        case RuleAction::icmp_unreachable:
+            c.answer = AnswerKind::icmp_unreachable;
+            break;
+        case RuleAction::drop:
+            break;
+    }
+    c.slip = r.action == RuleAction::dns_truncate ? r.slip : 1;
+    c.verified_ttl_ns = r.verified_ttl_ns;
     c.shadow = r.mode == RuleMode::shadow;
     c.on_table_full = r.on_table_full;
     return c;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/answer.h"
 #include "dataplane/api/rules.h"
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"
@@ -44,9 +45,17 @@ struct CompiledRule {
     uint64_t key_mask_lo[2] = {};
 
     GcraProfile profile;
+    // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
+    RuleAction action = RuleAction::drop;
+    AnswerKind answer = AnswerKind::count;
+    uint32_t slip = 1;             // dns_truncate: answer one refused query in slip (0: none)
+    uint64_t verified_ttl_ns = 0;  // syn_auth
     bool shadow = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
 };
+
+// The masks that keep the first len bits of an address, as two words in raw memory order.
+void key_masks(unsigned len, uint64_t *hi, uint64_t *lo);
 
 // state may be null for code that only matches and keys (tests); then key_id is index.
 CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state = nullptr);
@@ -61,14 +70,17 @@ inline bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
 
 // src_rules and dst_rules: the rules whose src and dst lists hold the packet's addresses
 // (RuleSet::classify_source and dst_rules).
+// With check_flags false, the rule's TCP flag condition is left out: whether a RST answering
+// floodgate's SYN-ACK belongs to a syn-auth rule (its SYN matched the rule; the RST has the
+// same addresses and ports).
 inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleBits &src_rules,
-                         const RuleBits &dst_rules) {
+                         const RuleBits &dst_rules, bool check_flags = true) {
     if (r.has_proto && p.l4_proto != r.proto) return false;
     if (r.ports_need_l4) {
         if (!p.has_l4 || (p.l4_proto != kProtoTcp && p.l4_proto != kProtoUdp)) return false;
         if (!r.dst_ports.empty() && !detail::in_ranges(r.dst_ports, p.dst_port)) return false;
         if (!r.src_ports.empty() && !detail::in_ranges(r.src_ports, p.src_port)) return false;
-        if ((r.tcp_flags.must_set | r.tcp_flags.must_clear) != 0) {
+        if (check_flags && (r.tcp_flags.must_set | r.tcp_flags.must_clear) != 0) {
             if (p.l4_proto != kProtoTcp) return false;
             if ((p.tcp_flags & r.tcp_flags.must_set) != r.tcp_flags.must_set) return false;
             if ((p.tcp_flags & r.tcp_flags.must_clear) != 0) return false;
@@ -79,6 +91,12 @@ inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleB
     return true;
 }
 
+// LimitKey::tag's low byte is the IP family (4 or 6); these bits say which of a rule's kinds
+// of state a key is, so that a source's limit and its syn-auth verification never share a
+// TAT, and answer caps never share one with any rule.
+inline constexpr uint32_t kTagVerified = 0x80;
+inline constexpr uint32_t kTagAnswerCap = 0x40;
+
 // The rule's key for this packet's source.
 inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
     unsigned f = p.family == 6;
@@ -86,6 +104,13 @@ inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
     std::memcpy(&hi, p.src, 8);
     std::memcpy(&lo, p.src + 8, 8);
     return LimitKey{hi & r.key_mask_hi[f], lo & r.key_mask_lo[f], r.key_id << 8 | p.family};
+}
+
+// The key under which a syn-auth rule remembers that the packet's source proved itself.
+inline LimitKey verified_key(const CompiledRule &r, const PacketInfo &p) {
+    LimitKey k = rule_key(r, p);
+    k.tag |= kTagVerified;
+    return k;
 }
 
 }  // namespace floodgate

@@ -19,6 +19,7 @@ struct alignas(64) RuleCoreState {
     // top_refused changed since the core last copied it for a reader (it copies only those).
     bool top_refused_changed = false;
     uint64_t overflow_tat_ns = 0;  // the shared bucket for keys with no room in the table
+    uint32_t slip_count = 0;       // dns-truncate: refusals since the last one answered
 };
 
 struct RuleState {

@@ -66,7 +66,16 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         }
         rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
         rs->states_.push_back(std::move(state));
+        rs->has_syn_auth_ |= r.action == RuleAction::syn_auth;
     }
+    const AnswerCaps &caps = config.answers;
+    rs->answer_caps_.per_destination =
+        gcra_profile(caps.per_destination.interval_ns(), caps.per_destination.burst);
+    rs->answer_caps_.per_core = gcra_profile(caps.per_core.interval_ns(), caps.per_core.burst);
+    key_masks(caps.destination_ipv4_len, &rs->answer_caps_.dst_mask_hi[0],
+              &rs->answer_caps_.dst_mask_lo[0]);
+    key_masks(caps.destination_ipv6_len, &rs->answer_caps_.dst_mask_hi[1],
+              &rs->answer_caps_.dst_mask_lo[1]);
 
     if (!rs->by_src_.build(source_entries(config, options.overrides), options.socket_id, error) ||
         !rs->by_dst_.build(destination_entries(config), options.socket_id, error))

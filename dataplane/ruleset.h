@@ -29,6 +29,15 @@ struct PrefixOverride {
     uint64_t expires_ns = 0;  // on the control service's monotonic clock; 0: never
 };
 
+// The answer caps of the rules file (Config::answers) as the pipeline checks them: GCRA profiles
+// and the masks that make an answer's destination prefix out of the packet's source.
+struct AnswerCapProfiles {
+    GcraProfile per_destination;
+    GcraProfile per_core;
+    uint64_t dst_mask_hi[2] = {};  // [0] IPv4, [1] IPv6, raw memory byte order like LimitKey
+    uint64_t dst_mask_lo[2] = {};
+};
+
 struct RuleSetOptions {
     unsigned cores = 1;  // workers that will decide with it (each has its own RuleCoreState)
     int socket_id = -1;  // SOCKET_ID_ANY
@@ -73,6 +82,8 @@ class RuleSet {
     const std::vector<CompiledRule> &rules() const { return rules_; }
     const CompiledRule *find_rule(const std::string &name) const;
     const Config &config() const { return config_; }
+    const AnswerCapProfiles &answer_caps() const { return answer_caps_; }
+    bool has_syn_auth() const { return has_syn_auth_; }
     const std::vector<PrefixOverride> &overrides() const { return overrides_; }
     uint64_t version() const { return version_; }
     // Unique among every RuleSet this process built (addresses may be reused; this is not).
@@ -85,6 +96,8 @@ class RuleSet {
     RuleSet() = default;
     Config config_;
     std::vector<CompiledRule> rules_;
+    AnswerCapProfiles answer_caps_;
+    bool has_syn_auth_ = false;
     std::vector<std::shared_ptr<RuleState>> states_;  // one per rule, shared with successors
     std::vector<bool> kept_state_;
     std::vector<PrefixOverride> overrides_;

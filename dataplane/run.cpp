@@ -238,6 +238,10 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     // One table per worker, allocated on its socket; one secret hash seed for the process
     // (so per-core top-offender summaries can be merged).
     const HashSeed seed = random_hash_seed();
+    // And one secret syn-auth cookie key, drawn the same way: every worker must accept the
+    // RST to a SYN-ACK another worker sent.
+    const HashSeed cookie_seed = random_hash_seed();
+    const CookieKey cookie_key{cookie_seed.k[0], cookie_seed.k[1]};
     // Records a worker may publish per merge: one per key it admitted since the last one.
     std::unique_ptr<LiveMerger> merger;
     if (rc == 0 && n_workers > 1) {
@@ -270,6 +274,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
             }
             pipelines.push_back(
                 std::make_unique<Pipeline>(rules.current(), tables.back().get(), queue));
+            pipelines.back()->set_cookie_key(cookie_key);
             const MergeRings *rings = merger ? &merger->rings(queue) : nullptr;
             workers.push_back(std::make_unique<Worker>(
                 WorkerPorts{ports.outside, ports.inside, queue}, pipelines.back().get(), &rules,

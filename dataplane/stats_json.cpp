@@ -38,6 +38,8 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #undef FG_X
         for (unsigned i = 0; i < static_cast<unsigned>(MalformedReason::count); ++i)
             total.malformed_by_reason[i] += c.malformed_by_reason[i];
+        for (unsigned i = 0; i < static_cast<unsigned>(AnswerKind::count); ++i)
+            total.answers_by_kind[i] += c.answers_by_kind[i];
         table.occupancy += core.stats.table.occupancy;
         table.reclaims += core.stats.table.reclaims;
         table.full_events += core.stats.table.full_events;
@@ -55,6 +57,10 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
         reasons[malformed_reason_name(static_cast<MalformedReason>(i))] =
             total.malformed_by_reason[i];
     j["malformed_reasons"] = reasons;
+    ordered_json answers = ordered_json::object();
+    for (unsigned i = 0; i < static_cast<unsigned>(AnswerKind::count); ++i)
+        answers[answer_kind_name(static_cast<AnswerKind>(i))] = total.answers_by_kind[i];
+    j["answers_by_kind"] = answers;
     j["table"] = {{"capacity", capacity},
                   {"occupancy", table.occupancy},
                   {"reclaims", table.reclaims},
@@ -75,6 +81,7 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
         ordered_json rule;
         rule["name"] = r.name;
         rule["mode"] = r.shadow ? "shadow" : "enforce";
+        rule["action"] = rule_action_name(r.action);
 #define FG_X(name) rule[#name] = sum.name;
         FG_RULE_COUNTERS(FG_X)
 #undef FG_X
@@ -106,11 +113,28 @@ std::string stats_summary(const nlohmann::ordered_json &s) {
       << s["table"]["reclaims"] << " reclaimed, " << s["table"]["full_events"] << " full\n";
     for (const auto &[reason, n] : s["malformed_reasons"].items())
         if (n != 0) o << "  malformed " << reason << ": " << n << "\n";
+    if (s["answered"] != 0 || s["answer_capped"] != 0 || s["syn_auth_replies"] != 0) {
+        o << "  answered " << s["answered"] << " (";
+        bool first = true;
+        for (const auto &[kind, n] : s["answers_by_kind"].items()) {
+            o << (first ? "" : ", ") << kind << " " << n;
+            first = false;
+        }
+        o << "), " << s["answered_bytes"] << " bytes; capped " << s["answer_capped"]
+          << "; syn-auth replies " << s["syn_auth_replies"] << ", cookies failed "
+          << s["cookie_failed"] << "\n";
+    }
     for (const auto &r : s["rules"]) {
         o << "rule " << r["name"].get<std::string>() << " (" << r["mode"].get<std::string>()
           << "): matched " << r["matched"] << ", passed " << r["passed"] << ", refused "
           << r["refused"] << ", overruled " << r["overruled"] << ", shadow-refused "
           << r["shadow_refused"] << "\n";
+        if (r["action"] != "drop")
+            o << "    " << r["action"].get<std::string>() << ": answered " << r["answered"] << " ("
+              << r["answered_bytes"] << " of " << r["answered_for_bytes"] << " bytes), capped "
+              << r["answer_capped"] << ", not answerable " << r["answer_skipped"] << ", unanswered "
+              << r["unanswered"] << ", verified " << r["verified"] << ", cookies failed "
+              << r["cookie_failed"] << "\n";
         for (const auto &t : r["top_refused"])
             o << "    " << t["source"].get<std::string>() << "  refused " << t["count"] << "\n";
     }

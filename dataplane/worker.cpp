@@ -54,12 +54,14 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
     int socket = static_cast<int>(rte_socket_id());
     to_inside_ = make_tx_buffer(&filtered_tx_failed_, socket);
     to_outside_ = make_tx_buffer(&returning_tx_failed_, socket);
+    answers_out_ = make_tx_buffer(&answers_tx_failed_, socket);
 }
 
 Worker::~Worker() {
     pipeline_->stop_serving_reads();  // in case run() never ran
     rte_free(to_inside_);
     rte_free(to_outside_);
+    rte_free(answers_out_);
 }
 
 // Publishes this core's consumption since the last call.
@@ -134,9 +136,21 @@ void Worker::run(uint64_t tsc0) {
             pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
             rte_mbuf *dropped[kMaxBurst];
             unsigned n_dropped = 0;
+            unsigned n_answers = 0;
             for (uint16_t i = 0; i < n; ++i) {
                 if (verdicts[i] == Verdict::pass) {
                     rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
+                } else if (verdicts[i] == Verdict::answer) {
+                    // Built in the frame's own mbuf (the pipeline planned it only for a frame
+                    // in one segment) and sent back out of the port it came in on.
+                    rte_mbuf *m = pkts[i];
+                    const uint32_t len =
+                        build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
+                                     rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m));
+                    rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_data_len(m) - len));
+                    m->ol_flags = 0;  // checksums are computed in software (answer.h)
+                    rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
+                    ++n_answers;
                 } else {
                     dropped[n_dropped++] = pkts[i];
                 }
@@ -144,6 +158,7 @@ void Worker::run(uint64_t tsc0) {
             // One call back to the mempool for the burst's drops (a flood drops most).
             rte_pktmbuf_free_bulk(dropped, n_dropped);
             rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+            if (n_answers > 0) rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
             busy_tsc_ += rte_rdtsc() - tsc;
         }
 
@@ -163,6 +178,7 @@ void Worker::run(uint64_t tsc0) {
     rules_->offline(ports_.queue);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
     rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
+    rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
 }
 
 }  // namespace floodgate

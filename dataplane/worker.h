@@ -2,7 +2,8 @@
 // decide it with this core's Pipeline, send the passed frames out of the inside port (or back
 // out of the same port in one-port mode), and forward inside-to-outside traffic unfiltered.
 // No locks, allocation, syscalls or logging in the loop; the clock is the TSC, read once per
-// burst and converted to nanoseconds with a multiply and a shift.
+// burst and converted to nanoseconds with a multiply and a shift. Answers go back out of the
+// outside port, on the same queue.
 #pragma once
 
 #include <atomic>
@@ -31,7 +32,9 @@ class Worker {
     Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
            const std::atomic<bool> *stop, const MergeRings *merge, uint64_t merge_interval_ns);
     ~Worker();
-    bool ok() const { return to_inside_ != nullptr && to_outside_ != nullptr; }
+    bool ok() const {
+        return to_inside_ != nullptr && to_outside_ != nullptr && answers_out_ != nullptr;
+    }
     // The loop; returns when *stop is set, after flushing its TX buffers. tsc0 is the TSC at
     // the dataplane's start, the same for every worker, so that their clocks (and the merge
     // lag between them) agree.
@@ -44,6 +47,9 @@ class Worker {
     uint64_t filtered_tx_failed() const { return filtered_tx_failed_; }
     uint64_t returning_rx() const { return returning_rx_; }
     uint64_t returning_tx_failed() const { return returning_tx_failed_; }
+    // Answers the outside port's TX queue refused (every answer verdict, the pipeline's
+    // answered counter, is handed to it).
+    uint64_t answers_tx_failed() const { return answers_tx_failed_; }
     uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
@@ -59,7 +65,9 @@ class Worker {
     const std::atomic<bool> *stop_;
     rte_eth_dev_tx_buffer *to_inside_ = nullptr;
     rte_eth_dev_tx_buffer *to_outside_ = nullptr;
+    rte_eth_dev_tx_buffer *answers_out_ = nullptr;  // back out of the outside port
     Counter filtered_tx_failed_;
+    Counter answers_tx_failed_;
     Counter returning_rx_;
     Counter returning_tx_failed_;
     const MergeRings *merge_;

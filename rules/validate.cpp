@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "dataplane/api/numbers.h"
 #include "dataplane/api/protocols.h"
 #include "rules/load.h"
 
@@ -41,7 +42,13 @@ constexpr std::pair<std::string_view, uint8_t> kProtoNames[] = {
     {"icmpv6", kProtoIcmpv6},
 };
 
-constexpr std::pair<std::string_view, RuleAction> kActions[] = {{"drop", RuleAction::drop}};
+constexpr std::pair<std::string_view, RuleAction> kActions[] = {
+    {"drop", RuleAction::drop},
+    {"syn-auth", RuleAction::syn_auth},
+    {"dns-truncate", RuleAction::dns_truncate},
+    {"tcp-rst", RuleAction::tcp_rst},
+    {"icmp-unreachable", RuleAction::icmp_unreachable},
+};
 constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
     {"shadow", RuleMode::shadow},
@@ -125,7 +132,7 @@ class ConfigParser {
         if (root.kind == DocNode::Kind::null) return cfg;
         if (root.kind != DocNode::Kind::map)
             fail(top, std::string("the top level must be a map, found ") + describe(root));
-        const Fields f = fields(top, {"allow", "block", "table", "rules"});
+        const Fields f = fields(top, {"allow", "block", "table", "answers", "rules"});
 
         std::vector<Field> allow_items;
         std::vector<Field> block_items;
@@ -140,6 +147,8 @@ class ConfigParser {
             if (const Field *entries = t.find("entries_per_core"))
                 cfg.table_entries_per_core = integer(*entries, 1, kMaxTableEntriesPerCore);
         }
+
+        if (const Field *answers = f.find("answers")) cfg.answers = answer_caps(*answers);
 
         if (const Field *rules = f.find("rules")) {
             const std::vector<Field> rule_items = items(*rules, true);
@@ -389,7 +398,7 @@ class ConfigParser {
     }
 
     // "10/s", "30/min", "1/h".
-    void rate(const Field &field, Rule *r) const {
+    void rate(const Field &field, uint64_t *count_out, uint64_t *period_out) const {
         const std::string &text = scalar(field);
         const size_t slash = text.find('/');
         if (slash == std::string::npos)
@@ -413,16 +422,68 @@ class ConfigParser {
         // The limiter counts whole nanoseconds between packets.
         if (count > period_ns)
             fail(field, "'" + text + "' is faster than one packet per nanosecond");
-        r->rate_count = count;
-        r->rate_period_ns = period_ns;
+        *count_out = count;
+        *period_out = period_ns;
+    }
+
+    // { rate, burst }, and for answers' caps the prefix fields named in extra.
+    RateLimit rate_limit(const Field &field, const Fields &f) const {
+        RateLimit l;
+        rate(require(f, "rate"), &l.count, &l.period_ns);
+        l.burst = static_cast<uint32_t>(integer(require(f, "burst"), 1, kMaxBurstPkts));
+        if (l.interval_ns() > kMaxBurstWindowNs / l.burst)
+            fail(field, "burst * interval exceeds 2^62 ns; lower the burst or raise the rate");
+        return l;
     }
 
     void limit(const Field &field, Rule *r) const {
-        const Fields f = fields(field, {"rate", "burst"});
-        rate(require(f, "rate"), r);
-        r->burst_pkts = static_cast<uint32_t>(integer(require(f, "burst"), 1, kMaxBurstPkts));
-        if (r->interval_ns() > kMaxBurstWindowNs / r->burst_pkts)
-            fail(field, "burst * interval exceeds 2^62 ns; lower the burst or raise the rate");
+        const RateLimit l = rate_limit(field, fields(field, {"rate", "burst"}));
+        r->rate_count = l.count;
+        r->rate_period_ns = l.period_ns;
+        r->burst_pkts = l.burst;
+    }
+
+    AnswerCaps answer_caps(const Field &field) const {
+        AnswerCaps caps;
+        const Fields f = fields(field, {"per_destination", "per_core"});
+        if (const Field *d = f.find("per_destination")) {
+            const Fields df = fields(*d, {"rate", "burst", "ipv4", "ipv6"});
+            caps.per_destination = rate_limit(*d, df);
+            if (const Field *v4 = df.find("ipv4"))
+                caps.destination_ipv4_len = static_cast<uint8_t>(integer(*v4, 0, 32));
+            if (const Field *v6 = df.find("ipv6"))
+                caps.destination_ipv6_len = static_cast<uint8_t>(integer(*v6, 0, 128));
+        }
+        if (const Field *c = f.find("per_core"))
+            caps.per_core = rate_limit(*c, fields(*c, {"rate", "burst"}));
+        return caps;
+    }
+
+    // An answer must fit the packets the rule can match: a SYN-ACK challenge only for
+    // connection attempts (a challenged ACK would break an open connection), a DNS answer
+    // only for UDP to named ports, a RST only for TCP.
+    void check_action(const Field &action, const Rule &r) const {
+        const RuleMatch &m = r.match;
+        switch (r.action) {
+            case RuleAction::syn_auth:
+                if ((m.tcp_flags.must_set & kTcpSyn) == 0 ||
+                    (m.tcp_flags.must_clear & kTcpAck) == 0)
+                    fail(action,
+                         "syn-auth needs match.tcp_flags with \"syn !ack\" (it answers "
+                         "connection attempts only)");
+                break;
+            case RuleAction::dns_truncate:
+                if (!m.proto || *m.proto != kProtoUdp || m.dst_ports.empty())
+                    fail(action, "dns-truncate needs match.proto udp and a dst_port (53)");
+                break;
+            case RuleAction::tcp_rst:
+                if (!m.proto || *m.proto != kProtoTcp)
+                    fail(action, "tcp-rst needs match.proto tcp (or tcp_flags)");
+                break;
+            case RuleAction::drop:
+            case RuleAction::icmp_unreachable:
+                break;
+        }
     }
 
     void key(const Field &field, Rule *r) const {
@@ -447,8 +508,8 @@ class ConfigParser {
     }
 
     Rule rule(const Field &field, const std::vector<Rule> &earlier) const {
-        const Fields f =
-            fields(field, {"name", "match", "key", "limit", "action", "mode", "on_table_full"});
+        const Fields f = fields(field, {"name", "match", "key", "limit", "action", "slip",
+                                        "verified_ttl", "mode", "on_table_full"});
         Rule r;
         r.line = field.line;
         const Field &name = require(f, "name");
@@ -464,7 +525,23 @@ class ConfigParser {
         if (const Field *m = f.find("match")) r.match = match(*m);
         if (const Field *k = f.find("key")) key(*k, &r);
         limit(require(f, "limit"), &r);
-        if (const Field *a = f.find("action")) r.action = choice(*a, kActions);
+        if (const Field *a = f.find("action")) {
+            r.action = choice(*a, kActions);
+            check_action(*a, r);
+        }
+        if (const Field *slip = f.find("slip")) {
+            if (r.action != RuleAction::dns_truncate) fail(*slip, "slip needs action dns-truncate");
+            r.slip = static_cast<uint32_t>(integer(*slip, 0, kMaxSlip));
+        }
+        if (const Field *ttl = f.find("verified_ttl")) {
+            if (r.action != RuleAction::syn_auth) fail(*ttl, "verified_ttl needs action syn-auth");
+            std::string why;
+            const std::optional<long long> s = parse_duration_s(scalar(*ttl), &why);
+            if (!s) fail(*ttl, why);
+            const auto ns = static_cast<uint64_t>(*s) * 1'000'000'000ull;  // s <= ten years
+            if (ns > kMaxVerifiedTtlNs) fail(*ttl, "'" + scalar(*ttl) + "' is longer than a day");
+            r.verified_ttl_ns = ns;
+        }
         if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
         if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);
         return r;

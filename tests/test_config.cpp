@@ -197,10 +197,11 @@ TEST(ConfigErrors, TopLevelNotAMap) {
 TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
-         "unknown field (expected one of: allow, block, table, rules)"},
+         "unknown field (expected one of: allow, block, table, answers, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
-         "expected one of: name, match, key, limit, action, mode, on_table_full"},
+         "expected one of: name, match, key, limit, action, slip, verified_ttl, mode, "
+         "on_table_full"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
         {"match in block style",
@@ -413,7 +414,8 @@ TEST(ConfigErrors, BadEnumValue) {
          "unknown value 'dryrun' (expected one of: enforce, shadow)"},
         {"mode is case-sensitive", with("mode: Enforce"), 4, "rules[0].mode", "unknown value"},
         {"action", with("action: pass"), 4, "rules[0].action",
-         "unknown value 'pass' (expected one of: drop)"},
+         "unknown value 'pass' (expected one of: drop, syn-auth, dns-truncate, tcp-rst, "
+         "icmp-unreachable)"},
         {"on_table_full", with("on_table_full: bucket"), 4, "rules[0].on_table_full",
          "(expected one of: shared, pass, drop)"},
         {"proto name", rule_with_match("{ proto: sctp }"), 3, "rules[0].match.proto",
@@ -423,6 +425,98 @@ TEST(ConfigErrors, BadEnumValue) {
         {"proto -1", rule_with_match("{ proto: -1 }"), 3, "rules[0].match.proto",
          "unknown protocol '-1'"},
     });
+}
+
+TEST(ConfigErrors, AnswerActions) {
+    auto rule = [](const std::string &match, const std::string &more) {
+        return "rules:\n  - name: a\n    match: " + match + "\n    " + kLimit + "\n    " + more +
+               "\n";
+    };
+    expect_errors({
+        {"syn-auth without tcp_flags", rule("{ proto: tcp }", "action: syn-auth"), 5,
+         "rules[0].action", "syn-auth needs match.tcp_flags with \"syn !ack\""},
+        {"syn-auth on any SYN, ACKs included", rule("{ tcp_flags: syn }", "action: syn-auth"), 5,
+         "rules[0].action", "syn-auth needs"},
+        {"dns-truncate on TCP", rule("{ proto: tcp, dst_port: 53 }", "action: dns-truncate"), 5,
+         "rules[0].action", "dns-truncate needs match.proto udp and a dst_port"},
+        {"dns-truncate without a port", rule("{ proto: udp }", "action: dns-truncate"), 5,
+         "rules[0].action", "dns-truncate needs"},
+        {"tcp-rst on UDP", rule("{ proto: udp }", "action: tcp-rst"), 5, "rules[0].action",
+         "tcp-rst needs match.proto tcp"},
+        {"slip without dns-truncate", rule("{ proto: udp }", "slip: 2"), 5, "rules[0].slip",
+         "slip needs action dns-truncate"},
+        {"slip out of range",
+         rule("{ proto: udp, dst_port: 53 }", "action: dns-truncate\n    slip: 101"), 6,
+         "rules[0].slip", "101 is out of range (0-100)"},
+        {"verified_ttl without syn-auth", rule("{ proto: tcp }", "verified_ttl: 10m"), 5,
+         "rules[0].verified_ttl", "verified_ttl needs action syn-auth"},
+        {"verified_ttl without a unit",
+         rule("{ tcp_flags: \"syn !ack\" }", "action: syn-auth\n    verified_ttl: 600"), 6,
+         "rules[0].verified_ttl", "unit"},
+        {"verified_ttl over a day",
+         rule("{ tcp_flags: \"syn !ack\" }", "action: syn-auth\n    verified_ttl: 2d"), 6,
+         "rules[0].verified_ttl", "longer than a day"},
+        {"answers: unknown cap", "answers:\n  per_source: { rate: 1/s, burst: 1 }\n", 2,
+         "answers.per_source", "unknown field (expected one of: per_destination, per_core)"},
+        {"answers: prefix length",
+         "answers:\n  per_destination: { rate: 1/s, burst: 1, ipv4: 33 }\n", 2,
+         "answers.per_destination.ipv4", "33 is out of range (0-32)"},
+        {"answers: per_core needs a burst", "answers:\n  per_core: { rate: 1/s }\n", 2,
+         "answers.per_core.burst", "required"},
+        {"answers: per_core has no prefix",
+         "answers:\n  per_core: { rate: 1/s, burst: 1, ipv4: 24 }\n", 2, "answers.per_core.ipv4",
+         "unknown field"},
+    });
+}
+
+TEST(Config, AnswerFields) {
+    const Config defaults = parse_config("rules:\n  - name: a\n    " + kLimit + "\n");
+    EXPECT_EQ(defaults.answers.per_destination.count, 1000u);
+    EXPECT_EQ(defaults.answers.per_destination.period_ns, 1'000'000'000u);
+    EXPECT_EQ(defaults.answers.per_destination.burst, 100u);
+    EXPECT_EQ(defaults.answers.destination_ipv4_len, 24);
+    EXPECT_EQ(defaults.answers.destination_ipv6_len, 64);
+    EXPECT_EQ(defaults.answers.per_core.count, 100000u);
+    EXPECT_EQ(defaults.answers.per_core.burst, 1000u);
+    EXPECT_EQ(defaults.rules[0].slip, 2u);
+    EXPECT_EQ(defaults.rules[0].verified_ttl_ns, 600'000'000'000u);
+
+    const Config cfg = parse_config(R"(answers:
+  per_destination: { rate: 60/min, burst: 7, ipv4: 16, ipv6: 48 }
+  per_core: { rate: 5000/s, burst: 50 }
+rules:
+  - name: syn
+    match: { tcp_flags: "syn !ack", dst_port: 80 }
+    limit: { rate: 20/s, burst: 10 }
+    action: syn-auth
+    verified_ttl: 1h30m
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 10/s, burst: 5 }
+    action: dns-truncate
+    slip: 0
+  - name: rst
+    match: { proto: tcp, dst_port: 9 }
+    limit: { rate: 1/s, burst: 1 }
+    action: tcp-rst
+  - name: icmp
+    limit: { rate: 1/s, burst: 1 }
+    action: icmp-unreachable
+)");
+    EXPECT_EQ(cfg.answers.per_destination.count, 60u);
+    EXPECT_EQ(cfg.answers.per_destination.period_ns, 60'000'000'000u);
+    EXPECT_EQ(cfg.answers.per_destination.burst, 7u);
+    EXPECT_EQ(cfg.answers.destination_ipv4_len, 16);
+    EXPECT_EQ(cfg.answers.destination_ipv6_len, 48);
+    EXPECT_EQ(cfg.answers.per_core.count, 5000u);
+    EXPECT_EQ(cfg.answers.per_core.burst, 50u);
+    ASSERT_EQ(cfg.rules.size(), 4u);
+    EXPECT_EQ(cfg.rules[0].action, RuleAction::syn_auth);
+    EXPECT_EQ(cfg.rules[0].verified_ttl_ns, 5400'000'000'000u);
+    EXPECT_EQ(cfg.rules[1].action, RuleAction::dns_truncate);
+    EXPECT_EQ(cfg.rules[1].slip, 0u);
+    EXPECT_EQ(cfg.rules[2].action, RuleAction::tcp_rst);
+    EXPECT_EQ(cfg.rules[3].action, RuleAction::icmp_unreachable);
 }
 
 TEST(ConfigErrors, BadPorts) {

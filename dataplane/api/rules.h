@@ -37,7 +37,42 @@ struct RuleMatch {
 
 enum class RuleMode : uint8_t { enforce, shadow };
 enum class TableFullPolicy : uint8_t { shared, pass, drop };
-enum class RuleAction : uint8_t { drop };
+// What happens to a packet the rule does not admit (for syn_auth, also to a SYN from a source
+// that has not proven itself yet): dropped, or dropped and answered (dataplane/answer.h).
+enum class RuleAction : uint8_t { drop, syn_auth, dns_truncate, tcp_rst, icmp_unreachable };
+// As the rules file spells it.
+inline const char *rule_action_name(RuleAction a) {
+    switch (a) {
+        case RuleAction::syn_auth:
+            return "syn-auth";
+        case RuleAction::dns_truncate:
+            return "dns-truncate";
+        case RuleAction::tcp_rst:
+            return "tcp-rst";
+        case RuleAction::icmp_unreachable:
+            return "icmp-unreachable";
+        case RuleAction::drop:
+        default:
+            return "drop";
+    }
+}
+
+// A GCRA limit as written: count packets per period_ns, bursts of burst.
+struct RateLimit {
+    uint64_t count = 0;
+    uint64_t period_ns = 0;
+    uint32_t burst = 0;
+    uint64_t interval_ns() const { return period_ns / count; }
+};
+
+// Caps on what floodgate sends back: every answer goes to a packet's source, which may be
+// spoofed, so answers are limited per answered prefix and in total per worker core.
+struct AnswerCaps {
+    RateLimit per_destination{1000, 1'000'000'000, 100};
+    uint8_t destination_ipv4_len = 24;
+    uint8_t destination_ipv6_len = 64;
+    RateLimit per_core{100000, 1'000'000'000, 1000};
+};
 
 struct Rule {
     std::string name;
@@ -50,6 +85,10 @@ struct Rule {
     uint64_t rate_period_ns = 0;
     uint32_t burst_pkts = 0;
     RuleAction action = RuleAction::drop;
+    // dns_truncate: one refused query in slip is answered, the others dropped (0: none).
+    uint32_t slip = 2;
+    // syn_auth: how long a source that answered a cookie stays verified.
+    uint64_t verified_ttl_ns = 600'000'000'000ull;
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
 
@@ -63,6 +102,7 @@ struct Config {
     std::vector<Prefix> allow;
     std::vector<Prefix> block;
     uint64_t table_entries_per_core = 1u << 20;
+    AnswerCaps answers;
     std::vector<Rule> rules;
 };
 
@@ -72,5 +112,7 @@ inline constexpr size_t kMaxRules = 256;
 inline constexpr uint32_t kMaxBurstPkts = 1u << 20;
 inline constexpr size_t kMaxRuleNameLen = 64;
 inline constexpr size_t kMaxPortRanges = 64;  // per dst_port or src_port list
+inline constexpr uint32_t kMaxSlip = 100;
+inline constexpr uint64_t kMaxVerifiedTtlNs = 86'400'000'000'000ull;  // a day
 
 }  // namespace floodgate

@@ -7,13 +7,16 @@
 // shows them as they stood at one instant, and these hold in it, per core and summed
 // (README, "Counters"):
 //   packets = passed + dropped
-//   dropped = malformed + block_hits + rate_limited
+//   dropped = malformed + block_hits + rate_limited + syn_auth_replies
 //   malformed = the sum of malformed_by_reason
+//   answered = the sum of answers_by_kind (an answered packet is one of rate_limited)
 //   per rule: matched = passed + refused + overruled
+//   per rule: refused = answered + answer_capped + answer_skipped + unanswered
 #pragma once
 
 #include <cstdint>
 
+#include "dataplane/answer.h"
 #include "dataplane/parse.h"
 
 namespace floodgate {
@@ -28,25 +31,39 @@ namespace floodgate {
     X(allow_hits)          /* source in an allow prefix: passed, no rule checked */     \
     X(block_hits)          /* source in a block prefix: dropped */                      \
     X(rate_limited)        /* dropped because an enforcing rule refused */              \
+    X(answered)            /* ... of which answered (the answer sent in their place) */ \
+    X(answered_bytes)      /* bytes of those answers */                                 \
+    X(answer_capped)       /* refused, would have been answered: over an answer cap */  \
+    X(syn_auth_replies)    /* RSTs carrying a valid cookie: source verified, dropped */ \
+    X(cookie_failed)       /* bare RSTs to a syn-auth rule without a valid cookie */    \
     X(merge_unshared_keys) /* admitted packets not shared: the publish list was full */ \
     X(merge_table_full)    /* another core's consumption found this table full */
 
 // Per rule, per worker core.
-#define FG_RULE_COUNTERS(X)                                                                 \
-    X(matched)           /* packets this rule's match held for */                           \
-    X(passed)            /* ... of which the packet was passed */                           \
-    X(refused)           /* ... of which this rule was the first enforcing refuser */       \
-    X(overruled)         /* ... of which another rule was blamed for dropping the packet */ \
-    X(shadow_refused)    /* shadow mode: would have refused (the packet was not held) */    \
-    X(table_full_shared) /* new key found the table full: used the rule's shared bucket */  \
-    X(table_full_pass)   /* new key found the table full: passed (on_table_full: pass) */   \
-    X(table_full_drop)   /* new key found the table full: refused (on_table_full: drop) */
+#define FG_RULE_COUNTERS(X)                                                                  \
+    X(matched)            /* packets this rule's match held for */                           \
+    X(passed)             /* ... of which the packet was passed */                           \
+    X(refused)            /* ... of which this rule was the first enforcing refuser */       \
+    X(overruled)          /* ... of which another rule was blamed for dropping the packet */ \
+    X(shadow_refused)     /* shadow mode: would have refused (the packet was not held) */    \
+    X(table_full_shared)  /* new key found the table full: used the rule's shared bucket */  \
+    X(table_full_pass)    /* new key found the table full: passed (on_table_full: pass) */   \
+    X(table_full_drop)    /* new key found the table full: refused (on_table_full: drop) */  \
+    X(answered)           /* refused and answered (the rule's action) */                     \
+    X(answer_capped)      /* refused, not answered: over an answer cap */                    \
+    X(answer_skipped)     /* refused, not answered: the packet may not be answered (RFC) */  \
+    X(unanswered)         /* refused, not answered by the action (drop, slip, limit) */      \
+    X(answered_bytes)     /* bytes of the answers */                                         \
+    X(answered_for_bytes) /* bytes of the packets they answered (never fewer) */             \
+    X(verified)           /* syn-auth: sources that answered a cookie */                     \
+    X(cookie_failed)      /* syn-auth: bare RSTs it matches whose number was no cookie */
 
 struct alignas(64) WorkerCounters {
 #define FG_X(name) uint64_t name = 0;
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
     uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
+    uint64_t answers_by_kind[static_cast<unsigned>(AnswerKind::count)] = {};
 };
 
 // Per direction (outside to inside, inside to outside), summed over the workers; sent = tx -
