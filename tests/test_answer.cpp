@@ -856,6 +856,7 @@ void answer_any(const uint8_t *data, size_t size, uint32_t cookie, uint64_t *bui
         const auto out = heap_copy(frame.get(), size);
         const uint32_t n = build_answer(plan, info, out.get(), len);
         ASSERT_EQ(n, plan.answer_len) << answer_kind_name(kind);
+        ASSERT_EQ(std::memcmp(out.get() + n, data + n, len - n), 0) << "written past the answer";
         ++*built;
 
         const Frame a(out.get(), out.get() + n);
