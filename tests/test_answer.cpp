@@ -97,8 +97,10 @@ uint16_t l4_sum(const Frame &f, size_t l3, size_t l4, size_t l4_len, uint8_t fam
 struct Net {
     const char *name;
     uint8_t family;
-    unsigned tags;       // 0; 1: 802.1Q 100; 2: 802.1ad 10 outside 802.1Q 100
-    bool extra_headers;  // IPv4: 8 bytes of NOP options; IPv6: hop-by-hop (8) and dest opts (16)
+    unsigned tags;  // 0; 1: 802.1Q 100; 2: 802.1ad 10 outside 802.1Q 100
+    // IPv4: 8 bytes of options (Router Alert, 3 NOP, EOL); IPv6: hop-by-hop (8) and
+    // destination options (16).
+    bool extra_headers;
 
     size_t l3() const { return 14 + 4 * tags; }
     size_t ip_header() const {
@@ -140,12 +142,12 @@ const Net &net6() {
 // Client to server, on n; the addresses may be overridden (the "never answer" cases).
 PacketBuilder base(const Net &n, const char *src = nullptr, const char *dst = nullptr) {
     PacketBuilder b;
-    b.macs(kClientMac, kServerMac);
+    b.macs(kClientMac, kServerMac).ttl(55);  // not the answers' 64
     if (n.tags == 2) b.qinq(10);
     if (n.tags >= 1) b.vlan(100);
     if (n.family == 4) {
         b.ipv4(src != nullptr ? src : kClient4, dst != nullptr ? dst : kServer4);
-        if (n.extra_headers) b.ipv4_options(std::vector<uint8_t>(8, 1));
+        if (n.extra_headers) b.ipv4_options({0x94, 0x04, 0x00, 0x00, 1, 1, 1, 0});
     } else {
         b.ipv6(src != nullptr ? src : kClient6, dst != nullptr ? dst : kServer6);
         if (n.extra_headers) b.hop_by_hop().dest_opts(16);
@@ -854,6 +856,7 @@ void answer_any(const uint8_t *data, size_t size, uint32_t cookie, uint64_t *bui
         const auto out = heap_copy(frame.get(), size);
         const uint32_t n = build_answer(plan, info, out.get(), len);
         ASSERT_EQ(n, plan.answer_len) << answer_kind_name(kind);
+        ASSERT_EQ(std::memcmp(out.get() + n, data + n, len - n), 0) << "written past the answer";
         ++*built;
 
         const Frame a(out.get(), out.get() + n);
