@@ -2,6 +2,9 @@
 //
 //   floodgate-gen demo --out demo.pcap      a 10-second mixed attack on legitimate traffic
 //   floodgate-gen lab --out lab.pcap        the lab test's 3 seconds
+//   floodgate-gen syn-flood --out syn.pcap  spoofed SYNs toward the answers lab's web server
+//                                           (tests/lab/answers.sh), replayed in a loop by
+//                                           floodgate-tx
 //   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d --out mix.pcap
 //                                           the benchmark mixes (perf/harness.py), 64-byte
 //                                           frames on the wire (IPv6: 66, its minimum)
@@ -220,6 +223,37 @@ std::vector<uint32_t> shuffled_range(uint32_t base, uint32_t n, std::mt19937_64 
     return v;
 }
 
+// The answers lab's spoofed SYN flood (tests/lab/answers.sh, which replays it in a loop with
+// floodgate-tx as fast as it goes, so the frames carry no timing of their own): 65,536 SYNs
+// to the lab's web server, 198.18.1.1 and 2001:db8:1::1 port 80, from random source ports.
+// 7 in 8 come from random addresses of 198.19.0.0/20 (4,096 sources, 16 /24s), 1 in 8 from
+// random interface ids in 16 /64s of 2001:db8:66::/48. So few prefixes keep floodgate's
+// per-destination answer cap (one bucket per /24 or /64) the binding one, not the per-core
+// cap that real clients' SYN-ACKs share with the flood's. The sources never answer: the
+// frames come from MAC 02:00:00:00:00:01, which no interface of the lab has, and are sent to
+// 02:00:00:00:00:02, the server's.
+int syn_flood(const std::string &out) {
+    std::mt19937_64 rng(20260315);
+    std::vector<Frame> frames;
+    for (uint32_t i = 0; i < 65536; ++i) {
+        const uint64_t r = rng();
+        const auto src_port = static_cast<uint16_t>(1024 + (r >> 48) % 64512);
+        if (i % 8 != 7) {
+            frames.push_back(PacketBuilder()
+                                 .ipv4(from_u32(0xc6130000u + (r & 0xfff)), Ipv4{198, 18, 1, 1})
+                                 .tcp(src_port, 80, 0x02)
+                                 .build());
+            continue;
+        }
+        Ipv6 src{0x20, 0x01, 0x0d, 0xb8, 0, 0x66, 0, static_cast<uint8_t>(r & 15)};
+        for (int b = 0; b < 4; ++b) src[12 + b] = static_cast<uint8_t>(r >> (8 + 8 * b));
+        src[8] = 0x02;  // some interface id bits, so that no source is the /64's ::0
+        Ipv6 dst{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+        frames.push_back(PacketBuilder().ipv6(src, dst).tcp(src_port, 80, 0x02).build());
+    }
+    return write_frames(frames, out);
+}
+
 int mix(const std::string &name, const std::string &out) {
     std::mt19937_64 rng(20261130);
     std::vector<Frame> frames;
@@ -264,8 +298,9 @@ int mix(const std::string &name, const std::string &out) {
 }
 
 void usage(std::FILE *to) {
-    std::fputs("usage: floodgate-gen demo|lab|mix-a|mix-b|mix-b15|mix-c|mix-d --out FILE.pcap\n",
-               to);
+    std::fputs(
+        "usage: floodgate-gen demo|lab|syn-flood|mix-a|mix-b|mix-b15|mix-c|mix-d --out FILE.pcap\n",
+        to);
 }
 
 }  // namespace
@@ -276,6 +311,7 @@ int main(int argc, char **argv) {
         try {
             if (what == "demo") return demo(argv[3]);
             if (what == "lab") return lab(argv[3]);
+            if (what == "syn-flood") return syn_flood(argv[3]);
             int rc = mix(what, argv[3]);
             if (rc >= 0) return rc;
         } catch (const std::exception &e) {
