@@ -40,7 +40,11 @@ RECORD = "198.18.1.80"
 SERVER_COUNTERS = ["TcpPassiveOpens", "TcpExtListenDrops", "TcpExtListenOverflows",
                    "TcpExtSyncookiesSent", "TcpExtTCPReqQFullDoCookies", "TcpExtTCPReqQFullDrop",
                    "TcpInSegs"]
-FIRST_MIN_S, LATER_MAX_S = 0.8, 0.5  # a cookie round costs the client's 1 s SYN timeout
+# A cookie round costs the client at most one SYN retransmission: Linux answers the SYN-ACK's
+# unacceptable ACK with a RST and, on its first try, rearms its retransmit timer to
+# TCP_TIMEOUT_MIN (2 jiffies; tcp_rcv_synsent_state_process), so it retries within ~10 ms;
+# a stack that waits for its 1 s initial RTO pays that once.
+FIRST_MAX_S, LATER_MAX_S = 1.5, 0.5
 
 work, mode, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 
@@ -256,10 +260,10 @@ def assert_answers(run):
               f"curl from {src}: {sum(ok for ok, _, _ in rs)} of {n} requests succeeded")
     for src, rs in all_curls.items():
         first = rs[0][1]
-        check(FIRST_MIN_S <= first,
-              f"curl from {src}: the first connection paid one cookie round (SYN answered by "
-              f"floodgate, the client's RST, its SYN again 1 s later): time_connect "
-              f"{first * 1000:.1f} ms >= {FIRST_MIN_S * 1000:.0f} ms")
+        check(first <= FIRST_MAX_S,
+              f"curl from {src}: the first connection paid at most one SYN retransmission (SYN "
+              f"answered by floodgate, the client's RST, its SYN again): time_connect "
+              f"{first * 1000:.1f} ms <= {FIRST_MAX_S * 1000:.0f} ms")
     # Later connections: none should pay a cookie round again (verified_ttl is 10 minutes), but
     # under the flood floodgate's net_af_packet ring loses some frames (the report shows how
     # many), and a lost SYN or SYN-ACK costs the same 1 s: fewer than a quarter may be slow. A
