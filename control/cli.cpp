@@ -265,6 +265,14 @@ int cmd_stats(const Cli &cli, const std::string &rule) {
             static_cast<unsigned long long>(u64(s, "malformed")),
             static_cast<unsigned long long>(u64(s, "allow_hits")),
             static_cast<unsigned long long>(u64(s, "non_ip")));
+        std::printf(
+            "answered %llu (%llu bytes), capped %llu; syn-auth replies %llu, cookies failed "
+            "%llu\n",
+            static_cast<unsigned long long>(u64(s, "answered")),
+            static_cast<unsigned long long>(u64(s, "answered_bytes")),
+            static_cast<unsigned long long>(u64(s, "answer_capped")),
+            static_cast<unsigned long long>(u64(s, "syn_auth_replies")),
+            static_cast<unsigned long long>(u64(s, "cookie_failed")));
     }
     // matched = passed + refused + overruled on every line (README, "Counters").
     std::printf("%-20s %-8s %14s %14s %14s %14s %14s\n", "rule", "mode", "matched", "passed",
@@ -276,6 +284,22 @@ int cmd_stats(const Cli &cli, const std::string &rule) {
                     static_cast<unsigned long long>(u64(x, "refused")),
                     static_cast<unsigned long long>(u64(x, "overruled")),
                     static_cast<unsigned long long>(u64(x, "shadow_refused")));
+    // refused = answered + capped + skipped + unanswered, for the rules that answer.
+    bool header = false;
+    for (const json &x : s["rules"]) {
+        if (x.value("action", "drop") == "drop") continue;
+        if (!header)
+            std::printf("%-20s %-16s %14s %14s %14s %14s %14s\n", "rule", "action", "answered",
+                        "capped", "skipped", "unanswered", "verified");
+        header = true;
+        std::printf("%-20s %-16s %14llu %14llu %14llu %14llu %14llu\n", x.value("name", "").c_str(),
+                    x.value("action", "").c_str(),
+                    static_cast<unsigned long long>(u64(x, "answered")),
+                    static_cast<unsigned long long>(u64(x, "answer_capped")),
+                    static_cast<unsigned long long>(u64(x, "answer_skipped")),
+                    static_cast<unsigned long long>(u64(x, "unanswered")),
+                    static_cast<unsigned long long>(u64(x, "verified")));
+    }
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "dataplane/answer.h"
 #include "dataplane/api/stats.h"
 #include "dataplane/heavy_hitters.h"
 #include "dataplane/limit_table.h"

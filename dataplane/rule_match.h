@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/answer.h"
+#include "dataplane/api/answers.h"
 #include "dataplane/api/rules.h"
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"

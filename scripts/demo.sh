@@ -4,7 +4,10 @@
 # one with the server, joined by veth pairs, on net_af_packet with two workers), sends a short
 # mixed flood (10 well-behaved clients; a DNS flood; spoofed SYNs; an IPv6 flood rotating in
 # one /64; an ICMP flood), prints what reached the server and floodgate's per-rule counters,
-# and cleans up. Then the same attack is replayed offline with `floodgate replay`.
+# and cleans up. Then the same attack is replayed offline with `floodgate replay`, writing the
+# answers floodgate would send. Last, real clients through answers (tests/lab/answers.sh show):
+# curl against a web server under a spoofed SYN flood, dig against dnsmasq under a DNS flood,
+# with and without the answers.
 source "$(dirname "$0")/lib.sh"
 fg_install_deps
 fg_build
@@ -17,5 +20,8 @@ out="$(mktemp -d /tmp/floodgate-demo.XXXXXX)"
 echo "==> offline: floodgate replay --config config/default.yaml --in $out/attack.pcap"
 "$FG_BUILD/dataplane/floodgate" replay --config "$FG_ROOT/config/default.yaml" \
   --in "$out/attack.pcap" --pass "$out/passed.pcap" --drop "$out/dropped.pcap" \
-  --stats "$out/stats.json"
-echo "==> passed frames: $out/passed.pcap, dropped: $out/dropped.pcap, counters: $out/stats.json"
+  --answers "$out/answers.pcap" --stats "$out/stats.json"
+echo "==> passed frames: $out/passed.pcap, dropped: $out/dropped.pcap, answers: $out/answers.pcap, counters: $out/stats.json"
+
+echo "==> real clients: curl and dig through floodgate under spoofed SYN and DNS floods"
+bash "$FG_ROOT/tests/lab/answers.sh" "$FG_BUILD" 1 show

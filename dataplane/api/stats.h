@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "dataplane/answer.h"
+#include "dataplane/api/answers.h"
 #include "dataplane/parse.h"
 
 namespace floodgate {

@@ -21,6 +21,8 @@ The floods (perf/floodgate_gen.cpp, lab) and the rules of config/default.yaml th
   IPv6 DNS flood rotating in 2001:db8:66:1::/64, 500/s,
     0.5 s to 2.5 s                                           dns, one key: the /64 (default)
   ICMP flood from 198.18.77.7, 300/s for 3 s                 icmp: 5/s, burst 5 (T = 200 ms)
+  spoofed SYNs from 198.19.0.0/16, 500/s for 3 s             syn: syn-auth, so none passes:
+                                                             each is answered with a cookie
 Each is matched by `all` (1000/s, burst 200) too; a packet passes only if every rule admits it,
 and `all` only ever sees what the tighter rule admitted, so the tighter rule's bound is the one.
 """
@@ -75,9 +77,28 @@ check_flood("IPv6 /64 rotation 2001:db8:66:1::/64", lambda s: s.startswith("2001
 check_flood("ICMP flood 198.18.77.7", lambda s: s == "198.18.77.7", "icmp", 5, 5)
 check(stats["packets"] == stats["passed"] + stats["dropped"],
       f"counters: packets {stats['packets']} = passed {stats['passed']} + dropped {stats['dropped']}")
-check(stats["dropped"] == stats["rate_limited"] + stats["malformed"] + stats["block_hits"],
+check(stats["dropped"] == stats["rate_limited"] + stats["malformed"] + stats["block_hits"] +
+      stats["syn_auth_replies"],
       f"every drop has a reason: {stats['dropped']} = rate-limited {stats['rate_limited']} + "
-      f"malformed {stats['malformed']} + blocked {stats['block_hits']}")
+      f"malformed {stats['malformed']} + blocked {stats['block_hits']} + syn-auth replies "
+      f"{stats['syn_auth_replies']}")
+# The spoofed SYN flood: nothing of it reaches the server; every SYN floodgate saw is answered
+# (about 12 per /24 of 198.19.0.0/16, far under the answer caps), and no spoofed source answers.
+spoofed_sent = sum(v["frames"] for s, v in sent["sources"].items() if s.startswith("198.19."))
+spoofed_passed = sum(n for s, n in received.items() if s.startswith("198.19."))
+syn = next(r for r in stats["rules"] if r["name"] == "syn")
+check(spoofed_passed == 0, f"spoofed SYNs: {spoofed_passed} of {spoofed_sent} reached the server")
+check(syn["answered"] == syn["refused"] and syn["answer_capped"] == 0 and
+      0 < syn["answered"] <= spoofed_sent and stats["answers_by_kind"]["syn_cookie"] == syn["answered"],
+      f"spoofed SYNs: rule syn refused {syn['refused']} and answered {syn['answered']} with "
+      f"cookies ({syn['answer_capped']} capped) of {spoofed_sent} sent")
+check(syn["verified"] == 0 and stats["syn_auth_replies"] == 0,
+      f"spoofed sources never verify: {syn['verified']} verified, {stats['syn_auth_replies']} "
+      f"cookie replies")
+for r in stats["rules"]:
+    check(r["refused"] == r["answered"] + r["answer_capped"] + r["answer_skipped"] + r["unanswered"],
+          f"rule {r['name']}: refused {r['refused']} = answered {r['answered']} + capped "
+          f"{r['answer_capped']} + skipped {r['answer_skipped']} + unanswered {r['unanswered']}")
 port = stats["ports"]["outside_to_inside"]
 check(port["rx"] == stats["packets"] and port["tx"] == stats["passed"] and port["tx_failed"] == 0,
       f"outside port: rx {port['rx']} decided, tx {port['tx']} passed, {port['tx_failed']} TX failures")

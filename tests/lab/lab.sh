@@ -139,7 +139,7 @@ sent, got = (json.load(open(p)) for p in sys.argv[1:3])
 print(f"sent {sent['sent']} frames in {sent['seconds']} s from the outside namespace; the server received:")
 groups = {"10 well-behaved clients (198.18.1.10-19)": lambda s: s.startswith("198.18.1."),
           "DNS flood from 198.18.66.6": lambda s: s == "198.18.66.6",
-          "spoofed SYN flood from 198.19.0.0/16": lambda s: s.startswith("198.19."),
+          "spoofed SYN flood from 198.19.0.0/16 (syn-auth: answered by floodgate)": lambda s: s.startswith("198.19."),
           "IPv6 flood rotating in 2001:db8:66:1::/64": lambda s: s.startswith("2001:db8:66:1:"),
           "ICMP flood from 198.18.77.7": lambda s: s == "198.18.77.7"}
 for name, match in groups.items():
