@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "dataplane/api/numbers.h"
 #include "dataplane/api/protocols.h"
 
 namespace floodgate {
@@ -113,6 +114,26 @@ std::string describe_limit(const Rule &r) {
            std::to_string(r.burst_pkts);
 }
 
+// The action with the settings it takes: "syn-auth verified_ttl 10m", "dns-truncate slip 2".
+std::string describe_action(const Rule &r) {
+    std::string s = rule_action_name(r.action);
+    if (r.action == RuleAction::syn_auth)
+        s += " verified_ttl " +
+             format_duration_s(static_cast<long long>(r.verified_ttl_ns / 1'000'000'000ull));
+    if (r.action == RuleAction::dns_truncate) s += " slip " + std::to_string(r.slip);
+    return s;
+}
+
+std::string describe_caps(const AnswerCaps &c) {
+    const auto limit = [](const RateLimit &l) {
+        return std::to_string(l.count) + "/" + period_text(l.period_ns) + " burst " +
+               std::to_string(l.burst);
+    };
+    return "per_destination " + limit(c.per_destination) + " per ipv4 /" +
+           std::to_string(c.destination_ipv4_len) + ", ipv6 /" +
+           std::to_string(c.destination_ipv6_len) + "; per_core " + limit(c.per_core);
+}
+
 std::string describe_key(const Rule &r) {
     return "ipv4 /" + std::to_string(r.key_ipv4_len) + ", ipv6 /" + std::to_string(r.key_ipv6_len);
 }
@@ -126,6 +147,10 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
                             std::to_string(running.table_entries_per_core) + " -> " +
                             std::to_string(next.table_entries_per_core) +
                             " (takes effect when floodgate restarts)");
+
+    if (describe_caps(running.answers) != describe_caps(next.answers))
+        d.changes.push_back("answers " + describe_caps(running.answers) + " -> " +
+                            describe_caps(next.answers));
 
     for (const Rule &old : running.rules)
         if (find(next, old.name) == nullptr) {
@@ -151,6 +176,9 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
         if (describe_limit(*old) != describe_limit(r))
             d.changes.push_back(prefix + "limit " + describe_limit(*old) + " -> " +
                                 describe_limit(r));
+        if (describe_action(*old) != describe_action(r))
+            d.changes.push_back(prefix + "action " + describe_action(*old) + " -> " +
+                                describe_action(r));
         if (old->mode != r.mode)
             d.changes.push_back(prefix + "mode " + mode_text(old->mode) + " -> " +
                                 mode_text(r.mode));

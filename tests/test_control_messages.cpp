@@ -87,18 +87,25 @@ rules:
     match: { tcp_flags: "syn !ack" }
     key: { ipv4: 24 }
     limit: { rate: 20/s, burst: 10 }
+    action: syn-auth
+    verified_ttl: 90m
     mode: shadow
   - name: dns
     match: { proto: udp, dst_port: [53, 853] }
     limit: { rate: 20/s, burst: 5 }
+answers:
+  per_core: { rate: 10/s, burst: 1 }
 )");
     RulesDiff d = diff_rules(a, b);
     const std::vector<std::string> want = {
         "block + 198.19.0.0/16",
         "block - 198.19.255.0/24",
         "table.entries_per_core 1048576 -> 1024 (takes effect when floodgate restarts)",
+        "answers per_destination 1000/s burst 100 per ipv4 /24, ipv6 /64; per_core 100000/s burst "
+        "1000 -> per_destination 1000/s burst 100 per ipv4 /24, ipv6 /64; per_core 10/s burst 1",
         "rule old: removed (its limiter state is dropped)",
         "rule new: added (proto icmp; 5/min burst 2)",
+        "rule syn: action drop -> syn-auth verified_ttl 1h30m",
         "rule syn: mode enforce -> shadow",
         "rule syn: key ipv4 /32, ipv6 /64 -> ipv4 /24, ipv6 /64 (its limiter state starts afresh)",
         "rule dns: match proto udp, dst_port 53 -> proto udp, dst_port 53,853",
