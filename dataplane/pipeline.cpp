@@ -255,13 +255,6 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
         ++rc.unanswered;
         return Verdict::drop;
     }
-    if (r.slip != 1) {  // answer every slip-th refusal, as BIND's and Knot's RRL do
-        if (r.slip == 0 || ++state.slip_count < r.slip) {
-            ++rc.unanswered;
-            return Verdict::drop;
-        }
-        state.slip_count = 0;
-    }
     if (frame.captured < frame.len) {
         plan->kind = AnswerKind::count;
         plan->why = NoAnswer::not_contiguous;
@@ -272,6 +265,15 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
     if (!plan->ok()) {
         ++rc.answer_skipped;
         return Verdict::drop;
+    }
+    // Answer every slip-th answerable refusal, as BIND's and Knot's RRL do (after planning,
+    // so that responses or junk sent to the port do not use up the turns of real queries).
+    if (r.slip != 1) {
+        if (r.slip == 0 || ++state.slip_count < r.slip) {
+            ++rc.unanswered;
+            return Verdict::drop;
+        }
+        state.slip_count = 0;
     }
     if (!answer_cap_admits(info, now_ns)) {
         ++rc.answer_capped;
@@ -329,22 +331,33 @@ bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &sour
             ++mine(r).counters.cookie_failed;
             continue;
         }
-        verify(r, info, now_ns);
-        ++mine(r).counters.verified;
+        if (verify(r, info, now_ns)) ++mine(r).counters.verified;
     }
     if (any && !valid) ++counters_.cookie_failed;
     return valid;
 }
 
-void Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
+// Marks the source verified for the rule's TTL; false if the table had no room for it (the
+// table counts a full event; the source's next SYN is challenged again). A source verified
+// for more than half its TTL still is left as it is: a RST replayed at line rate then costs
+// a lookup, not a table write and a merge record each.
+bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
     const uint64_t h = table_->hash(verified_key(r, info));
+    const uint64_t until_ns = tat_add(now_ns, r.verified_ttl_ns);
+    if (const LimitEntry *e = table_->find(h);
+        e != nullptr && e->tat_ns != kReservedTat && e->tat_ns > now_ns + r.verified_ttl_ns / 2)
+        return true;
     uint64_t tat_ns;
     LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
-    // No room: counted in the table's full events; the source's next SYN is challenged again.
-    if (e == nullptr) return;
-    table_->commit(e, h, std::max(tat_ns, tat_add(now_ns, r.verified_ttl_ns)));
-    if (merging_ && unpublished_verifications_.size() < kMaxUnpublishedKeys)
-        unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0});
+    if (e == nullptr) return false;
+    table_->commit(e, h, std::max(tat_ns, until_ns));
+    if (merging_) {
+        if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
+            unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0});
+        else
+            ++counters_.merge_unshared_keys;
+    }
+    return true;
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,

@@ -156,7 +156,7 @@ class Pipeline {
     }
     [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
                                          const RuleBits &dst, uint64_t now_ns);
-    void verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
+    bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void adopt(const RuleSet *rules);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
     void note_refusal(const PacketInfo &info, const Check &c);

@@ -165,6 +165,7 @@ void write_decided(const PcapRecord &r, Verdict v, const Pipeline &pipeline, uin
     PcapRecord answer = r;  // an answered frame is whole: captured = wire length
     const uint32_t len = build_answer(pipeline.answer_plan(i), pipeline.packet_info(i),
                                       answer.data.data(), answer.captured_len());
+    if (len == 0) return;  // the plan did not fit the frame (never expected): nothing to write
     answer.data.resize(len);
     answer.orig_len = len;
     out.answers->write(answer);

@@ -47,7 +47,7 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
       merge_interval_ns_(merge_interval_ns) {
     if (merge_ != nullptr) {
         pipeline_->enable_merge();
-        published_.reserve(kMaxUnpublishedKeys);
+        published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
     }
     // From now on stats readers ask the pipeline for copies (it is about to run on its lcore).
     pipeline_->start_serving_reads();
@@ -141,14 +141,25 @@ void Worker::run(uint64_t tsc0) {
                 if (verdicts[i] == Verdict::pass) {
                     rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
                 } else if (verdicts[i] == Verdict::answer) {
-                    // Built in the frame's own mbuf (the pipeline planned it only for a frame
-                    // in one segment) and sent back out of the port it came in on.
+                    // Built in the frame's own mbuf and sent back out of the port it came in
+                    // on. The pipeline planned it for a frame whose bytes were all in the
+                    // first segment; a chain (even of empty segments) is not answered.
                     rte_mbuf *m = pkts[i];
                     const uint32_t len =
-                        build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
-                                     rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m));
-                    rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_data_len(m) - len));
-                    m->ol_flags = 0;  // checksums are computed in software (answer.h)
+                        rte_pktmbuf_is_contiguous(m)
+                            ? build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
+                                           rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m))
+                            : 0;
+                    if (len == 0 || rte_pktmbuf_trim(m, static_cast<uint16_t>(
+                                                            rte_pktmbuf_data_len(m) - len)) != 0) {
+                        ++answers_tx_failed_;  // counted as answered: its TX failed
+                        dropped[n_dropped++] = m;
+                        continue;
+                    }
+                    // Checksums are computed in software (answer.h): no TX offload asked for;
+                    // the buffer-ownership bits of an external or indirect mbuf are kept.
+                    m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
+                    m->tx_offload = 0;
                     rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
                     ++n_answers;
                 } else {
