@@ -111,6 +111,11 @@ PacketBuilder &PacketBuilder::ipv4_ihl(uint8_t ihl_words) {
     return *this;
 }
 
+PacketBuilder &PacketBuilder::ipv4_dont_fragment() {
+    dont_fragment_ = true;
+    return *this;
+}
+
 PacketBuilder &PacketBuilder::ipv4_total_length(uint16_t length_bytes) {
     total_length_ = length_bytes;
     return *this;
@@ -196,6 +201,21 @@ PacketBuilder &PacketBuilder::tcp_data_offset(uint8_t words) {
     return *this;
 }
 
+PacketBuilder &PacketBuilder::tcp_seq(uint32_t seq) {
+    tcp_seq_ = seq;
+    return *this;
+}
+
+PacketBuilder &PacketBuilder::tcp_ack(uint32_t ack) {
+    tcp_ack_ = ack;
+    return *this;
+}
+
+PacketBuilder &PacketBuilder::tcp_window(uint16_t window) {
+    tcp_window_ = window;
+    return *this;
+}
+
 PacketBuilder &PacketBuilder::udp(uint16_t src_port, uint16_t dst_port) {
     l4_ = L4::udp;
     proto_.reset();
@@ -257,12 +277,15 @@ Frame PacketBuilder::build() const {
             upper = kProtoTcp;
             put16(&seg, src_port_);
             put16(&seg, dst_port_);
-            seg.insert(seg.end(), 8, 0);  // sequence and acknowledgement numbers
+            put16(&seg, static_cast<uint16_t>(tcp_seq_ >> 16));  // sequence number
+            put16(&seg, static_cast<uint16_t>(tcp_seq_));
+            put16(&seg, static_cast<uint16_t>(tcp_ack_ >> 16));  // acknowledgement number
+            put16(&seg, static_cast<uint16_t>(tcp_ack_));
             seg.push_back(static_cast<uint8_t>(tcp_data_offset_.value_or(5) << 4));
             seg.push_back(tcp_flags_);
-            put16(&seg, 65535);  // window
-            put16(&seg, 0);      // checksum
-            put16(&seg, 0);      // urgent pointer
+            put16(&seg, tcp_window_);
+            put16(&seg, 0);  // checksum
+            put16(&seg, 0);  // urgent pointer
             checksum_at = 16;
             break;
         case L4::udp:
@@ -318,8 +341,9 @@ Frame PacketBuilder::build() const {
         f.push_back(0);  // DSCP/ECN
         put16(&f, total_length_.value_or(static_cast<uint16_t>(header_bytes + seg.size())));
         put16(&f, 0);  // identification
-        put16(&f, static_cast<uint16_t>((more_fragments_ ? 0x2000 : 0) |
-                                        (frag_offset_blocks_ & 0x1fff)));
+        put16(&f,
+              static_cast<uint16_t>((dont_fragment_ ? 0x4000 : 0) | (more_fragments_ ? 0x2000 : 0) |
+                                    (frag_offset_blocks_ & 0x1fff)));
         f.push_back(ttl_);
         f.push_back(upper);
         put16(&f, 0);  // header checksum, filled below

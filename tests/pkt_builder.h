@@ -64,6 +64,7 @@ class PacketBuilder {
     PacketBuilder &ipv4_fragment(uint16_t offset_blocks, bool more_fragments);
     PacketBuilder &ipv4_ihl(uint8_t ihl_words);               // override
     PacketBuilder &ipv4_total_length(uint16_t length_bytes);  // override
+    PacketBuilder &ipv4_dont_fragment();                      // sets DF (off by default)
 
     PacketBuilder &ipv6(const std::string &src, const std::string &dst);
     PacketBuilder &ipv6(const Ipv6Addr &src, const Ipv6Addr &dst);
@@ -80,6 +81,9 @@ class PacketBuilder {
 
     PacketBuilder &tcp(uint16_t src_port, uint16_t dst_port, uint8_t flags);
     PacketBuilder &tcp_data_offset(uint8_t words);  // override; the header stays 20 bytes
+    PacketBuilder &tcp_seq(uint32_t seq);           // 0 by default
+    PacketBuilder &tcp_ack(uint32_t ack);           // 0 by default (whatever the ACK flag)
+    PacketBuilder &tcp_window(uint16_t window);     // 65535 by default
     PacketBuilder &udp(uint16_t src_port, uint16_t dst_port);
     PacketBuilder &icmp(uint8_t type, uint8_t code = 0);
     PacketBuilder &icmpv6(uint8_t type, uint8_t code = 0);
@@ -119,6 +123,7 @@ class PacketBuilder {
     std::vector<uint8_t> ipv4_options_;
     uint16_t frag_offset_blocks_ = 0;
     bool more_fragments_ = false;
+    bool dont_fragment_ = false;
     std::optional<uint8_t> ihl_words_;
     std::optional<uint16_t> total_length_;
     std::vector<Ext> exts_;
@@ -130,6 +135,9 @@ class PacketBuilder {
     uint16_t dst_port_ = 0;
     uint8_t tcp_flags_ = 0;
     std::optional<uint8_t> tcp_data_offset_;
+    uint32_t tcp_seq_ = 0;
+    uint32_t tcp_ack_ = 0;
+    uint16_t tcp_window_ = 65535;
     uint8_t icmp_type_ = 0;
     uint8_t icmp_code_ = 0;
 
