@@ -52,15 +52,8 @@ curls4=20 curls_other4=5 curls6=5
 
 fg_pid="" tx_pid="" syn_pid="" flood_pids=() server_pids=()
 
-stop() {  # stop PID: SIGINT, up to 10 s to finish, then SIGKILL
-  local pid="$1" deadline=$(( $(date +%s) + 10 ))
-  kill -INT "$pid" 2>/dev/null || return 0
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$pid" 2>/dev/null; break; fi
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null
-}
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
 
 cleanup() {
   set +e  # every step, whatever the ones before did

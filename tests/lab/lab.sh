@@ -28,15 +28,8 @@ ctl_pid=""
 hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
 
-stop() {  # stop PID: SIGINT, up to 10 s to finish, then SIGKILL
-  local pid="$1" deadline=$(( $(date +%s) + 10 ))
-  kill -INT "$pid" 2>/dev/null || return 0
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$pid" 2>/dev/null; break; fi
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null
-}
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
 
 cleanup() {
   [ -n "$recv_pid" ] && { kill -KILL "$recv_pid" 2>/dev/null; wait "$recv_pid" 2>/dev/null; }
