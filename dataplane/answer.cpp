@@ -30,7 +30,8 @@ uint32_t checksum_field(uint8_t proto) {
 }  // namespace
 
 void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32_t l4_bytes,
-                   uint32_t answer_len) {
+                   uint32_t answer_len, bool offload) {
+    offload = offload && (proto == kProtoTcp || proto == kProtoUdp);
     uint8_t *ip = frame + info.l3_offset;
     uint8_t *l4 = ip + ip_header_bytes(info);
     uint8_t *sum_at = l4 + checksum_field(proto);
@@ -52,11 +53,15 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
         std::memcpy(ip + 12, info.dst, 4);
         std::memcpy(ip + 16, info.src, 4);
         const auto *h = reinterpret_cast<const rte_ipv4_hdr *>(ip);
-        const uint16_t ip_sum = rte_ipv4_cksum(h);
-        std::memcpy(ip + 10, &ip_sum, 2);
-        // ICMPv4 has no pseudo-header (RFC 792).
-        l4_sum = proto == kProtoIcmp ? static_cast<uint16_t>(~rte_raw_cksum(l4, l4_bytes))
-                                     : rte_ipv4_udptcp_cksum(h, l4);
+        if (offload) {
+            l4_sum = rte_ipv4_phdr_cksum(h, 0);
+        } else {
+            const uint16_t ip_sum = rte_ipv4_cksum(h);
+            std::memcpy(ip + 10, &ip_sum, 2);
+            // ICMPv4 has no pseudo-header (RFC 792).
+            l4_sum = proto == kProtoIcmp ? static_cast<uint16_t>(~rte_raw_cksum(l4, l4_bytes))
+                                         : rte_ipv4_udptcp_cksum(h, l4);
+        }
     } else {
         store_be32(ip, 6u << 28);  // version 6, traffic class and flow label 0
         store_be16(ip + 4, static_cast<uint16_t>(l4_bytes));
@@ -65,7 +70,9 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
         std::memcpy(ip + 8, info.dst, 16);
         std::memcpy(ip + 24, info.src, 16);
         const auto *h = reinterpret_cast<const rte_ipv6_hdr *>(ip);
-        if (proto == kProtoIcmpv6) {
+        if (offload) {
+            l4_sum = rte_ipv6_phdr_cksum(h, 0);
+        } else if (proto == kProtoIcmpv6) {
             // RFC 4443 2.3: the same pseudo-header as TCP and UDP (RFC 8200 8.1), but no
             // 0 -> 0xffff substitution, which is UDP's alone.
             uint32_t sum = uint32_t{rte_ipv6_phdr_cksum(h, 0)} + rte_raw_cksum(l4, l4_bytes);

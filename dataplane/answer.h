@@ -55,6 +55,10 @@ struct AnswerPlan {
     // icmp_unreachable: bytes of the original IP datagram quoted, from its IP header on.
     uint16_t icmp_quote = 0;
     uint32_t answer_len = 0;  // frame length of the answer build_answer() will write
+    // Leave the IPv4 header checksum and the TCP or UDP checksum to the port (the answer then
+    // carries the pseudo-header sum in its L4 checksum field, as TX checksum offload wants);
+    // set by the pipeline where the port offers it, never for ICMP (no port computes those).
+    bool offload_checksums = false;
     bool ok() const { return kind != AnswerKind::count; }
 };
 

@@ -81,7 +81,7 @@ bool build_dns_truncated(const AnswerPlan &plan, const PacketInfo &info, uint8_t
     store_be16(udp + 2, info.src_port);
     store_be16(udp + 4, static_cast<uint16_t>(udp_len));
     store_be16(udp + 6, 0);  // computed by finish_answer(), also over IPv4 (RFC 768 allows 0)
-    finish_answer(frame, info, kProtoUdp, udp_len, plan.answer_len);
+    finish_answer(frame, info, kProtoUdp, udp_len, plan.answer_len, plan.offload_checksums);
     return true;
 }
 

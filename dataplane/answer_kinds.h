@@ -83,9 +83,10 @@ inline void write_tcp_header(uint8_t *tcp, uint16_t src_port, uint16_t dst_port,
 // The common tail of every builder: a fresh IP header at info.l3_offset (addresses swapped,
 // protocol proto, l4_bytes of upper layer after it), the upper layer's checksum, the Ethernet
 // addresses swapped (VLAN tags and the ethertype stay as they were) and zeros from the end of
-// the IP packet to answer_len.
+// the IP packet to answer_len. With offload (TCP and UDP only), the IPv4 header checksum is
+// left 0 and the L4 checksum field holds the pseudo-header sum, for the port to finish.
 void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32_t l4_bytes,
-                   uint32_t answer_len);
+                   uint32_t answer_len, bool offload = false);
 
 // One planner and one builder per kind, in answer_<kind>.cpp.
 #define FG_X(name)                                                                   \

@@ -36,7 +36,7 @@ bool build_tcp_rst(const AnswerPlan &plan, const PacketInfo &info, uint8_t *fram
         flags |= kTcpAck;
     }
     write_tcp_header(frame + tcp_at, info.dst_port, info.src_port, seq, ack, flags);
-    finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, plan.answer_len);
+    finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, plan.answer_len, plan.offload_checksums);
     return true;
 }
 

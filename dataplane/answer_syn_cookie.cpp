@@ -41,7 +41,7 @@ bool build_syn_cookie(const AnswerPlan &plan, const PacketInfo &info, uint8_t *f
     if (tcp_at + kTcpHeaderBytes > plan.answer_len) return false;
     write_tcp_header(frame + tcp_at, info.dst_port, info.src_port, syn_ack_seq(plan.cookie),
                      plan.cookie, kTcpSyn | kTcpAck);
-    finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, plan.answer_len);
+    finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, plan.answer_len, plan.offload_checksums);
     return true;
 }
 

@@ -282,6 +282,7 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
     }
     if (r.answer == AnswerKind::syn_cookie)
         plan->cookie = syn_cookie(cookie_key_, info, cookie_slot(now_ns));
+    plan->offload_checksums = checksum_offload_ && plan->kind != AnswerKind::icmp_unreachable;
     ++rc.answered;
     rc.answered_bytes += plan->answer_len;
     rc.answered_for_bytes += frame.len;

@@ -86,6 +86,9 @@ class Pipeline {
 
     // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
     void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
+    // Whether the port answers leave by computes IPv4, TCP and UDP checksums itself
+    // (AnswerPlan::offload_checksums).
+    void set_checksum_offload(bool on) { checksum_offload_ = on; }
 
     // Cross-core merge. Off by default (one core has nothing to merge). publish() appends this
     // core's consumption since the last call and forgets it; apply() charges another core's
@@ -177,6 +180,7 @@ class Pipeline {
     std::vector<Consumption> unpublished_;
     std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed
     CookieKey cookie_key_;
+    bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     AnswerPlan plans_[kMaxBurst];
     PacketInfo infos_[kMaxBurst];

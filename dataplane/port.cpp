@@ -16,7 +16,8 @@ const char *rss_mode_name(RssMode m) {
     return "?";
 }
 
-bool setup_port(const PortSetup &s, rte_mempool *pool, RssMode *rss, std::string *error) {
+bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, std::string *error) {
+    RssMode *rss = &features->rss;
     auto fail = [&](const char *what, int rc) {
         *error = "port " + std::to_string(s.port_id) + ": " + what + ": " + rte_strerror(-rc);
         return false;
@@ -58,6 +59,10 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, RssMode *rss, std::string
             *rss = RssMode::none;
         }
     }
+    constexpr uint64_t kChecksums =
+        RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+    features->tx_checksum_offload = (info.tx_offload_capa & kChecksums) == kChecksums;
+    if (features->tx_checksum_offload) conf.txmode.offloads |= kChecksums;
     rc = rte_eth_dev_configure(s.port_id, s.n_queues, s.n_queues, &conf);
     if (rc != 0) return fail("configure", rc);
     uint16_t rx_desc = s.rx_desc, tx_desc = s.tx_desc;

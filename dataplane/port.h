@@ -22,9 +22,18 @@ struct PortSetup {
 enum class RssMode : uint8_t { none, source_only, full_address };
 const char *rss_mode_name(RssMode m);
 
+// What the port was set up with, for the log and the workers.
+struct PortFeatures {
+    RssMode rss = RssMode::none;
+    // TX offload of IPv4 header, TCP and UDP checksums, enabled where the PMD offers all three
+    // (answers then leave their computation to the port).
+    bool tx_checksum_offload = false;
+};
+
 // Configures and starts the port. Returns false with *error on failure (nothing to undo but
 // close_port()).
-bool setup_port(const PortSetup &setup, rte_mempool *pool, RssMode *rss, std::string *error);
+bool setup_port(const PortSetup &setup, rte_mempool *pool, PortFeatures *features,
+                std::string *error);
 void close_port(uint16_t port_id);
 
 }  // namespace floodgate

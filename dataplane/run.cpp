@@ -225,14 +225,17 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     int rc = 0;
     for (uint16_t port : {ports.outside, ports.inside}) {
         if (!started.empty() && port == started[0]) continue;
-        RssMode rss;
-        if (!setup_port({port, static_cast<uint16_t>(n_workers)}, pool.get(), &rss, &error)) {
+        PortFeatures features;
+        if (!setup_port({port, static_cast<uint16_t>(n_workers)}, pool.get(), &features, &error)) {
             if (rte_eth_dev_is_valid_port(port)) close_port(port);  // configured, maybe not started
             rc = fail(error);
             break;
         }
         started.push_back(port);
-        std::printf("port %u: %u queue pairs, RSS %s\n", port, n_workers, rss_mode_name(rss));
+        std::printf("port %u: %u queue pairs, RSS %s, answers' checksums %s\n", port, n_workers,
+                    rss_mode_name(features.rss),
+                    features.tx_checksum_offload ? "offloaded to the port" : "in software");
+        if (port == ports.outside) ports.outside_checksum_offload = features.tx_checksum_offload;
     }
 
     // One table per worker, allocated on its socket; one secret hash seed for the process
@@ -277,8 +280,8 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
             pipelines.back()->set_cookie_key(cookie_key);
             const MergeRings *rings = merger ? &merger->rings(queue) : nullptr;
             workers.push_back(std::make_unique<Worker>(
-                WorkerPorts{ports.outside, ports.inside, queue}, pipelines.back().get(), &rules,
-                &g_stop, rings, opt.merge_interval_ns));
+                WorkerPorts{ports.outside, ports.inside, queue, ports.outside_checksum_offload},
+                pipelines.back().get(), &rules, &g_stop, rings, opt.merge_interval_ns));
             view.lcores.push_back(lcore);
             ++queue;
             if (!workers.back()->ok()) {

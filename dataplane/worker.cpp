@@ -27,6 +27,19 @@ void count_unsent(rte_mbuf **pkts, uint16_t unsent, void *failed) {
     *static_cast<Counter *>(failed) += unsent;
 }
 
+// What an answer asks of the port's TX checksum offload: nothing when it was computed in
+// software; else the header lengths and which checksums to compute (the L4 field already
+// holds the pseudo-header sum, answer.h).
+void answer_tx_offload(const AnswerPlan &plan, const PacketInfo &info, rte_mbuf *m) {
+    if (!plan.offload_checksums) return;
+    m->l2_len = info.l3_offset;
+    m->l3_len = info.family == 4 ? 20 : 40;
+    m->ol_flags |=
+        (info.family == 4 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM : RTE_MBUF_F_TX_IPV6) |
+        (plan.kind == AnswerKind::dns_truncated ? RTE_MBUF_F_TX_UDP_CKSUM
+                                                : RTE_MBUF_F_TX_TCP_CKSUM);
+}
+
 rte_eth_dev_tx_buffer *make_tx_buffer(Counter *failed, int socket) {
     auto *b = static_cast<rte_eth_dev_tx_buffer *>(
         rte_zmalloc_socket("fg_tx_buffer", RTE_ETH_TX_BUFFER_SIZE(kMaxBurst), 0, socket));
@@ -49,6 +62,7 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
         pipeline_->enable_merge();
         published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
     }
+    pipeline_->set_checksum_offload(ports.outside_checksum_offload);
     // From now on stats readers ask the pipeline for copies (it is about to run on its lcore).
     pipeline_->start_serving_reads();
     int socket = static_cast<int>(rte_socket_id());
@@ -156,10 +170,11 @@ void Worker::run(uint64_t tsc0) {
                         dropped[n_dropped++] = m;
                         continue;
                     }
-                    // Checksums are computed in software (answer.h): no TX offload asked for;
-                    // the buffer-ownership bits of an external or indirect mbuf are kept.
+                    // The buffer-ownership bits of an external or indirect mbuf are kept;
+                    // the rest says what the port is to compute (answer_tx_offload).
                     m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
                     m->tx_offload = 0;
+                    answer_tx_offload(pipeline_->answer_plan(i), pipeline_->packet_info(i), m);
                     rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
                     ++n_answers;
                 } else {

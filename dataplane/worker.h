@@ -23,6 +23,8 @@ struct WorkerPorts {
     uint16_t outside = 0;
     uint16_t inside = 0;  // == outside in one-port mode
     uint16_t queue = 0;   // this worker's RX and TX queue on both ports, and its worker index
+    // The outside port computes IPv4, TCP and UDP checksums of what it sends (answers).
+    bool outside_checksum_offload = false;
 };
 
 class Worker {

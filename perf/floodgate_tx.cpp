@@ -79,9 +79,9 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
     // full-size mbufs: net_af_packet and net_af_xdp refuse small ones.
     rte_mempool *rx_pool = rte_pktmbuf_pool_create("fgtx_rx", 4096, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
                                                    static_cast<int>(rte_socket_id()));
-    RssMode rss;
+    PortFeatures features;
     std::string error;
-    if (rx_pool == nullptr || !setup_port({0, 1}, rx_pool, &rss, &error)) {
+    if (rx_pool == nullptr || !setup_port({0, 1}, rx_pool, &features, &error)) {
         std::fprintf(stderr, "floodgate-tx: %s\n",
                      rx_pool == nullptr ? rte_strerror(rte_errno) : error.c_str());
         return 1;

@@ -506,6 +506,55 @@ TEST_P(AnswerNet, IcmpUnreachableQuotesWhatFits) {
     expect_icmp(echo, answer(AnswerKind::icmp_unreachable, echo), n, echo_datagram - head);
 }
 
+// With checksum offload, the answer is the software one except for what the port computes:
+// the IPv4 header checksum left 0, and the TCP or UDP checksum field holding the pseudo-header
+// sum (not complemented), from which a port's checksum over the segment gives the software
+// value. ICMP is never offloaded.
+TEST_P(AnswerNet, OffloadedChecksumsAreWhatThePortCompletes) {
+    const Net &n = GetParam();
+    for (AnswerKind kind : {AnswerKind::syn_cookie, AnswerKind::dns_truncated, AnswerKind::tcp_rst,
+                            AnswerKind::icmp_unreachable}) {
+        SCOPED_TRACE(answer_kind_name(kind));
+        const Frame in = valid_frame(kind, n);
+        const Answer soft = answer(kind, in, 0x5eed1234);
+        ASSERT_TRUE(soft.plan.ok());
+
+        const auto len = static_cast<uint32_t>(in.size());
+        PacketInfo info;
+        ASSERT_EQ(parse_packet(in.data(), len, &info), ParseStatus::ip);
+        auto buf = heap_copy(in.data(), in.size());
+        AnswerPlan plan = plan_answer(kind, buf.get(), len, info);
+        plan.cookie = 0x5eed1234;
+        plan.offload_checksums = true;
+        ASSERT_EQ(build_answer(plan, info, buf.get(), len), soft.plan.answer_len);
+        Frame off(buf.get(), buf.get() + soft.plan.answer_len);
+
+        const bool icmp = kind == AnswerKind::icmp_unreachable;
+        const uint8_t proto = icmp ? (n.family == 4 ? kProtoIcmp : kProtoIcmpv6)
+                                   : (kind == AnswerKind::dns_truncated ? kProtoUdp : kProtoTcp);
+        const size_t l3 = n.l3(), l4 = n.answer_l4();
+        const size_t l4_len = (n.family == 4 ? be16(off, l3 + 2) - 20u : be16(off, l3 + 4));
+        const size_t field = l4 + (proto == kProtoUdp ? 6 : proto == kProtoTcp ? 16 : 2);
+        if (icmp) {
+            EXPECT_EQ(off, soft.frame);  // computed in software, offload or not
+            continue;
+        }
+        if (n.family == 4) {
+            EXPECT_EQ(be16(off, l3 + 10), 0);  // the port's to compute
+            put16(&off, l3 + 10, static_cast<uint16_t>(~ones_sum(&off[l3], 20)));
+        }
+        // The field holds the pseudo-header sum (RFC 768, RFC 9293 3.1, RFC 8200 8.1), folded.
+        const size_t addrs = n.family == 4 ? l3 + 12 : l3 + 8;
+        const uint16_t pseudo =
+            ones_sum(&off[addrs], n.family == 4 ? 8 : 32, proto + static_cast<uint32_t>(l4_len));
+        EXPECT_EQ(be16(off, field), pseudo);
+        uint16_t port_sum = static_cast<uint16_t>(~ones_sum(&off[l4], l4_len));
+        if (proto == kProtoUdp && port_sum == 0) port_sum = 0xffff;
+        put16(&off, field, port_sum);
+        EXPECT_EQ(off, soft.frame);
+    }
+}
+
 std::string net_name(const ::testing::TestParamInfo<Net> &info) {
     return info.param.name;
 }
