@@ -27,7 +27,8 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
   micro: perf/bench_decision (per-packet decision at 1K, 1M and 16M live keys) and
      perf/bench_table (the table against rte_hash + rte_meter).
   syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
-     dropped, every SYN answered), --bench-reps repetitions, every repetition kept.
+     dropped, every SYN answered), --bench-reps repetitions interleaved at random, every
+     repetition kept.
 Rates are medians of one-second samples after a warm-up; each peer's figure is the median of
 its repetitions.
 """
@@ -523,6 +524,9 @@ table netdev floodgate_perf {
         p = subprocess.run([self.bin["bench_decision"], "--benchmark_filter=^BM_SynFlood/",
                             "--benchmark_min_time=1",
                             "--benchmark_repetitions=%d" % self.args.bench_reps,
+                            # The regimes' repetitions shuffled together, so that a noisy
+                            # spell of the machine falls on all of them alike.
+                            "--benchmark_enable_random_interleaving=true",
                             "--benchmark_format=json"], capture_output=True, text=True,
                            timeout=3600)
         if p.returncode != 0:
@@ -578,7 +582,7 @@ def main():
     ap.add_argument("--cases", default="1,2,3,micro", help="of 1,2,3,micro,syn")
     ap.add_argument("--mixes", default="a,b,c,d,e,e-drop",
                     help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
-    ap.add_argument("--bench-reps", type=int, default=5, help="repetitions of the syn case")
+    ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
     ap.add_argument("--quick", action="store_true", help="1 repetition, 2 samples")
     ap.add_argument("--out", default=os.path.join(ROOT, "perf/results"))
     args = ap.parse_args()
