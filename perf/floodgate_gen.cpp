@@ -5,14 +5,15 @@
 //   floodgate-gen syn-flood --out syn.pcap  spoofed SYNs toward the answers lab's web server
 //                                           (tests/lab/answers.sh), replayed in a loop by
 //                                           floodgate-tx
-//   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d --out mix.pcap
+//   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out mix.pcap
 //                                           the benchmark mixes (perf/harness.py), 64-byte
 //                                           frames on the wire (IPv6: 66, its minimum)
 //
 // Deterministic (fixed seed): the same command writes the same bytes. Addresses are inside
 // 198.18.0.0/15 and 2001:db8::/32, except mix-b's 1,048,576 distinct sources, which need
 // more than a /15: they are drawn from 10.0.0.0/8 and that mix is only ever replayed inside
-// one process or over shared memory, never sent on a network (mix-b15 is its /15 variant).
+// one process or over shared memory, never sent on a network (mix-b15 is its /15 variant), and
+// mix-e's, the same 1,048,576 sources sending SYNs.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -291,6 +292,15 @@ int mix(const std::string &name, const std::string &out) {
         for (uint32_t i = 0; i < 1000000; ++i)
             frames.push_back(
                 udp64(from_u32(i % 10 == 9 ? legit[i / 10] : 0xc6120000u + flood(rng))));
+    } else if (name == "mix-e") {
+        // (e) a SYN flood from 1,048,576 random sources of 10.0.0.0/8, each once per pass, to
+        // port 80 from random source ports: 54-byte SYNs padded to 60 (64 on the wire).
+        for (uint32_t a : shuffled_range(0x0a000000u, 1u << 20, rng))
+            frames.push_back(PacketBuilder()
+                                 .ipv4(from_u32(a), Ipv4{198, 18, 255, 1})
+                                 .tcp(static_cast<uint16_t>(1024 + rng() % 64512), 80, 0x02)
+                                 .trailing(6)
+                                 .build());
     } else {
         return -1;
     }
@@ -299,7 +309,8 @@ int mix(const std::string &name, const std::string &out) {
 
 void usage(std::FILE *to) {
     std::fputs(
-        "usage: floodgate-gen demo|lab|syn-flood|mix-a|mix-b|mix-b15|mix-c|mix-d --out FILE.pcap\n",
+        "usage: floodgate-gen demo|lab|syn-flood|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out "
+        "FILE.pcap\n",
         to);
 }
 

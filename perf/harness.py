@@ -1,18 +1,24 @@
 #!/usr/bin/python3
 """floodgate's performance harness: every case, side by side with its baseline, as ratios.
 
-    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro] [--quick]
+    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn]
+                    [--mixes a,b,c,d,e,e-drop] [--quick]
 
 Writes perf/results/<date>.json; perf/report.py turns it into perf/RESULTS.md. As root.
 
 Mixes (floodgate-gen, 64-byte frames): a one source; b 1,048,576 random sources (b15: the
 131,072 of 198.18.0.0/15, for the case that sends on a veth); c IPv6 sources over 65,536 /64s;
-d 90% flood from 1,000 sources and 10% legitimate traffic under its limits.
+d 90% flood from 1,000 sources and 10% legitimate traffic under its limits; e a SYN flood from
+1,048,576 random sources, every SYN answered with a SYN-ACK cookie (perf/perf-syn-auth.yaml,
+answer caps out of the way), and e-drop the same SYNs, every one refused and dropped
+(perf/perf-syn-drop.yaml): case 1 only, the two side by side give the cost of an answer.
 
 Cases, each peer run in turn (baseline first on even repetitions, floodgate first on odd):
   1  in-process I/O: dpdk-testpmd --forward-mode=io and floodgate run (one worker), both
      reading the mix from net_pcap (infinite_rx) and sending to net_null, same EAL options,
-     same mbuf pool (count and size).
+     same mbuf pool (count and size). Mixes e and e-drop: net_pcap without tx_pcap, whose TX
+     counts and frees what it is given as net_null does (floodgate's answers leave by the
+     outside port, the pcap one: written to a file, their cost would be libpcap's).
   2  two processes over shared memory: floodgate-tx writes the mix into net_memif; testpmd
      rxonly, testpmd io (to net_null) or floodgate receive it.
   3  the kernel: floodgate-tx sends the mix over a veth pair between two namespaces
@@ -20,6 +26,9 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
      per source) or floodgate on net_af_xdp (net_af_packet where AF_XDP is refused) judges it.
   micro: perf/bench_decision (per-packet decision at 1K, 1M and 16M live keys) and
      perf/bench_table (the table against rte_hash + rte_meter).
+  syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
+     dropped, every SYN answered), --bench-reps repetitions interleaved at random, every
+     repetition kept.
 Rates are medians of one-second samples after a warm-up; each peer's figure is the median of
 its repetitions.
 """
@@ -38,7 +47,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "mix-d"}
+MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "mix-d",
+             "e": "mix-e", "e-drop": "mix-e"}
+# Rules per mix (default perf/perf.yaml).
+MIX_CONFIG = {"e": "perf/perf-syn-auth.yaml", "e-drop": "perf/perf-syn-drop.yaml"}
+CASE1_ONLY = {"e", "e-drop"}  # 10.0.0.0/8 sources, and the answers need case 1's ports
 MBUF_SIZE = 256  # data room, headroom included: a 64-byte frame fits; the same for every peer
 
 
@@ -251,9 +264,10 @@ class Harness:
             "--stats-period", "1", "--rxq=1", "--txq=1"]
         return Sampler(self.netns(netns) + cmd, testpmd_parser(rx_port))
 
-    def floodgate(self, ports_vdevs, mbufs, prefix, stats, netns=None, mbuf_size=MBUF_SIZE):
+    def floodgate(self, ports_vdevs, mbufs, prefix, stats, netns=None, mbuf_size=MBUF_SIZE,
+                  config=None):
         cmd = [self.bin["floodgate"], "run"] + self.eal(prefix, self.lcores(), 2048) + \
-            ports_vdevs + ["--", "--config", self.config, "--control", "none",
+            ports_vdevs + ["--", "--config", config or self.config, "--control", "none",
                            "--stats-interval", "1", "--stats", stats, "--mbufs", str(mbufs),
                            "--mbuf-size", str(mbuf_size)]
         return Sampler(self.netns(netns) + cmd, floodgate_parser)
@@ -267,22 +281,42 @@ class Harness:
         values = sampler.run(warmup=2, samples=a.seconds, timeout=a.seconds + 120)
         return statistics.median(values)
 
-    def cycles_per_packet(self, stats):
+    @staticmethod
+    def read_stats(stats):
+        """floodgate's --stats JSON (written as it stops), or {} without one."""
         try:
             with open(stats) as f:
-                return json.load(f)["cycles"]["per_packet"]
-        except (OSError, KeyError, ValueError):
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def cycles_per_packet(self, stats):
+        return self.read_stats(stats).get("cycles", {}).get("per_packet")
+
+    def answer_counts(self, stats):
+        """The whole run's packets, refusals and answers (warm-up included), and the frames
+        the outside port sent: every answer is one."""
+        s = self.read_stats(stats)
+        if "packets" not in s:
             return None
+        nic = [n for n in s.get("nic", []) if n.get("role") == "outside"]
+        return {"packets": s["packets"], "rate_limited": s["rate_limited"],
+                "answered": s["answered"], "answer_capped": s["answer_capped"],
+                "outside_tx": nic[0].get("tx_packets") if nic else None}
 
     # --- case 1 ------------------------------------------------------------------------
     def case1(self):
         out = []
         for mix in self.args.mixes:
             path = self.mix(mix)
-            vdevs = ["--vdev", "net_pcap0,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null" % path,
+            # Without tx_pcap net_pcap's TX frees and counts (where the answers go).
+            tx = "" if mix in CASE1_ONLY else ",tx_pcap=/dev/null"
+            vdevs = ["--vdev", "net_pcap0,rx_pcap=%s,infinite_rx=1%s" % (path, tx),
                      "--vdev", "net_null0,no-rx=1"]
-            row = {"mix": mix, "frames": self.frames(path), "testpmd_io": [], "floodgate": [],
-                   "floodgate_cycles_per_packet": []}
+            config = os.path.join(ROOT, MIX_CONFIG.get(mix, "perf/perf.yaml"))
+            row = {"mix": mix, "frames": self.frames(path), "config": os.path.relpath(config, ROOT),
+                   "testpmd_io": [], "floodgate": [], "floodgate_cycles_per_packet": [],
+                   "floodgate_counts": []}
             for rep in range(self.args.reps):
                 order = ["testpmd_io", "floodgate"] if rep % 2 == 0 else ["floodgate",
                                                                           "testpmd_io"]
@@ -294,9 +328,13 @@ class Harness:
                             vdevs, "io", self.mbufs(path), "fgp-tp"))))
                     else:
                         stats = os.path.join(self.work, "stats.json")
+                        if os.path.exists(stats):
+                            os.unlink(stats)  # the last run's
                         row[peer].append(self.guarded(what, lambda: self.measure(
-                            self.floodgate(vdevs, self.mbufs(path), "fgp-fg", stats))))
+                            self.floodgate(vdevs, self.mbufs(path), "fgp-fg", stats,
+                                           config=config))))
                         row["floodgate_cycles_per_packet"].append(self.cycles_per_packet(stats))
+                        row["floodgate_counts"].append(self.answer_counts(stats))
             out.append(summarise(row, "floodgate", ["testpmd_io"]))
         self.results["cases"]["1"] = out
 
@@ -304,7 +342,7 @@ class Harness:
     def case2(self):
         out = []
         sock = os.path.join(self.work, "memif.sock")
-        for mix in self.args.mixes:
+        for mix in [m for m in self.args.mixes if m not in CASE1_ONLY]:
             path = self.mix(mix)
             memif = "net_memif0,role=client,socket=%s,socket-abstract=no" % sock
             row = {"mix": mix, "frames": self.frames(path), "testpmd_rxonly": [],
@@ -360,7 +398,8 @@ class Harness:
         try:
             self.veth(tag, gen_ns, flt_ns)
             pmd = "af_xdp" if self.af_xdp_works(tag, flt_ns) else "af_packet"
-            for mix in [m if m != "b" else "b15" for m in self.args.mixes]:
+            for mix in [m if m != "b" else "b15" for m in self.args.mixes
+                        if m not in CASE1_ONLY]:
                 path = self.mix(mix)
                 row = {"mix": mix, "frames": self.frames(path), "pmd": pmd, "nftables": [],
                        "floodgate": [], "generator": []}
@@ -480,6 +519,31 @@ table netdev floodgate_perf {
             res[name] = rows
         self.results["micro"] = res
 
+    def syn(self):
+        """BM_SynFlood alone, every repetition kept (medians and ranges in the report)."""
+        p = subprocess.run([self.bin["bench_decision"], "--benchmark_filter=^BM_SynFlood/",
+                            "--benchmark_min_time=1",
+                            "--benchmark_repetitions=%d" % self.args.bench_reps,
+                            # The regimes' repetitions shuffled together, so that a noisy
+                            # spell of the machine falls on all of them alike.
+                            "--benchmark_enable_random_interleaving=true",
+                            "--benchmark_format=json"], capture_output=True, text=True,
+                           timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError("bench_decision: " + p.stderr[-2000:])
+        rows = {}
+        for b in json.loads(p.stdout)["benchmarks"]:
+            if b.get("run_type") != "iteration":
+                continue
+            row = rows.setdefault(b["run_name"], {"name": b["run_name"], "ns": []})
+            row["ns"].append(b["real_time"])
+            for k in ("answered", "refused", "answer_bytes", "keys_live"):
+                if k in b:
+                    row[k] = b[k]
+        for row in rows.values():
+            row["median_ns"] = statistics.median(row["ns"])
+        self.results.setdefault("micro", {})["bench_syn_flood"] = list(rows.values())
+
     def machine(self):
         cpu = "unknown"
         with open("/proc/cpuinfo") as f:
@@ -489,7 +553,11 @@ table netdev floodgate_perf {
                     break
         with open("/proc/meminfo") as f:
             mem_kb = int(f.readline().split()[1])
-        ver = lambda *c: subprocess.run(list(c), capture_output=True, text=True).stdout.strip()  # noqa
+        def ver(*c):
+            try:
+                return subprocess.run(list(c), capture_output=True, text=True).stdout.strip()
+            except FileNotFoundError:  # nft, when only cases without nftables run
+                return c[0] + " not installed"
         return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1),
                 "kernel": platform.release(), "dpdk": ver("pkg-config", "--modversion", "libdpdk"),
                 "nftables": ver("nft", "--version"),
@@ -511,8 +579,10 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cases", default="1,2,3,micro")
-    ap.add_argument("--mixes", default="a,b,c,d")
+    ap.add_argument("--cases", default="1,2,3,micro", help="of 1,2,3,micro,syn")
+    ap.add_argument("--mixes", default="a,b,c,d,e,e-drop",
+                    help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
+    ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
     ap.add_argument("--quick", action="store_true", help="1 repetition, 2 samples")
     ap.add_argument("--out", default=os.path.join(ROOT, "perf/results"))
     args = ap.parse_args()
@@ -521,13 +591,14 @@ def main():
     args.mixes = args.mixes.split(",")
     h = Harness(args)
     h.results["machine"] = h.machine()
+    h.results["command"] = " ".join(["perf/harness.py"] + sys.argv[1:])
     h.results["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     h.results["settings"] = {"seconds": args.seconds, "repetitions": args.reps,
                              "mbuf_size": MBUF_SIZE, "config": "perf/perf.yaml"}
     failures = []
     for case in args.cases.split(","):
         try:
-            {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro}[case]()
+            {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn}[case]()
         except Exception as e:  # one case failing still leaves the others' figures
             log("case %s failed: %s" % (case, e))
             failures.append({"case": case, "error": str(e)[-3000:]})

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The performance harness in one command: installs what is missing (nftables too), builds
 # with the benchmarks, reserves hugepages, runs every case side by side with its baseline
-# (perf/harness.py, about 20 minutes on 2 cores) and writes perf/results/DATE.json and
-# perf/RESULTS.md from it. As root. Extra arguments go to the harness (--quick, --cases 1).
+# (perf/harness.py, about 25 minutes on 2 cores) and writes perf/results/DATE.json and
+# perf/RESULTS.md from it. As root. Extra arguments go to the harness (--quick, --cases 1,
+# --mixes e,e-drop).
 source "$(dirname "$0")/../scripts/lib.sh"
 FG_PACKAGES+=(nftables)
 fg_install_deps
