@@ -192,6 +192,8 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
             c.entry = nullptr;
             c.reserved = false;
             c.admitted = false;
+            if (r.on_table_full != TableFullPolicy::shared) [[unlikely]]
+                unverified_table_full(r, &c, now_ns);
         } else {
             uint64_t tat_ns;
             c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
@@ -241,6 +243,27 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         }
     }
     return Verdict::pass;
+}
+
+// A source that could not be remembered once it proves itself is a new key meeting a full
+// table: with on_table_full pass its SYN passes unchallenged, with drop it is dropped without
+// an answer (counted like limits' table-full keys). With shared (the default) it is
+// challenged: a challenge stores nothing.
+void Pipeline::unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
+    uint64_t tat_ns;
+    LimitEntry *e = table_->acquire(c->verify_hash, now_ns, &tat_ns);
+    if (e != nullptr) {
+        table_->release(e, c->verify_hash);  // room: the challenge goes out as usual
+        return;
+    }
+    RuleCounters &rc = mine(r).counters;
+    c->unverified = false;  // not challenged either way
+    if (r.on_table_full == TableFullPolicy::pass) {
+        ++rc.table_full_pass;
+        c->admitted = true;
+    } else {
+        ++rc.table_full_drop;
+    }
 }
 
 // What the blamed rule's action does with a refused packet. Every refusal lands in exactly one

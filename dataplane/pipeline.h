@@ -153,6 +153,7 @@ class Pipeline {
     Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
                            uint64_t now_ns, AnswerPlan *plan);
     bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
+    [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     bool verified(uint64_t verify_hash, uint64_t now_ns) {
         const LimitEntry *e = table_->find(verify_hash);
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;

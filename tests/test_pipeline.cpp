@@ -100,6 +100,49 @@ TEST_F(PipelineTest, SharedOverflowBucketHoldsAllNewKeysToOneAllowance) {
 
 // Two cores, one key, rule 10/s burst 2 (T = 100 ms, tau = 200 ms), merged at 1 ms and
 // 301 ms. Every expected verdict is worked out by hand in the comments.
+// syn-auth and a full table: a challenge needs no room, but remembering the source once it
+// answers would, so the rule's on_table_full decides for an unverified source then.
+TEST_F(PipelineTest, UnverifiedSourcesMeetingAFullTableFollowOnTableFull) {
+    for (TableFullPolicy policy :
+         {TableFullPolicy::pass, TableFullPolicy::drop, TableFullPolicy::shared}) {
+        SCOPED_TRACE(static_cast<int>(policy));
+        Config c;
+        c.table_entries_per_core = 1;  // 6 slots
+        Rule syn = rule("syn", 6, policy);
+        syn.match.tcp_flags = {kTcpSyn, kTcpAck};
+        syn.action = RuleAction::syn_auth;
+        c.rules = {syn, rule("fill", 17, TableFullPolicy::drop)};
+        build(c);
+        // With room, an unverified SYN is challenged whatever the policy, storing nothing.
+        EXPECT_EQ(send(tcp_from("198.18.0.1"), 0), Verdict::answer);
+        EXPECT_EQ(table_->stats().occupancy, 1u) << "the per-/24 answer cap's key";
+        for (int i = 1; i <= 5; ++i)
+            EXPECT_EQ(send(udp_from("198.18.3." + std::to_string(i)), 0), Verdict::pass);
+        ASSERT_EQ(table_->stats().occupancy, 6u);
+        const Verdict v = send(tcp_from("198.18.0.2"), 0);
+        const RuleCounters &rc = counters(0);
+        switch (policy) {
+            case TableFullPolicy::pass:
+                EXPECT_EQ(v, Verdict::pass);
+                EXPECT_EQ(rc.table_full_pass, 1u);
+                EXPECT_EQ(rc.passed, 1u);
+                break;
+            case TableFullPolicy::drop:
+                EXPECT_EQ(v, Verdict::drop);
+                EXPECT_EQ(rc.table_full_drop, 1u);
+                EXPECT_EQ(rc.unanswered, 1u);
+                break;
+            case TableFullPolicy::shared:
+                // Challenged: the source's /24 already has its answer-cap key.
+                EXPECT_EQ(v, Verdict::answer);
+                break;
+        }
+        EXPECT_EQ(rc.matched, rc.passed + rc.refused + rc.overruled);
+        EXPECT_EQ(rc.refused, rc.answered + rc.answer_capped + rc.answer_skipped + rc.unanswered);
+        EXPECT_EQ(table_->stats().occupancy, 6u);
+    }
+}
+
 TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
     Config c;
     c.table_entries_per_core = 64;
