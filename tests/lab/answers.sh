@@ -252,11 +252,14 @@ run() {
   drops "$dir/drops-after"
 
   # 2. DNS: the flooding clients' own queries over the dns limit, and a quiet client's.
-  ip netns exec "$out_ns" "${tools[@]}" dnsflood "$client4" "$server4" 200 3 "$dir/dnsflood-4.json" &
+  ip netns exec "$out_ns" "${tools[@]}" dnsflood "$client4" "$server4" 200 3 "$dir/dnsflood-4.json" \
+    >"$dir/dnsflood-4.log" &
   flood_pids+=($!)
-  ip netns exec "$out_ns" "${tools[@]}" dnsflood "$client6" "$server6" 200 3 "$dir/dnsflood-6.json" &
+  wait_for "$dir/dnsflood-4.log" "^over the limit" 10 "${flood_pids[0]}"
+  ip netns exec "$out_ns" "${tools[@]}" dnsflood "$client6" "$server6" 200 3 "$dir/dnsflood-6.json" \
+    >"$dir/dnsflood-6.log" &
   flood_pids+=($!)
-  sleep 0.5
+  wait_for "$dir/dnsflood-6.log" "^over the limit" 10 "${flood_pids[1]}"
   in_out dig -b "$client4" "@$server4" www.lab.test A +time=2 +tries=1 >"$dir/dig-flooded4.txt" 2>&1 || true
   in_out dig -b "$client6" "@$server6" www.lab.test A +time=2 +tries=1 >"$dir/dig-flooded6.txt" 2>&1 || true
   in_out dig -b "$other4" "@$server4" www.lab.test A +time=2 +tries=1 >"$dir/dig-quiet4.txt" 2>&1 || true
