@@ -44,7 +44,7 @@ SERVER_COUNTERS = ["TcpPassiveOpens", "TcpExtListenDrops", "TcpExtListenOverflow
 # unacceptable ACK with a RST and, on its first try, rearms its retransmit timer to
 # TCP_TIMEOUT_MIN (2 jiffies; tcp_rcv_synsent_state_process), so it retries within ~10 ms;
 # a stack that waits for its 1 s initial RTO pays that once.
-FIRST_MAX_S, LATER_MAX_S = 1.5, 0.5
+FIRST_MAX_S, FIRST_LOST_MAX_S, LATER_MAX_S = 1.5, 3.5, 0.5
 
 work, mode, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 
@@ -114,6 +114,18 @@ def results(run, name, key):
     return [r["result"] for r in d.get(key, [])], d
 
 
+def ring_loss(run, stats):
+    """Frames offered to floodgate's outside port and how many its net_af_packet ring lost:
+    every frame the outside veth took in was for floodgate, and what it did not read was lost
+    (the rest of the run adds a few hundred frames). (None, 0) when unknown."""
+    b, a = load(run, "drops-before-host.json", {}) or {}, load(run, "drops-after-host.json", {}) or {}
+    outside = next((d for d in a if d.endswith("-o")), None)
+    if not outside or not stats:
+        return None, 0
+    offered = a[outside]["rx_packets"] - b.get(outside, {}).get("rx_packets", 0)
+    return offered, max(offered - stats["packets"], 0)
+
+
 def report(run):
     stats = load(run, "stats.json", {}) or {}
     times = load(run, "times.json", {}) or {}
@@ -139,13 +151,8 @@ def report(run):
             lost.append(f"CPU backlogs dropped {a['softnet_dropped'] - b.get('softnet_dropped', 0):,}")
     if lost:
         print("during the flood: " + "; ".join(lost))
-    b, a = load(run, "drops-before-host.json", {}) or {}, load(run, "drops-after-host.json", {}) or {}
-    outside = next((d for d in a if d.endswith("-o")), None)
-    if outside and stats:
-        # Every frame the outside veth took in was for floodgate; what it did not read (the
-        # rest of the run adds a few hundred frames) was lost in its net_af_packet ring.
-        offered = a[outside]["rx_packets"] - b.get(outside, {}).get("rx_packets", 0)
-        ring = max(offered - stats["packets"], 0)
+    offered, ring = ring_loss(run, stats)
+    if offered is not None:
         print(f"lost in floodgate's receive ring: about {ring:,} of {offered:,} frames "
               f"({ring / max(offered, 1):.0%})")
     syns = (load(run, "syns.json", {}) or {}).get("syns", {})
@@ -258,12 +265,21 @@ def assert_answers(run):
         rs = all_curls.get(src, [])
         check(len(rs) == n and all(ok for ok, _, _ in rs),
               f"curl from {src}: {sum(ok for ok, _, _ in rs)} of {n} requests succeeded")
-    for src, rs in all_curls.items():
-        first = rs[0][1]
-        check(first <= FIRST_MAX_S,
+    # A frame lost in floodgate's receive ring under the flood (the SYN again, or the RST)
+    # costs the client one more SYN timeout: then one client of three may take up to
+    # FIRST_LOST_MAX_S, and only when the ring did lose frames in this run.
+    _, ring = ring_loss(run, stats)
+    firsts = {src: rs[0][1] for src, rs in all_curls.items()}
+    slow_firsts = [src for src, t in firsts.items() if t > FIRST_MAX_S]
+    allowed = 1 if ring > 0 else 0
+    for src, first in firsts.items():
+        bound = FIRST_LOST_MAX_S if src in slow_firsts and len(slow_firsts) <= allowed else FIRST_MAX_S
+        check(first <= bound,
               f"curl from {src}: the first connection paid at most one SYN retransmission (SYN "
               f"answered by floodgate, the client's RST, its SYN again): time_connect "
-              f"{first * 1000:.1f} ms <= {FIRST_MAX_S * 1000:.0f} ms")
+              f"{first * 1000:.1f} ms <= {bound * 1000:.0f} ms"
+              + (f" (one client may pay one more SYN timeout: the ring lost {ring:,} frames)"
+                 if bound == FIRST_LOST_MAX_S else ""))
     # Later connections: none should pay a cookie round again (verified_ttl is 10 minutes), but
     # under the flood floodgate's net_af_packet ring loses some frames (the report shows how
     # many), and a lost SYN or SYN-ACK costs the same 1 s: fewer than a quarter may be slow. A
