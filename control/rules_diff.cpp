@@ -109,9 +109,12 @@ std::string describe_match(const RuleMatch &m) {
     return s;
 }
 
+std::string describe_rate(uint64_t count, uint64_t period_ns, uint32_t burst) {
+    return std::to_string(count) + "/" + period_text(period_ns) + " burst " + std::to_string(burst);
+}
+
 std::string describe_limit(const Rule &r) {
-    return std::to_string(r.rate_count) + "/" + period_text(r.rate_period_ns) + " burst " +
-           std::to_string(r.burst_pkts);
+    return describe_rate(r.rate_count, r.rate_period_ns, r.burst_pkts);
 }
 
 // The action with the settings it takes: "syn-auth verified_ttl 10m", "dns-truncate slip 2".
@@ -126,8 +129,7 @@ std::string describe_action(const Rule &r) {
 
 std::string describe_caps(const AnswerCaps &c) {
     const auto limit = [](const RateLimit &l) {
-        return std::to_string(l.count) + "/" + period_text(l.period_ns) + " burst " +
-               std::to_string(l.burst);
+        return describe_rate(l.count, l.period_ns, l.burst);
     };
     return "per_destination " + limit(c.per_destination) + " per ipv4 /" +
            std::to_string(c.destination_ipv4_len) + ", ipv6 /" +

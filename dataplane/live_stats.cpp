@@ -44,6 +44,12 @@ PortCounters answers(const CoreReading &r, const WorkerReading &w) {
     return {r.stats.counters.answered, r.stats.counters.answered, w.answers_tx_failed};
 }
 
+void add(PortCounters *sum, const PortCounters &c) {
+    sum->rx += c.rx;
+    sum->tx += c.tx;
+    sum->tx_failed += c.tx_failed;
+}
+
 // The NIC's (or virtual device's) own counters, which include what never reached a worker.
 ordered_json nic(uint16_t port, const char *role) {
     rte_eth_stats s{};
@@ -97,17 +103,9 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
     uint64_t lost = view.merger != nullptr ? view.merger->dropped() : 0, lag = 0, busy = 0;
     for (size_t i = 0; i < workers.size(); ++i) {
         const WorkerReading &w = own[i];
-        const PortCounters f = filtered(readings[i], w), b = returning(w);
-        in.rx += f.rx;
-        in.tx += f.tx;
-        in.tx_failed += f.tx_failed;
-        back.rx += b.rx;
-        back.tx += b.tx;
-        back.tx_failed += b.tx_failed;
-        const PortCounters a = answers(readings[i], w);
-        ans.rx += a.rx;
-        ans.tx += a.tx;
-        ans.tx_failed += a.tx_failed;
+        add(&in, filtered(readings[i], w));
+        add(&back, returning(w));
+        add(&ans, answers(readings[i], w));
         cores.push_back(core(static_cast<unsigned>(i), view.lcores[i], readings[i], w));
         lost += w.merge_records_lost;
         lag = std::max(lag, w.merge_max_lag_ns);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 namespace floodgate {
@@ -321,13 +320,8 @@ bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
     const AnswerCapProfiles &caps = rules_->answer_caps();
     uint64_t core_tat_ns;
     if (!gcra_admit(caps.per_core, answer_core_tat_ns_, now_ns, &core_tat_ns)) return false;
-    const unsigned f = info.family == 6;
-    uint64_t hi, lo;
-    std::memcpy(&hi, info.src, 8);
-    std::memcpy(&lo, info.src + 8, 8);
-    const LimitKey key{hi & caps.dst_mask_hi[f], lo & caps.dst_mask_lo[f],
-                       kTagAnswerCap | info.family};
-    const uint64_t h = table_->hash(key);
+    const uint64_t h = table_->hash(
+        source_key(info, caps.dst_mask_hi, caps.dst_mask_lo, kTagAnswerCap | info.family));
     uint64_t tat_ns, new_tat_ns;
     LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
     if (e == nullptr) return false;  // no room to count it: answering is optional, so don't

@@ -97,13 +97,20 @@ inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleB
 inline constexpr uint32_t kTagVerified = 0x80;
 inline constexpr uint32_t kTagAnswerCap = 0x40;
 
-// The rule's key for this packet's source.
-inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
+// The packet's source address masked for its family (masks from key_masks(): [0] IPv4,
+// [1] IPv6), under tag.
+inline LimitKey source_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
+                           const uint64_t (&mask_lo)[2], uint32_t tag) {
     unsigned f = p.family == 6;
     uint64_t hi, lo;
     std::memcpy(&hi, p.src, 8);
     std::memcpy(&lo, p.src + 8, 8);
-    return LimitKey{hi & r.key_mask_hi[f], lo & r.key_mask_lo[f], r.key_id << 8 | p.family};
+    return LimitKey{hi & mask_hi[f], lo & mask_lo[f], tag};
+}
+
+// The rule's key for this packet's source.
+inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
+    return source_key(p, r.key_mask_hi, r.key_mask_lo, r.key_id << 8 | p.family);
 }
 
 // The key under which a syn-auth rule remembers that the packet's source proved itself.

@@ -60,20 +60,57 @@ Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0) {
     return c;
 }
 
-void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes) {
-    Config config = bench_config(keys, regime, prefixes);
+// What a benchmark decides with: its rules, a table of keys and the pipeline over both.
+struct Bench {
+    std::unique_ptr<RuleSet> rules;
+    std::unique_ptr<LimitTable> table;
+    std::unique_ptr<Pipeline> pipeline;
+};
+
+// False, with the benchmark skipped, when the rules or the table cannot be made.
+bool make_bench(benchmark::State &state, const Config &config, uint64_t keys, Bench *b) {
     std::string error;
-    std::unique_ptr<RuleSet> rules = RuleSet::build(config, -1, &error);
-    if (!rules) {
+    b->rules = RuleSet::build(config, -1, &error);
+    if (!b->rules) {
         state.SkipWithError(error.c_str());
-        return;
+        return false;
     }
-    LimitTable table(keys, random_hash_seed());
-    if (!table.ok()) {
+    b->table = std::make_unique<LimitTable>(keys, random_hash_seed());
+    if (!b->table->ok()) {
         state.SkipWithError("cannot allocate the table");
-        return;
+        return false;
     }
-    Pipeline pipeline(rules.get(), &table);
+    b->pipeline = std::make_unique<Pipeline>(b->rules.get(), b->table.get());
+    return true;
+}
+
+// The source of the seq-th packet, in network order, in memory only and never sent (16M
+// distinct sources need more than 198.18.0.0/15): 10.0.0.0 + a key, where an odd multiplier
+// modulo the power of two `keys` makes each pass a permutation of the keys.
+uint32_t source_addr(uint64_t seq, uint64_t keys) {
+    const auto key = static_cast<uint32_t>((seq * 2654435761u) & (keys - 1));
+    return __builtin_bswap32(0x0a000000u + key);
+}
+
+// The timed loop: one iteration is one packet (a burst every kMaxBurst iterations), so the
+// reported Time is nanoseconds per packet and items_per_second is packets per second.
+template <typename RunBurst>
+void time_per_packet(benchmark::State &state, const RunBurst &run_burst, Verdict *verdicts) {
+    unsigned in_burst = 0;
+    for (auto _ : state) {
+        if (++in_burst == kMaxBurst) {
+            run_burst();
+            benchmark::DoNotOptimize(verdicts);
+            in_burst = 0;
+        }
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes) {
+    Bench bench;
+    if (!make_bench(state, bench_config(keys, regime, prefixes), keys, &bench)) return;
+    Pipeline &pipeline = *bench.pipeline;
 
     test::Frame tmpl = test::PacketBuilder()
                            .ipv4("198.18.0.1", "198.18.255.1")
@@ -94,10 +131,7 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     uint64_t seq = 0, clock = 1;
     auto run_burst = [&] {
         for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
-            // Odd multiplier modulo a power of two: a permutation of the keys per pass.
-            uint32_t key = static_cast<uint32_t>((seq * 2654435761u) & (keys - 1));
-            // In memory only, never sent: 16M distinct sources need more than 198.18.0.0/15.
-            uint32_t addr = __builtin_bswap32(0x0a000000u + key);
+            const uint32_t addr = source_addr(seq, keys);
             std::memcpy(frames[i].data() + src_offset, &addr, 4);
             now[i] = clock;
             clock += kNsPerPacket;
@@ -107,18 +141,8 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     // Warm-up pass: every key inserted once, so the timed loop measures a full table.
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
 
-    // One iteration is one packet (a burst every kMaxBurst iterations), so the reported Time is
-    // nanoseconds per packet and items_per_second is packets per second.
-    unsigned in_burst = 0;
-    for (auto _ : state) {
-        if (++in_burst == kMaxBurst) {
-            run_burst();
-            benchmark::DoNotOptimize(verdicts);
-            in_burst = 0;
-        }
-    }
-    state.SetItemsProcessed(state.iterations());
-    state.counters["keys_live"] = static_cast<double>(table.stats().occupancy);
+    time_per_packet(state, run_burst, verdicts);
+    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
     state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
 }
 
@@ -146,19 +170,9 @@ Config syn_config(SynRegime regime) {
 
 void syn_flood(benchmark::State &state, SynRegime regime) {
     constexpr uint64_t keys = 1 << 20;
-    Config config = syn_config(regime);
-    std::string error;
-    std::unique_ptr<RuleSet> rules = RuleSet::build(config, -1, &error);
-    if (!rules) {
-        state.SkipWithError(error.c_str());
-        return;
-    }
-    LimitTable table(keys, random_hash_seed());
-    if (!table.ok()) {
-        state.SkipWithError("cannot allocate the table");
-        return;
-    }
-    Pipeline pipeline(rules.get(), &table);
+    Bench bench;
+    if (!make_bench(state, syn_config(regime), keys, &bench)) return;
+    Pipeline &pipeline = *bench.pipeline;
     pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
 
     // 60 bytes (64 on the wire): a 54-byte SYN and 6 bytes of Ethernet padding.
@@ -185,8 +199,7 @@ void syn_flood(benchmark::State &state, SynRegime regime) {
     auto fill = [&] {
         for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
             std::memcpy(scratch[i], tmpl.data(), frame_len);
-            uint32_t key = static_cast<uint32_t>((seq * 2654435761u) & (keys - 1));
-            uint32_t addr = __builtin_bswap32(0x0a000000u + key);
+            const uint32_t addr = source_addr(seq, keys);
             std::memcpy(scratch[i] + src_offset, &addr, 4);
             uint16_t sport = static_cast<uint16_t>(__builtin_bswap16(1024 + (seq & 0x7fff)));
             std::memcpy(scratch[i] + sport_offset, &sport, 2);
@@ -216,15 +229,7 @@ void syn_flood(benchmark::State &state, SynRegime regime) {
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
     answered = refused = answer_bytes = 0;
 
-    unsigned in_burst = 0;
-    for (auto _ : state) {
-        if (++in_burst == kMaxBurst) {
-            run_burst();
-            benchmark::DoNotOptimize(verdicts);
-            in_burst = 0;
-        }
-    }
-    state.SetItemsProcessed(state.iterations());
+    time_per_packet(state, run_burst, verdicts);
     const double decided = static_cast<double>(state.iterations() / kMaxBurst * kMaxBurst);
     if (regime != kSynCopy && decided > 0) {
         state.counters["answered"] = static_cast<double>(answered) / decided;
@@ -233,7 +238,7 @@ void syn_flood(benchmark::State &state, SynRegime regime) {
     if (answered > 0)
         state.counters["answer_bytes"] =
             static_cast<double>(answer_bytes) / static_cast<double>(answered);
-    state.counters["keys_live"] = static_cast<double>(table.stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
 }
 
 void BM_Decide(benchmark::State &state) {
