@@ -48,6 +48,12 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
      "Admitted packets not shared with the other cores: the publish list was full."},
     {"merge_table_full",
      "Other cores' consumption records this core could not apply: its limit table was full."},
+    {"established_marked",
+     "Replies going out (inside to outside) that marked or refreshed their destination as an "
+     "established source, for aggregate rules' trust classes."},
+    {"established_full",
+     "Replies going out whose destination could not be remembered as established: the limit "
+     "table was full."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {
@@ -76,6 +82,20 @@ constexpr CounterHelp kRuleCounterHelp[] = {
     {"answered_for_bytes", "Bytes of the packets the rule answered (never below answered_bytes)."},
     {"verified", "syn-auth: sources that answered a cookie and were verified."},
     {"cookie_failed", "syn-auth: bare RSTs the rule matches whose sequence number was no cookie."},
+    {"refused_established",
+     "Aggregate keys: refused packets whose source was established (the server answered it)."},
+    {"refused_verified", "Aggregate keys: refused packets whose source was syn-auth verified."},
+    {"refused_known",
+     "Aggregate keys: refused packets whose source a per-source rule knew and admitted."},
+    {"refused_new",
+     "Aggregate keys: refused packets from new sources (refused = the four refused_* classes)."},
+    {"reserve_established",
+     "Aggregate keys: packets of established sources admitted from their class's reserve (a new "
+     "source would have been refused)."},
+    {"reserve_verified",
+     "Aggregate keys: packets of verified sources admitted from their class's reserve."},
+    {"reserve_known",
+     "Aggregate keys: packets of known sources admitted from their class's reserve."},
 };
 
 template <size_t N>

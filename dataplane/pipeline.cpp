@@ -7,6 +7,27 @@
 namespace floodgate {
 
 namespace {
+uint64_t &refused_by_class(RuleCounters &rc, TrustClass c) {
+    switch (c) {
+        case TrustClass::established:
+            return rc.refused_established;
+        case TrustClass::verified:
+            return rc.refused_verified;
+        case TrustClass::known:
+            return rc.refused_known;
+        case TrustClass::fresh:
+        default:
+            return rc.refused_new;
+    }
+}
+
+// Only the classes above new have a reserve.
+uint64_t &reserve_by_class(RuleCounters &rc, TrustClass c) {
+    return c == TrustClass::established ? rc.reserve_established
+           : c == TrustClass::verified  ? rc.reserve_verified
+                                        : rc.reserve_known;
+}
+
 // A RST with neither SYN nor ACK: what a TCP stack sends for an unacceptable SYN-ACK.
 bool is_bare_rst(const PacketInfo &p) {
     return p.l4_proto == kProtoTcp && p.has_l4 &&
@@ -176,41 +197,92 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     return gcra_admit(r.profile, state.overflow_tat_ns, now_ns, &c->new_tat_ns);
 }
 
+// One rule's check of a packet: whether its limit admits it, nothing stored yet.
+void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
+                     uint64_t now_ns) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    c.unverified = r.action == RuleAction::syn_auth && !verified(c.verify_hash, now_ns);
+    c.cls = TrustClass::fresh;
+    c.by_reserve = false;
+    if (c.unverified) {
+        // Not yet proven: challenged, whatever the limit says; its limit is not charged.
+        c.entry = nullptr;
+        c.reserved = false;
+        c.admitted = false;
+        if (r.on_table_full != TableFullPolicy::shared) [[unlikely]]
+            unverified_table_full(r, &c, now_ns);
+        return;
+    }
+    uint64_t tat_ns;
+    c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
+    c.reserved = c.entry != nullptr && tat_ns == 0;
+    if (c.entry == nullptr) {
+        c.admitted = check_table_full(r, &c, now_ns);
+        if (!c.admitted && is_aggregate(r.key_kind))
+            c.cls = trust_class(info, checks, n_checks, now_ns);
+        return;
+    }
+    c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
+    if (!c.admitted && is_aggregate(r.key_kind)) [[unlikely]]
+        admit_by_class(r, info, checks, n_checks, tat_ns, now_ns, &c);
+}
+
+// An aggregate rule's refusal at the new sources' tolerance: the source's class decides,
+// each class seeing the same TAT with its own tolerance (CompiledRule::class_tolerance_ns).
+void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, const Check *checks,
+                              unsigned n_checks, uint64_t tat_ns, uint64_t now_ns, Check *c) {
+    c->cls = trust_class(info, checks, n_checks, now_ns);
+    if (!r.classes || c->cls == TrustClass::fresh) return;
+    const GcraProfile p{r.profile.interval_ns, r.class_tolerance_ns[static_cast<unsigned>(c->cls)]};
+    c->admitted = gcra_admit(p, tat_ns, now_ns, &c->new_tat_ns);
+    c->by_reserve = c->admitted;
+}
+
+// The most trusted class the packet's source is in. Known: a per-source rule of this packet
+// found the source's key live and admitted it (those rules are checked before aggregate ones).
+TrustClass Pipeline::trust_class(const PacketInfo &info, const Check *checks, unsigned n_checks,
+                                 uint64_t now_ns) {
+    const EstablishedProfile &est = rules_->established();
+    if (live(
+            table_->hash(source_key(info, est.mask_hi, est.mask_lo, kTagEstablished | info.family)),
+            now_ns))
+        return TrustClass::established;
+    for (uint16_t i : rules_->syn_auth_rules())
+        if (verified(table_->hash(verified_key(rules_->rules()[i], info)), now_ns))
+            return TrustClass::verified;
+    for (unsigned i = 0; i < n_checks; ++i) {
+        const Check &o = checks[i];
+        if (!is_aggregate(rules_->rules()[o.rule].key_kind) && o.entry != nullptr && !o.reserved &&
+            o.admitted)
+            return TrustClass::known;
+    }
+    return TrustClass::fresh;
+}
+
 Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
                              unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
     const std::vector<CompiledRule> &rules = rules_->rules();
     int blamed = -1;
     // Check every matching rule first; nothing is stored until the verdict is known, so a
-    // refused packet spends no rule's budget.
-    for (unsigned i = 0; i < n_checks; ++i) {
-        Check &c = checks[i];
-        const CompiledRule &r = rules[c.rule];
-        c.unverified = r.action == RuleAction::syn_auth && !verified(c.verify_hash, now_ns);
-        if (c.unverified) {
-            // Not yet proven: challenged, whatever the limit says; its limit is not charged.
-            c.entry = nullptr;
-            c.reserved = false;
-            c.admitted = false;
-            if (r.on_table_full != TableFullPolicy::shared) [[unlikely]]
-                unverified_table_full(r, &c, now_ns);
-        } else {
-            uint64_t tat_ns;
-            c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
-            c.reserved = c.entry != nullptr && tat_ns == 0;
-            if (c.entry != nullptr)
-                c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
-            else
-                c.admitted = check_table_full(r, &c, now_ns);
-        }
-
-        RuleCounters &rc = mine(r).counters;
-        ++rc.matched;
-        if (c.admitted) continue;
-        if (r.shadow) {
-            ++rc.shadow_refused;
-            note_refusal(info, c);
-        } else if (blamed < 0) {
-            blamed = static_cast<int>(i);
+    // refused packet spends no rule's budget. Aggregate rules after the others: whether a
+    // source is known comes from its per-source rules. The first refusing rule in file order
+    // is blamed.
+    const unsigned passes = rules_->has_aggregate() ? 2 : 1;
+    for (unsigned pass = 0; pass < passes; ++pass) {
+        for (unsigned i = 0; i < n_checks; ++i) {
+            Check &c = checks[i];
+            const CompiledRule &r = rules[c.rule];
+            if (passes == 2 && is_aggregate(r.key_kind) != (pass == 1)) continue;
+            check(info, checks, n_checks, c, now_ns);
+            RuleCounters &rc = mine(r).counters;
+            ++rc.matched;
+            if (c.admitted) continue;
+            if (r.shadow) {
+                ++rc.shadow_refused;
+                note_refusal(info, c);
+            } else if (blamed < 0 || static_cast<int>(i) < blamed) {
+                blamed = static_cast<int>(i);
+            }
         }
     }
 
@@ -218,8 +290,11 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         // Only the first refusing rule is blamed, in its counter and in its top offenders,
         // so that the offenders' counts add up to the rule's refusals; its action says
         // whether the packet is answered.
-        note_refusal(info, checks[blamed]);
-        ++mine(rules[checks[blamed].rule]).counters.refused;
+        const Check &b = checks[blamed];
+        RuleCounters &brc = mine(rules[b.rule]).counters;
+        note_refusal(info, b);
+        ++brc.refused;
+        if (is_aggregate(rules[b.rule].key_kind)) ++refused_by_class(brc, b.cls);
         ++counters_.rate_limited;
         for (unsigned i = 0; i < n_checks; ++i) {
             if (static_cast<int>(i) != blamed) ++mine(rules[checks[i].rule]).counters.overruled;
@@ -231,6 +306,8 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
         ++mine(r).counters.passed;
+        if (c.by_reserve) [[unlikely]]
+            ++reserve_by_class(mine(r).counters, c.cls);
         if (c.entry == nullptr) {
             if (c.admitted && r.on_table_full == TableFullPolicy::shared)
                 mine(r).overflow_tat_ns = c.new_tat_ns;
@@ -360,10 +437,17 @@ bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &sour
 // for more than half its TTL still is left as it is: a RST replayed at line rate then costs
 // a lookup, not a table write and a merge record each.
 bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
-    const uint64_t h = table_->hash(verified_key(r, info));
-    const uint64_t until_ns = tat_add(now_ns, r.verified_ttl_ns);
+    return remember_until(table_->hash(verified_key(r, info)), r.verified_ttl_ns, now_ns);
+}
+
+// Keeps key h live until at least now + ttl on every core (a verification, in the merge's
+// terms); false if the table had no room for it. A key with more than half its ttl left is
+// left as it is: a RST or a reply stream at line rate then costs a lookup, not a table write
+// and a merge record each.
+bool Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns) {
+    const uint64_t until_ns = tat_add(now_ns, ttl_ns);
     if (const LimitEntry *e = table_->find(h);
-        e != nullptr && e->tat_ns != kReservedTat && e->tat_ns > now_ns + r.verified_ttl_ns / 2)
+        e != nullptr && e->tat_ns != kReservedTat && e->tat_ns > now_ns + ttl_ns / 2)
         return true;
     uint64_t tat_ns;
     LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
@@ -371,11 +455,42 @@ bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t no
     table_->commit(e, h, std::max(tat_ns, until_ns));
     if (merging_) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
-            unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0});
+            unpublished_verifications_.push_back(Consumption{h, 0, ttl_ns, 0});
         else
             ++counters_.merge_unshared_keys;
     }
     return true;
+}
+
+namespace {
+// What counts as the protected side answering a source: TCP with ACK and without RST (a
+// SYN-ACK, data, a bare ACK, a FIN), or a UDP datagram from port 53 (a DNS response).
+bool is_reply(const PacketInfo &p) {
+    if (!p.has_l4) return false;
+    if (p.l4_proto == kProtoTcp) return (p.tcp_flags & (kTcpAck | kTcpRst)) == kTcpAck;
+    return p.l4_proto == kProtoUdp && p.src_port == 53;
+}
+}  // namespace
+
+void Pipeline::mark_established(const PacketInfo &reply, uint64_t now_ns) {
+    const EstablishedProfile &est = rules_->established();
+    const LimitKey k =
+        destination_key(reply, est.mask_hi, est.mask_lo, kTagEstablished | reply.family);
+    if (remember_until(table_->hash(k), est.ttl_ns, now_ns))
+        ++counters_.established_marked;
+    else
+        ++counters_.established_full;
+}
+
+void Pipeline::observe_returning(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                                 const uint64_t *now_ns, const uint32_t *captured_lens) {
+    if (!rules_->has_aggregate()) return;
+    for (uint16_t i = 0; i < n; ++i) {
+        PacketInfo info;
+        const uint32_t captured = captured_lens != nullptr ? captured_lens[i] : lens[i];
+        if (parse_packet(frames[i], lens[i], &info, captured) == ParseStatus::ip && is_reply(info))
+            mark_established(info, now_ns[i]);
+    }
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
@@ -398,7 +513,7 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             Check &c = checks_[n_checks++];
             c.rule = r.index;
             c.key = rule_key(r, info);
-            c.hash = table_->hash(c.key);
+            c.hash = rule_key_hash(r, info, *table_, c.key);
             c.verify_hash =
                 r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info)) : 0;
         }

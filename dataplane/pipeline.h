@@ -80,6 +80,13 @@ class Pipeline {
     // (a replayed capture cut by its snap length); otherwise all of them are.
     void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                 const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
+    // Frames going the other way, inside to outside (they are forwarded unjudged): a reply
+    // from the protected side (TCP with ACK and no RST: a SYN-ACK, data, an ACK; UDP from port
+    // 53: a DNS response) marks its destination established (EstablishedOptions) for the
+    // aggregate rules' trust classes. Nothing to do when no rule has an aggregate key.
+    void observe_returning(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                           const uint64_t *now_ns, const uint32_t *captured_lens = nullptr);
+
     // For a frame of the last decide() whose verdict is answer: what to build, and from what.
     const AnswerPlan &answer_plan(uint16_t i) const { return plans_[i]; }
     const PacketInfo &packet_info(uint16_t i) const { return infos_[i]; }
@@ -126,6 +133,7 @@ class Pipeline {
     }
 
     const LimitTable &table() const { return *table_; }
+    const RuleSet &rules() const { return *rules_; }
     unsigned core() const { return core_; }
 
   private:
@@ -140,6 +148,10 @@ class Pipeline {
         uint16_t rule;
         bool admitted;
         bool unverified;  // syn-auth: refused because the source has not proven itself
+        // Aggregate rules: the source's class, when the new sources' tolerance refused it;
+        // by_reserve: admitted all the same, by the more trusted class's tolerance.
+        TrustClass cls;
+        bool by_reserve;
     };
     // The frame being decided, for its answer.
     struct Frame {
@@ -154,10 +166,19 @@ class Pipeline {
                            uint64_t now_ns, AnswerPlan *plan);
     bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
-    bool verified(uint64_t verify_hash, uint64_t now_ns) {
-        const LimitEntry *e = table_->find(verify_hash);
+    void check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c, uint64_t now_ns);
+    [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
+                                      const Check *checks, unsigned n_checks, uint64_t tat_ns,
+                                      uint64_t now_ns, Check *c);
+    TrustClass trust_class(const PacketInfo &info, const Check *checks, unsigned n_checks,
+                           uint64_t now_ns);
+    bool live(uint64_t h, uint64_t now_ns) {
+        const LimitEntry *e = table_->find(h);
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
     }
+    bool remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns);
+    void mark_established(const PacketInfo &reply, uint64_t now_ns);
+    bool verified(uint64_t verify_hash, uint64_t now_ns) { return live(verify_hash, now_ns); }
     [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
                                          const RuleBits &dst, uint64_t now_ns);
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);

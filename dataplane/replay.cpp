@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,19 +41,38 @@ struct ReplayOptions {
     unsigned workers = 1;
     Spread spread = Spread::hash;
     uint64_t merge_interval_ns = 1000000;
+    // --inside: the protected side's prefixes. A frame from one of them went inside to
+    // outside: it is forwarded unjudged, as the live path does (written to --pass), and a
+    // reply among them marks its destination established (Pipeline::observe_returning).
+    std::vector<Prefix> inside;
 };
+
+// Whether the frame went inside to outside (its source is in --inside).
+bool returning(const PcapRecord &r, const ReplayOptions &opt) {
+    if (opt.inside.empty()) return false;
+    PacketInfo info;
+    if (parse_packet(r.data.data(), r.wire_len(), &info, r.captured_len()) != ParseStatus::ip)
+        return false;
+    IpAddr src;
+    std::memcpy(src.data(), info.src, src.size());
+    for (const Prefix &p : opt.inside)
+        if (prefix_contains(p, info.family, src)) return true;
+    return false;
+}
 
 void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
         "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
-        "                        [--stats STATS.json] [--quiet]\n"
+        "                        [--stats STATS.json] [--quiet] [--inside PREFIX,...]\n"
         "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
         "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
         "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
         "would send (at the time of the frame each answers). --workers spreads the\n"
         "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
-        "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n",
+        "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n"
+        "--inside names the protected side: frames from it are passed unjudged, and replies\n"
+        "among them make their destinations established sources (aggregate rules' classes).\n",
         to);
 }
 
@@ -67,6 +87,7 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                                       {"workers", required_argument, nullptr, 'w'},
                                       {"spread", required_argument, nullptr, 'S'},
                                       {"merge-interval-us", required_argument, nullptr, 'm'},
+                                      {"inside", required_argument, nullptr, 'I'},
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
@@ -94,6 +115,21 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                     return false;
                 o->merge_interval_ns = n * 1000;
                 break;
+            case 'I': {
+                const std::string list = optarg;
+                for (size_t at = 0; at <= list.size();) {
+                    const size_t comma = std::min(list.find(',', at), list.size());
+                    std::string why;
+                    const std::optional<Prefix> p = parse_prefix(list.substr(at, comma - at), &why);
+                    if (!p) {
+                        std::fprintf(stderr, "floodgate replay: --inside %s\n", why.c_str());
+                        return false;
+                    }
+                    o->inside.push_back(*p);
+                    at = comma + 1;
+                }
+                break;
+            }
             case 'c':
                 o->config = optarg;
                 break;
@@ -171,9 +207,13 @@ void write_decided(const PcapRecord &r, Verdict v, const Pipeline &pipeline, uin
     out.answers->write(answer);
 }
 
-// Runs the trace through one pipeline; returns false with *error on an I/O failure.
-bool run_trace(PcapReader &in, Pipeline &pipeline, const Outputs &out, std::string *error) {
+// Runs the trace through one pipeline; returns false with *error on an I/O failure. A burst
+// holds frames of one direction (--inside), so that each is seen in capture order.
+bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, const Outputs &out,
+               std::string *error) {
     std::vector<PcapRecord> burst(kMaxBurst);
+    PcapRecord next;  // read for the next burst: its direction differs from this one's
+    bool have_next = false;
     const uint8_t *frames[kMaxBurst];
     uint32_t wire_lens[kMaxBurst];
     uint32_t captured_lens[kMaxBurst];
@@ -182,7 +222,22 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, const Outputs &out, std::stri
     uint64_t clock_ns = 0;
     for (;;) {
         uint16_t n = 0;
-        while (n < kMaxBurst && in.next(&burst[n])) {
+        bool back = false;  // this burst went inside to outside
+        while (n < kMaxBurst) {
+            if (have_next) {
+                std::swap(burst[n], next);
+                have_next = false;
+            } else if (!in.next(&burst[n])) {
+                break;
+            }
+            const bool r = returning(burst[n], opt);
+            if (n == 0) {
+                back = r;
+            } else if (r != back) {
+                std::swap(burst[n], next);
+                have_next = true;
+                break;
+            }
             // Captures are not always in time order; the limiter's clock never runs backwards.
             clock_ns = std::max(clock_ns, burst[n].ts_ns);
             frames[n] = burst[n].data.data();
@@ -196,6 +251,11 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, const Outputs &out, std::stri
             return false;
         }
         if (n == 0) return true;
+        if (back) {
+            pipeline.observe_returning(frames, wire_lens, n, now_ns, captured_lens);
+            for (uint16_t i = 0; i < n; ++i) out.pass->write(burst[i]);
+            continue;
+        }
         pipeline.decide(frames, wire_lens, n, now_ns, verdicts, captured_lens);
         for (uint16_t i = 0; i < n; ++i) write_decided(burst[i], verdicts[i], pipeline, i, out);
     }
@@ -234,6 +294,11 @@ bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
         uint32_t captured = r.captured_len(), wire = r.wire_len();
         Verdict v;
         Pipeline *core = cores[core_for(r, index, opt)];
+        if (returning(r, opt)) {
+            core->observe_returning(&frame, &wire, 1, &clock_ns, &captured);
+            out.pass->write(r);
+            continue;
+        }
         core->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
         write_decided(r, v, *core, 0, out);
     }
@@ -321,7 +386,7 @@ int replay_main(int argc, char **argv) {
         }
 
         const Outputs out{&pass, drop.get(), answers.get()};
-        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], out, &error)
+        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], opt, out, &error)
                                    : run_trace_on_cores(in, cores, opt, out, &error);
         if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());

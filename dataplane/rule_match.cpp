@@ -25,11 +25,28 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.tcp_flags = r.match.tcp_flags;
     c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
                       (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;
-    c.key_len[0] = r.key_ipv4_len;
-    c.key_len[1] = r.key_ipv6_len;
-    key_masks(r.key_ipv4_len, &c.key_mask_hi[0], &c.key_mask_lo[0]);
-    key_masks(r.key_ipv6_len, &c.key_mask_hi[1], &c.key_mask_lo[1]);
+    c.key_kind = r.key_kind;
+    const bool by_dst = r.key_kind == KeyKind::dst;
+    c.key_len[0] = by_dst ? r.dst_key_ipv4_len : r.key_ipv4_len;
+    c.key_len[1] = by_dst ? r.dst_key_ipv6_len : r.key_ipv6_len;
+    if (r.key_kind == KeyKind::none) c.key_len[0] = c.key_len[1] = 0;
+    key_masks(c.key_len[0], &c.key_mask_hi[0], &c.key_mask_lo[0]);
+    key_masks(c.key_len[1], &c.key_mask_hi[1], &c.key_mask_lo[1]);
+    key_masks(r.dst_key_ipv4_len, &c.dst_mask_hi[0], &c.dst_mask_lo[0]);
+    key_masks(r.dst_key_ipv6_len, &c.dst_mask_hi[1], &c.dst_mask_lo[1]);
     c.profile = gcra_profile(r.interval_ns(), r.burst_pkts);
+    // Classes: each sees the same TAT with its own tolerance, the burst minus the reserve kept
+    // for the classes above it (validation leaves every class a packet at least).
+    const ClassReserve reserve = is_aggregate(r.key_kind) ? r.reserve : ClassReserve{0, 0, 0};
+    const uint64_t tau = c.profile.tolerance_ns;
+    const unsigned above[kTrustClasses] = {0, reserve.established,
+                                           unsigned{reserve.established} + reserve.verified,
+                                           reserve.total()};
+    for (unsigned k = 0; k < kTrustClasses; ++k)
+        c.class_tolerance_ns[k] =
+            tau - static_cast<uint64_t>(static_cast<unsigned __int128>(tau) * above[k] / 100);
+    c.classes = reserve.total() > 0;
+    c.profile.tolerance_ns = c.class_tolerance_ns[static_cast<unsigned>(TrustClass::fresh)];
     c.action = r.action;
     switch (r.action) {
         case RuleAction::syn_auth:

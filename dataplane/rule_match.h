@@ -38,13 +38,24 @@ struct CompiledRule {
     bool dst_list = false;  // the destination must be in its dst list
     TcpFlagMatch tcp_flags;
 
-    // Key: the source masked per family; [0] IPv4, [1] IPv6. Masks are in raw memory byte order,
-    // like LimitKey's words.
+    // Key: what the limit is kept per (KeyKind), and the address masks per family; [0] IPv4,
+    // [1] IPv6, in raw memory byte order like LimitKey's words. key_mask_* mask the source
+    // (src, src_dst) or the destination (dst); dst_mask_* the destination of a src_dst key.
+    // key_len is the prefix length of the address a refusal is reported by (top offenders):
+    // the source, or for dst keys the destination.
+    KeyKind key_kind = KeyKind::src;
     uint8_t key_len[2] = {32, 64};
     uint64_t key_mask_hi[2] = {};
     uint64_t key_mask_lo[2] = {};
+    uint64_t dst_mask_hi[2] = {};
+    uint64_t dst_mask_lo[2] = {};
 
+    // profile's tolerance is the least trusted class's (new sources); an aggregate rule's
+    // more trusted classes may run further ahead, class_tolerance_ns[TrustClass] (the
+    // reserve). A per-source rule has one class: every entry is profile.tolerance_ns.
     GcraProfile profile;
+    bool classes = false;  // an aggregate rule with a reserve
+    uint64_t class_tolerance_ns[kTrustClasses] = {};
     // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
     RuleAction action = RuleAction::drop;
     AnswerKind answer = AnswerKind::count;
@@ -108,16 +119,54 @@ inline LimitKey source_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
     return LimitKey{hi & mask_hi[f], lo & mask_lo[f], tag};
 }
 
-// The rule's key for this packet's source.
-inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
-    return source_key(p, r.key_mask_hi, r.key_mask_lo, r.key_id << 8 | p.family);
+// The packet's destination address masked the same way.
+inline LimitKey destination_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
+                                const uint64_t (&mask_lo)[2], uint32_t tag) {
+    unsigned f = p.family == 6;
+    uint64_t hi, lo;
+    std::memcpy(&hi, p.dst, 8);
+    std::memcpy(&lo, p.dst + 8, 8);
+    return LimitKey{hi & mask_hi[f], lo & mask_lo[f], tag};
 }
 
-// The key under which a syn-auth rule remembers that the packet's source proved itself.
+// The address a rule's key names for this packet, as top offenders report it: the source
+// prefix (src, src_dst), the destination prefix (dst), nothing (none: one bucket for both
+// families).
+inline LimitKey rule_key(const CompiledRule &r, const PacketInfo &p) {
+    switch (r.key_kind) {
+        case KeyKind::dst:
+            return destination_key(p, r.key_mask_hi, r.key_mask_lo, r.key_id << 8 | p.family);
+        case KeyKind::none:
+            return LimitKey{0, 0, r.key_id << 8};
+        case KeyKind::src:
+        case KeyKind::src_dst:
+        default:
+            return source_key(p, r.key_mask_hi, r.key_mask_lo, r.key_id << 8 | p.family);
+    }
+}
+
+// The table's hash of the rule's key for this packet: the hash of rule_key, except that a
+// src_dst key also hashes the destination prefix (keyed, so that no source can be chosen to
+// share a pair's TAT).
+inline uint64_t rule_key_hash(const CompiledRule &r, const PacketInfo &p, const LimitTable &table,
+                              const LimitKey &key) {
+    const uint64_t h = table.hash(key);
+    if (r.key_kind != KeyKind::src_dst) [[likely]]
+        return h;
+    const LimitKey d = destination_key(p, r.dst_mask_hi, r.dst_mask_lo, 0);
+    return table.hash(LimitKey{d.addr_hi ^ h, d.addr_lo, key.tag});
+}
+
+// The key under which a syn-auth rule (always keyed by source) remembers that the packet's
+// source proved itself.
 inline LimitKey verified_key(const CompiledRule &r, const PacketInfo &p) {
-    LimitKey k = rule_key(r, p);
+    LimitKey k = source_key(p, r.key_mask_hi, r.key_mask_lo, r.key_id << 8 | p.family);
     k.tag |= kTagVerified;
     return k;
 }
+
+// The key under which a source the protected side answered is remembered (one per prefix of
+// EstablishedOptions, for every rule).
+inline constexpr uint32_t kTagEstablished = 0x20;
 
 }  // namespace floodgate

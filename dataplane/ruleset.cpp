@@ -1,5 +1,6 @@
 #include "dataplane/ruleset.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace floodgate {
@@ -28,6 +29,15 @@ std::vector<PrefixTable::Entry> destination_entries(const Config &config) {
     return out;
 }
 
+// Whether two rules keep their limits per the same keys (then the TATs carry over).
+bool same_key(const CompiledRule &a, const CompiledRule &b) {
+    return a.key_kind == b.key_kind && a.key_len[0] == b.key_len[0] &&
+           a.key_len[1] == b.key_len[1] &&
+           (a.key_kind != KeyKind::src_dst ||
+            (std::equal(a.dst_mask_hi, a.dst_mask_hi + 2, b.dst_mask_hi) &&
+             std::equal(a.dst_mask_lo, a.dst_mask_lo + 2, b.dst_mask_lo)));
+}
+
 }  // namespace
 
 const RuleBits RuleSet::kNoRules{};
@@ -51,8 +61,7 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         std::shared_ptr<RuleState> state;
         if (options.previous != nullptr && options.previous->cores_ == options.cores) {
             const CompiledRule *old = options.previous->find_rule(r.name);
-            if (old != nullptr && old->key_len[0] == r.key_ipv4_len &&
-                old->key_len[1] == r.key_ipv6_len)
+            if (old != nullptr && same_key(*old, compile_rule(r, 0)))
                 state = options.previous->states_[old->index];
         }
         rs->kept_state_.push_back(state != nullptr);
@@ -67,7 +76,15 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
         rs->states_.push_back(std::move(state));
         rs->has_syn_auth_ |= r.action == RuleAction::syn_auth;
+        if (r.action == RuleAction::syn_auth)
+            rs->syn_auth_rules_.push_back(static_cast<uint16_t>(i));
+        rs->has_aggregate_ |= is_aggregate(r.key_kind);
     }
+    rs->established_.ttl_ns = config.established.ttl_ns;
+    key_masks(config.established.ipv4_len, &rs->established_.mask_hi[0],
+              &rs->established_.mask_lo[0]);
+    key_masks(config.established.ipv6_len, &rs->established_.mask_hi[1],
+              &rs->established_.mask_lo[1]);
     const AnswerCaps &caps = config.answers;
     rs->answer_caps_.per_destination =
         gcra_profile(caps.per_destination.interval_ns(), caps.per_destination.burst);

@@ -38,6 +38,14 @@ struct AnswerCapProfiles {
     uint64_t dst_mask_lo[2] = {};
 };
 
+// Where a source the protected side answered is remembered (Config::established): the masks
+// of its prefix per family, like AnswerCapProfiles', and for how long.
+struct EstablishedProfile {
+    uint64_t ttl_ns = 0;
+    uint64_t mask_hi[2] = {};
+    uint64_t mask_lo[2] = {};
+};
+
 struct RuleSetOptions {
     unsigned cores = 1;  // workers that will decide with it (each has its own RuleCoreState)
     int socket_id = -1;  // SOCKET_ID_ANY
@@ -84,6 +92,12 @@ class RuleSet {
     const Config &config() const { return config_; }
     const AnswerCapProfiles &answer_caps() const { return answer_caps_; }
     bool has_syn_auth() const { return has_syn_auth_; }
+    // Rules with an aggregate key (dst or none): their refusals are counted by trust class, and
+    // replies going out mark their destinations established.
+    bool has_aggregate() const { return has_aggregate_; }
+    const EstablishedProfile &established() const { return established_; }
+    // The indices of the syn-auth rules (whose verifications make a source's class verified).
+    const std::vector<uint16_t> &syn_auth_rules() const { return syn_auth_rules_; }
     const std::vector<PrefixOverride> &overrides() const { return overrides_; }
     uint64_t version() const { return version_; }
     // Unique among every RuleSet this process built (addresses may be reused; this is not).
@@ -98,6 +112,9 @@ class RuleSet {
     std::vector<CompiledRule> rules_;
     AnswerCapProfiles answer_caps_;
     bool has_syn_auth_ = false;
+    bool has_aggregate_ = false;
+    EstablishedProfile established_;
+    std::vector<uint16_t> syn_auth_rules_;
     std::vector<std::shared_ptr<RuleState>> states_;  // one per rule, shared with successors
     std::vector<bool> kept_state_;
     std::vector<PrefixOverride> overrides_;

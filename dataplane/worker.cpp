@@ -192,6 +192,16 @@ void Worker::run(uint64_t tsc0) {
             uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, pkts, kMaxBurst);
             if (m > 0) {
                 returning_rx_ += m;
+                if (pipeline_->rules().has_aggregate()) {  // replies mark their destinations
+                    uint32_t captured[kMaxBurst];
+                    for (uint16_t i = 0; i < m; ++i) {
+                        frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+                        lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
+                        captured[i] = rte_pktmbuf_data_len(pkts[i]);
+                        now_ns[i] = now;
+                    }
+                    pipeline_->observe_returning(frames, lens, m, now_ns, captured);
+                }
                 for (uint16_t i = 0; i < m; ++i)
                     rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
                 rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);

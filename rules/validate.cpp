@@ -49,6 +49,8 @@ constexpr std::pair<std::string_view, RuleAction> kActions[] = {
     {"tcp-rst", RuleAction::tcp_rst},
     {"icmp-unreachable", RuleAction::icmp_unreachable},
 };
+constexpr std::pair<std::string_view, KeyKind> kKeyKinds[] = {
+    {"src", KeyKind::src}, {"dst", KeyKind::dst}, {"none", KeyKind::none}};
 constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
     {"shadow", RuleMode::shadow},
@@ -132,7 +134,8 @@ class ConfigParser {
         if (root.kind == DocNode::Kind::null) return cfg;
         if (root.kind != DocNode::Kind::map)
             fail(top, std::string("the top level must be a map, found ") + describe(root));
-        const Fields f = fields(top, {"allow", "block", "table", "answers", "rules"});
+        const Fields f =
+            fields(top, {"allow", "block", "table", "answers", "established", "rules"});
 
         std::vector<Field> allow_items;
         std::vector<Field> block_items;
@@ -149,6 +152,7 @@ class ConfigParser {
         }
 
         if (const Field *answers = f.find("answers")) cfg.answers = answer_caps(*answers);
+        if (const Field *e = f.find("established")) cfg.established = established(*e);
 
         if (const Field *rules = f.find("rules")) {
             const std::vector<Field> rule_items = items(*rules, true);
@@ -443,6 +447,27 @@ class ConfigParser {
         r->burst_pkts = l.burst;
     }
 
+    // established: { ttl, ipv4, ipv6 }: how long, and per what prefix, a source the protected
+    // side answered stays in the established class.
+    EstablishedOptions established(const Field &field) const {
+        EstablishedOptions e;
+        const Fields f = fields(field, {"ttl", "ipv4", "ipv6"});
+        if (const Field *ttl = f.find("ttl")) e.ttl_ns = duration_ns(*ttl, kMaxEstablishedTtlNs);
+        key_lengths(field, &e.ipv4_len, &e.ipv6_len);
+        return e;
+    }
+
+    // A duration with its unit ("10m"), at least a second, at most max_ns.
+    uint64_t duration_ns(const Field &field, uint64_t max_ns) const {
+        std::string why;
+        const std::optional<long long> s = parse_duration_s(scalar(field), &why);
+        if (!s) fail(field, why);
+        const auto ns = static_cast<uint64_t>(*s) * 1'000'000'000ull;  // s <= ten years
+        if (ns > max_ns) fail(field, "'" + scalar(field) + "' is longer than a day");
+        if (ns == 0) fail(field, "'" + scalar(field) + "' is no time at all");
+        return ns;
+    }
+
     AnswerCaps answer_caps(const Field &field) const {
         AnswerCaps caps;
         const Fields f = fields(field, {"per_destination", "per_core"});
@@ -466,6 +491,11 @@ class ConfigParser {
         const RuleMatch &m = r.match;
         switch (r.action) {
             case RuleAction::syn_auth:
+                if (is_aggregate(r.key_kind))
+                    fail(action,
+                         std::string("syn-auth verifies sources: it needs a per-source key, "
+                                     "not key ") +
+                             key_kind_name(r.key_kind) + " (put an aggregate rule beside it)");
                 if ((m.tcp_flags.must_set & kTcpSyn) == 0 ||
                     (m.tcp_flags.must_clear & kTcpAck) == 0)
                     fail(action,
@@ -486,12 +516,73 @@ class ConfigParser {
         }
     }
 
-    void key(const Field &field, Rule *r) const {
+    // A prefix length pair { ipv4, ipv6 } into *v4 and *v6 (each kept when absent).
+    void key_lengths(const Field &field, uint8_t *v4, uint8_t *v6) const {
+        if (field.node->kind == DocNode::Kind::null) return;  // "dst:" alone: the defaults
         const Fields f = fields(field, {"ipv4", "ipv6"});
-        if (const Field *v4 = f.find("ipv4"))
-            r->key_ipv4_len = static_cast<uint8_t>(integer(*v4, 0, 32));
-        if (const Field *v6 = f.find("ipv6"))
-            r->key_ipv6_len = static_cast<uint8_t>(integer(*v6, 0, 128));
+        if (const Field *a = f.find("ipv4")) *v4 = static_cast<uint8_t>(integer(*a, 0, 32));
+        if (const Field *a = f.find("ipv6")) *v6 = static_cast<uint8_t>(integer(*a, 0, 128));
+    }
+
+    // key: { ipv4, ipv6 } (the source, as before), { src: {...} }, { dst: {...} }, both, or
+    // the words src, dst and none.
+    void key(const Field &field, Rule *r) const {
+        if (field.node->kind == DocNode::Kind::scalar) {
+            r->key_kind = choice(field, kKeyKinds);
+            return;
+        }
+        const Fields f = fields(field, {"ipv4", "ipv6", "src", "dst"});
+        const Field *src = f.find("src");
+        const Field *dst = f.find("dst");
+        if ((f.find("ipv4") != nullptr || f.find("ipv6") != nullptr) &&
+            (src != nullptr || dst != nullptr))
+            fail(field, "write the source's lengths under key.src when key.dst is there");
+        if (dst == nullptr) {
+            key_lengths(src != nullptr ? *src : field, &r->key_ipv4_len, &r->key_ipv6_len);
+            return;
+        }
+        r->key_kind = src != nullptr ? KeyKind::src_dst : KeyKind::dst;
+        if (src != nullptr) key_lengths(*src, &r->key_ipv4_len, &r->key_ipv6_len);
+        key_lengths(*dst, &r->dst_key_ipv4_len, &r->dst_key_ipv6_len);
+    }
+
+    // "30%": a whole percentage.
+    uint8_t percent(const Field &field) const {
+        const std::string &text = scalar(field);
+        if (text.empty() || text.back() != '%')
+            fail(field, "'" + text + "' is not a percentage (write it as 30%)");
+        return static_cast<uint8_t>(
+            integer_text(field, std::string_view(text).substr(0, text.size() - 1), 0, 100));
+    }
+
+    // reserve: { established, verified, known }: what is left of the burst is the new sources'.
+    // Every class must keep at least one packet of burst, or it could never pass.
+    void reserve(const Field &field, Rule *r) const {
+        if (!is_aggregate(r->key_kind))
+            fail(field,
+                 "reserve needs an aggregate key (key: { dst: ... } or key: none): "
+                 "every packet of a per-source key has the same source");
+        const Fields f = fields(field, {"established", "verified", "known"});
+        ClassReserve c{0, 0, 0};
+        if (const Field *a = f.find("established")) c.established = percent(*a);
+        if (const Field *a = f.find("verified")) c.verified = percent(*a);
+        if (const Field *a = f.find("known")) c.known = percent(*a);
+        if (c.total() > kMaxReserveTotal)
+            fail(field, "the reserves add up to " + std::to_string(c.total()) + "%, over " +
+                            std::to_string(kMaxReserveTotal) + "% (new sources keep the rest)");
+        r->reserve = c;
+    }
+
+    // The least trusted class's share of an aggregate rule's burst must be a packet at least.
+    void check_reserve(const Field &at, const Rule &r) const {
+        if (!is_aggregate(r.key_kind)) return;
+        const uint64_t left = uint64_t{r.burst_pkts} * (100 - r.reserve.total());
+        if (left < 100)
+            fail(at, "burst " + std::to_string(r.burst_pkts) +
+                         " leaves new sources less than "
+                         "one packet after the classes' reserve of " +
+                         std::to_string(r.reserve.total()) +
+                         "% (raise the burst, or set reserve: lower)");
     }
 
     // Names appear in metrics labels and CLI output, hence the plain character set.
@@ -509,7 +600,7 @@ class ConfigParser {
 
     Rule rule(const Field &field, const std::vector<Rule> &earlier) const {
         const Fields f = fields(field, {"name", "match", "key", "limit", "action", "slip",
-                                        "verified_ttl", "mode", "on_table_full"});
+                                        "verified_ttl", "mode", "on_table_full", "reserve"});
         Rule r;
         r.line = field.line;
         const Field &name = require(f, "name");
@@ -524,7 +615,11 @@ class ConfigParser {
         }
         if (const Field *m = f.find("match")) r.match = match(*m);
         if (const Field *k = f.find("key")) key(*k, &r);
-        limit(require(f, "limit"), &r);
+        if (!is_aggregate(r.key_kind)) r.reserve = ClassReserve{0, 0, 0};
+        if (const Field *res = f.find("reserve")) reserve(*res, &r);
+        const Field &limit_field = require(f, "limit");
+        limit(limit_field, &r);
+        check_reserve(f.find("reserve") != nullptr ? *f.find("reserve") : limit_field, r);
         if (const Field *a = f.find("action")) {
             r.action = choice(*a, kActions);
             check_action(*a, r);
@@ -535,12 +630,7 @@ class ConfigParser {
         }
         if (const Field *ttl = f.find("verified_ttl")) {
             if (r.action != RuleAction::syn_auth) fail(*ttl, "verified_ttl needs action syn-auth");
-            std::string why;
-            const std::optional<long long> s = parse_duration_s(scalar(*ttl), &why);
-            if (!s) fail(*ttl, why);
-            const auto ns = static_cast<uint64_t>(*s) * 1'000'000'000ull;  // s <= ten years
-            if (ns > kMaxVerifiedTtlNs) fail(*ttl, "'" + scalar(*ttl) + "' is longer than a day");
-            r.verified_ttl_ns = ns;
+            r.verified_ttl_ns = duration_ns(*ttl, kMaxVerifiedTtlNs);
         }
         if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
         if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);

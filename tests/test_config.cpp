@@ -197,11 +197,11 @@ TEST(ConfigErrors, TopLevelNotAMap) {
 TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
-         "unknown field (expected one of: allow, block, table, answers, rules)"},
+         "unknown field (expected one of: allow, block, table, answers, established, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, limit, action, slip, verified_ttl, mode, "
-         "on_table_full"},
+         "on_table_full, reserve"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
         {"match in block style",

@@ -193,3 +193,58 @@ TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// An aggregate rule (key dst) with a reserve: under a flood of new sources that keeps the
+// destination's TAT at the new sources' tolerance, an established source still passes from
+// its reserve, and a destination nobody floods is untouched. Burst 10 at 10/s, reserve 30%
+// for established only: new sources may run 7 packets ahead, established ones 10.
+TEST_F(PipelineTest, AggregateKeyShedsNewSourcesFirst) {
+    Rule r;
+    r.name = "per-destination";
+    r.match.proto = kProtoUdp;
+    r.key_kind = KeyKind::dst;
+    r.rate_count = 10;
+    r.rate_period_ns = 1000000000;
+    r.burst_pkts = 10;
+    r.reserve = ClassReserve{30, 0, 0};
+    Config c;
+    c.rules = {r};
+    build(c);
+    auto udp = [](const std::string &src, const std::string &dst) {
+        return test::PacketBuilder().ipv4(src, dst).udp(1000, 53).build();
+    };
+    const uint64_t t0 = 1'000'000'000'000ull;
+    // 20 new sources at one instant: 7 pass (the new class's share of the burst), 13 refused.
+    unsigned passed = 0;
+    for (int i = 0; i < 20; ++i)
+        passed += send(udp("198.19.0." + std::to_string(i + 1), "198.18.1.1"), t0) == Verdict::pass;
+    EXPECT_EQ(passed, 7u);
+    EXPECT_EQ(counters(0).refused_new, 13u);
+    // The server answers 198.18.0.10 (a reply going out): it is established from now on.
+    const test::Frame reply =
+        test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.10").udp(53, 1000).build();
+    const uint8_t *frame = reply.data();
+    uint32_t len = static_cast<uint32_t>(reply.size());
+    pipeline_->observe_returning(&frame, &len, 1, &t0);
+    Pipeline::Stats stats;
+    ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
+    EXPECT_EQ(stats.counters.established_marked, 1u);
+    // Its packets use the 3 reserved: 3 pass, the 4th is refused (counted as established).
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(send(udp("198.18.0.10", "198.18.1.1"), t0), i < 3 ? Verdict::pass : Verdict::drop)
+            << i;
+    EXPECT_EQ(counters(0).reserve_established, 3u);
+    EXPECT_EQ(counters(0).refused_established, 1u);
+    // Still at t0, more new sources are all refused; another destination is untouched.
+    EXPECT_EQ(send(udp("198.19.1.1", "198.18.1.1"), t0), Verdict::drop);
+    EXPECT_EQ(send(udp("198.19.1.1", "198.18.1.2"), t0), Verdict::pass);
+    EXPECT_EQ(counters(0).refused, 13u + 1 + 1);
+    EXPECT_EQ(counters(0).refused, counters(0).refused_established + counters(0).refused_verified +
+                                       counters(0).refused_known + counters(0).refused_new);
+}
+
+}  // namespace
+}  // namespace floodgate

@@ -74,12 +74,77 @@ struct AnswerCaps {
     RateLimit per_core{100000, 1'000'000'000, 1000};
 };
 
+// What a rule's limit is kept per: each source prefix (the default), each destination prefix
+// (an aggregate: the total toward each protected address), each (source, destination) pair, or
+// the whole rule as one bucket (none).
+enum class KeyKind : uint8_t { src, dst, src_dst, none };
+inline const char *key_kind_name(KeyKind k) {
+    switch (k) {
+        case KeyKind::dst:
+            return "dst";
+        case KeyKind::src_dst:
+            return "src+dst";
+        case KeyKind::none:
+            return "none";
+        case KeyKind::src:
+        default:
+            return "src";
+    }
+}
+inline bool is_aggregate(KeyKind k) {
+    return k == KeyKind::dst || k == KeyKind::none;
+}
+
+// Trust classes of a packet's source under an aggregate limit, most trusted first (allow-listed
+// sources pass before any rule and are never shed). An aggregate limit sheds the lowest first.
+#define FG_TRUST_CLASSES(X)                                                                    \
+    X(established, "established") /* the server answered it: floodgate saw its reply go out */ \
+    X(verified, "verified")       /* it answered a syn-auth cookie */                          \
+    X(known, "known")             /* a per-source rule of the packet knew and admitted it */   \
+    X(fresh, "new")               /* none of the above */
+enum class TrustClass : uint8_t {
+#define FG_X(id, text) id,
+    FG_TRUST_CLASSES(FG_X)
+#undef FG_X
+        count
+};
+inline const char *trust_class_name(TrustClass c) {
+    static constexpr const char *kNames[] = {
+#define FG_X(id, text) text,
+        FG_TRUST_CLASSES(FG_X)
+#undef FG_X
+    };
+    return c < TrustClass::count ? kNames[static_cast<unsigned>(c)] : "?";
+}
+inline constexpr unsigned kTrustClasses = static_cast<unsigned>(TrustClass::count);
+
+// An aggregate rule's burst kept for the classes above the lowest, in percent of the burst:
+// established sources may use all of it, verified ones all but `established`, known ones all
+// but established + verified, new ones what is left.
+struct ClassReserve {
+    uint8_t established = 30;
+    uint8_t verified = 20;
+    uint8_t known = 10;
+    unsigned total() const { return unsigned{established} + verified + known; }
+};
+
+// Sources the protected side answered (seen inside to outside): remembered per prefix for ttl.
+struct EstablishedOptions {
+    uint64_t ttl_ns = 600'000'000'000ull;
+    uint8_t ipv4_len = 32;
+    uint8_t ipv6_len = 64;
+};
+
 struct Rule {
     std::string name;
     int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
     RuleMatch match;
-    uint8_t key_ipv4_len = 32;
+    KeyKind key_kind = KeyKind::src;
+    uint8_t key_ipv4_len = 32;  // the source prefix (src and src_dst keys)
     uint8_t key_ipv6_len = 64;
+    uint8_t dst_key_ipv4_len = 32;  // the destination prefix (dst and src_dst keys)
+    uint8_t dst_key_ipv6_len = 64;
+    ClassReserve reserve;  // aggregate keys (dst, none) only
     // The limit as written: rate_count packets per rate_period_ns, bursts of burst_pkts.
     uint64_t rate_count = 0;
     uint64_t rate_period_ns = 0;
@@ -103,6 +168,7 @@ struct Config {
     std::vector<Prefix> block;
     uint64_t table_entries_per_core = 1u << 20;
     AnswerCaps answers;
+    EstablishedOptions established;
     std::vector<Rule> rules;
 };
 
@@ -114,5 +180,7 @@ inline constexpr size_t kMaxRuleNameLen = 64;
 inline constexpr size_t kMaxPortRanges = 64;  // per dst_port or src_port list
 inline constexpr uint32_t kMaxSlip = 100;
 inline constexpr uint64_t kMaxVerifiedTtlNs = 86'400'000'000'000ull;  // a day
+inline constexpr uint64_t kMaxEstablishedTtlNs = 86'400'000'000'000ull;
+inline constexpr unsigned kMaxReserveTotal = 90;  // percent: new sources keep a tenth at least
 
 }  // namespace floodgate

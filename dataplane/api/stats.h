@@ -12,6 +12,8 @@
 //   answered = the sum of answers_by_kind (an answered packet is one of rate_limited)
 //   per rule: matched = passed + refused + overruled
 //   per rule: refused = answered + answer_capped + answer_skipped + unanswered
+//   per aggregate rule (key dst or none): refused = refused_established + refused_verified +
+//     refused_known + refused_new (other rules: those are 0)
 #pragma once
 
 #include <cstdint>
@@ -37,26 +39,35 @@ namespace floodgate {
     X(syn_auth_replies)    /* RSTs carrying a valid cookie: source verified, dropped */ \
     X(cookie_failed)       /* bare RSTs to a syn-auth rule without a valid cookie */    \
     X(merge_unshared_keys) /* admitted packets not shared: the publish list was full */ \
-    X(merge_table_full)    /* another core's consumption found this table full */
+    X(merge_table_full)    /* another core's consumption found this table full */       \
+    X(established_marked)  /* replies going out that (re)marked their destination */    \
+    X(established_full)    /* ... that found no room in the table (not remembered) */
 
 // Per rule, per worker core.
-#define FG_RULE_COUNTERS(X)                                                                  \
-    X(matched)            /* packets this rule's match held for */                           \
-    X(passed)             /* ... of which the packet was passed */                           \
-    X(refused)            /* ... of which this rule was the first enforcing refuser */       \
-    X(overruled)          /* ... of which another rule was blamed for dropping the packet */ \
-    X(shadow_refused)     /* shadow mode: would have refused (the packet was not held) */    \
-    X(table_full_shared)  /* new key found the table full: used the rule's shared bucket */  \
-    X(table_full_pass)    /* new key found the table full: passed (on_table_full: pass) */   \
-    X(table_full_drop)    /* new key found the table full: refused (on_table_full: drop) */  \
-    X(answered)           /* refused and answered (the rule's action) */                     \
-    X(answer_capped)      /* refused, not answered: over an answer cap */                    \
-    X(answer_skipped)     /* refused, not answered: the packet may not be answered (RFC) */  \
-    X(unanswered)         /* refused, not answered by the action (drop, slip, limit) */      \
-    X(answered_bytes)     /* bytes of the answers */                                         \
-    X(answered_for_bytes) /* bytes of the packets they answered (never fewer) */             \
-    X(verified)           /* syn-auth: sources that answered a cookie */                     \
-    X(cookie_failed)      /* syn-auth: bare RSTs it matches whose number was no cookie */
+#define FG_RULE_COUNTERS(X)                                                                   \
+    X(matched)             /* packets this rule's match held for */                           \
+    X(passed)              /* ... of which the packet was passed */                           \
+    X(refused)             /* ... of which this rule was the first enforcing refuser */       \
+    X(overruled)           /* ... of which another rule was blamed for dropping the packet */ \
+    X(shadow_refused)      /* shadow mode: would have refused (the packet was not held) */    \
+    X(table_full_shared)   /* new key found the table full: used the rule's shared bucket */  \
+    X(table_full_pass)     /* new key found the table full: passed (on_table_full: pass) */   \
+    X(table_full_drop)     /* new key found the table full: refused (on_table_full: drop) */  \
+    X(answered)            /* refused and answered (the rule's action) */                     \
+    X(answer_capped)       /* refused, not answered: over an answer cap */                    \
+    X(answer_skipped)      /* refused, not answered: the packet may not be answered (RFC) */  \
+    X(unanswered)          /* refused, not answered by the action (drop, slip, limit) */      \
+    X(answered_bytes)      /* bytes of the answers */                                         \
+    X(answered_for_bytes)  /* bytes of the packets they answered (never fewer) */             \
+    X(verified)            /* syn-auth: sources that answered a cookie */                     \
+    X(cookie_failed)       /* syn-auth: bare RSTs it matches whose number was no cookie */    \
+    X(refused_established) /* aggregate keys: refused, by the class of their source */        \
+    X(refused_verified)                                                                       \
+    X(refused_known)                                                                          \
+    X(refused_new)                                                                            \
+    X(reserve_established) /* aggregate keys: admitted from their class's reserve (a new */   \
+    X(reserve_verified)    /* source would have been refused), by class */                    \
+    X(reserve_known)
 
 struct alignas(64) WorkerCounters {
 #define FG_X(name) uint64_t name = 0;
