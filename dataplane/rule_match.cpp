@@ -39,9 +39,8 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     // for the classes above it (validation leaves every class a packet at least).
     const ClassReserve reserve = is_aggregate(r.key_kind) ? r.reserve : ClassReserve{0, 0, 0};
     const uint64_t tau = c.profile.tolerance_ns;
-    const unsigned above[kTrustClasses] = {0, reserve.established,
-                                           unsigned{reserve.established} + reserve.verified,
-                                           reserve.total()};
+    const unsigned above[kTrustClasses] = {
+        0, reserve.established, unsigned{reserve.established} + reserve.verified, reserve.total()};
     for (unsigned k = 0; k < kTrustClasses; ++k)
         c.class_tolerance_ns[k] =
             tau - static_cast<uint64_t>(static_cast<unsigned __int128>(tau) * above[k] / 100);
