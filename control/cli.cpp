@@ -35,7 +35,8 @@ constexpr const char *kUsage =
     "  rules show             the running rules\n"
     "  stats [--rule NAME]    counters, per rule\n"
     "  top [--rule NAME] [-n N]\n"
-    "                         the sources refused most (N up to 64, default 10)\n"
+    "                         the sources (for key dst: destinations) refused most\n"
+    "                         (N up to 64, default 10)\n"
     "  block add PREFIX [--ttl DURATION] | block del PREFIX | block list\n"
     "  allow add PREFIX [--ttl DURATION] | allow del PREFIX | allow list\n"
     "                         runtime overrides; DURATION like 90s, 15m, 2h, 1d, 1h30m\n"
@@ -300,6 +301,26 @@ int cmd_stats(const Cli &cli, const std::string &rule) {
                     static_cast<unsigned long long>(u64(x, "unanswered")),
                     static_cast<unsigned long long>(u64(x, "verified")));
     }
+    // Aggregate rules: refused = the four classes' refusals; the reserve's admissions beside.
+    header = false;
+    for (const json &x : s["rules"]) {
+        const std::string key = x.value("key", "src");
+        if (key != "dst" && key != "none") continue;
+        if (!header)
+            std::printf("%-20s %-5s %12s %12s %12s %12s | %14s %14s %14s\n", "rule", "key",
+                        "refused:est", "verified", "known", "new", "reserve:est", "verified",
+                        "known");
+        header = true;
+        std::printf("%-20s %-5s %12llu %12llu %12llu %12llu | %14llu %14llu %14llu\n",
+                    x.value("name", "").c_str(), key.c_str(),
+                    static_cast<unsigned long long>(u64(x, "refused_established")),
+                    static_cast<unsigned long long>(u64(x, "refused_verified")),
+                    static_cast<unsigned long long>(u64(x, "refused_known")),
+                    static_cast<unsigned long long>(u64(x, "refused_new")),
+                    static_cast<unsigned long long>(u64(x, "reserve_established")),
+                    static_cast<unsigned long long>(u64(x, "reserve_verified")),
+                    static_cast<unsigned long long>(u64(x, "reserve_known")));
+    }
     return 0;
 }
 
@@ -309,11 +330,18 @@ int cmd_top(const Cli &cli, const std::string &rule, int n) {
     json out = json::array();
     for (const json &x : r["stats"]["rules"])
         if (rule.empty() || x.value("name", "") == rule)
-            out.push_back({{"rule", x["name"]}, {"top_refused", x["top_refused"]}});
+            out.push_back({{"rule", x["name"]},
+                           {"key", x.value("key", "src")},
+                           {"top_refused", x["top_refused"]}});
     if (!rule.empty() && out.empty()) return failed("no rule named \"" + rule + "\"");
     if (cli.json_out) return print_json({{"ok", true}, {"top", out}});
     for (const json &x : out) {
-        std::printf("rule %s:\n", x["rule"].get<std::string>().c_str());
+        // A dst key's offenders are the destinations at their limit, the most refused first.
+        const std::string key = x["key"].get<std::string>();
+        std::printf("rule %s%s:\n", x["rule"].get<std::string>().c_str(),
+                    key == "dst"    ? " (per destination: the destinations held at their limit)"
+                    : key == "none" ? " (one bucket for the whole rule)"
+                                    : "");
         if (x["top_refused"].empty()) std::printf("  (nothing refused)\n");
         for (const json &t : x["top_refused"])
             std::printf("  %-45s %14llu refused\n", t.value("source", "").c_str(),

@@ -137,7 +137,32 @@ std::string describe_caps(const AnswerCaps &c) {
 }
 
 std::string describe_key(const Rule &r) {
-    return "ipv4 /" + std::to_string(r.key_ipv4_len) + ", ipv6 /" + std::to_string(r.key_ipv6_len);
+    const std::string src =
+        "ipv4 /" + std::to_string(r.key_ipv4_len) + ", ipv6 /" + std::to_string(r.key_ipv6_len);
+    const std::string dst = "dst ipv4 /" + std::to_string(r.dst_key_ipv4_len) + ", ipv6 /" +
+                            std::to_string(r.dst_key_ipv6_len);
+    switch (r.key_kind) {
+        case KeyKind::dst:
+            return dst;
+        case KeyKind::src_dst:
+            return "src " + src + " + " + dst;
+        case KeyKind::none:
+            return "none";
+        case KeyKind::src:
+        default:
+            return src;
+    }
+}
+
+std::string describe_established(const EstablishedOptions &e) {
+    return "ttl " + format_duration_s(static_cast<long long>(e.ttl_ns / 1'000'000'000)) +
+           " per ipv4 /" + std::to_string(e.ipv4_len) + ", ipv6 /" + std::to_string(e.ipv6_len);
+}
+
+// An aggregate rule's classes' shares of its burst.
+std::string describe_reserve(const ClassReserve &r) {
+    return "established " + std::to_string(r.established) + "%, verified " +
+           std::to_string(r.verified) + "%, known " + std::to_string(r.known) + "%";
 }
 
 RulesDiff diff_rules(const Config &running, const Config &next) {
@@ -150,6 +175,9 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
                             std::to_string(next.table_entries_per_core) +
                             " (takes effect when floodgate restarts)");
 
+    if (describe_established(running.established) != describe_established(next.established))
+        d.changes.push_back("established " + describe_established(running.established) + " -> " +
+                            describe_established(next.established));
     if (describe_caps(running.answers) != describe_caps(next.answers))
         d.changes.push_back("answers " + describe_caps(running.answers) + " -> " +
                             describe_caps(next.answers));
@@ -165,8 +193,10 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
     for (const Rule &r : next.rules) {
         const Rule *old = find(running, r.name);
         if (old == nullptr) {
-            d.changes.push_back("rule " + r.name + ": added (" + describe_match(r.match) + "; " +
-                                describe_limit(r) + ")");
+            d.changes.push_back(
+                "rule " + r.name + ": added (" + describe_match(r.match) + "; " +
+                (r.key_kind != KeyKind::src ? "key " + describe_key(r) + "; " : "") +
+                describe_limit(r) + ")");
             d.reset.push_back(r.name);
             continue;
         }
@@ -181,6 +211,9 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
         if (describe_action(*old) != describe_action(r))
             d.changes.push_back(prefix + "action " + describe_action(*old) + " -> " +
                                 describe_action(r));
+        if (describe_reserve(old->reserve) != describe_reserve(r.reserve))
+            d.changes.push_back(prefix + "reserve " + describe_reserve(old->reserve) + " -> " +
+                                describe_reserve(r.reserve));
         if (old->mode != r.mode)
             d.changes.push_back(prefix + "mode " + mode_text(old->mode) + " -> " +
                                 mode_text(r.mode));

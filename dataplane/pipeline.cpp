@@ -201,7 +201,7 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
 void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
                      uint64_t now_ns) {
     const CompiledRule &r = rules_->rules()[c.rule];
-    c.unverified = r.action == RuleAction::syn_auth && !verified(c.verify_hash, now_ns);
+    c.unverified = r.action == RuleAction::syn_auth && !verified(c.aux_hash, now_ns);
     c.cls = TrustClass::fresh;
     c.by_reserve = false;
     if (c.unverified) {
@@ -219,7 +219,7 @@ void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, C
     if (c.entry == nullptr) {
         c.admitted = check_table_full(r, &c, now_ns);
         if (!c.admitted && is_aggregate(r.key_kind))
-            c.cls = trust_class(info, checks, n_checks, now_ns);
+            c.cls = trust_class(info, c, checks, n_checks, now_ns);
         return;
     }
     c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
@@ -231,7 +231,7 @@ void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, C
 // each class seeing the same TAT with its own tolerance (CompiledRule::class_tolerance_ns).
 void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, const Check *checks,
                               unsigned n_checks, uint64_t tat_ns, uint64_t now_ns, Check *c) {
-    c->cls = trust_class(info, checks, n_checks, now_ns);
+    c->cls = trust_class(info, *c, checks, n_checks, now_ns);
     if (!r.classes || c->cls == TrustClass::fresh) return;
     const GcraProfile p{r.profile.interval_ns, r.class_tolerance_ns[static_cast<unsigned>(c->cls)]};
     c->admitted = gcra_admit(p, tat_ns, now_ns, &c->new_tat_ns);
@@ -240,13 +240,9 @@ void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, con
 
 // The most trusted class the packet's source is in. Known: a per-source rule of this packet
 // found the source's key live and admitted it (those rules are checked before aggregate ones).
-TrustClass Pipeline::trust_class(const PacketInfo &info, const Check *checks, unsigned n_checks,
-                                 uint64_t now_ns) {
-    const EstablishedProfile &est = rules_->established();
-    if (live(
-            table_->hash(source_key(info, est.mask_hi, est.mask_lo, kTagEstablished | info.family)),
-            now_ns))
-        return TrustClass::established;
+TrustClass Pipeline::trust_class(const PacketInfo &info, const Check &c, const Check *checks,
+                                 unsigned n_checks, uint64_t now_ns) {
+    if (live(c.aux_hash, now_ns)) return TrustClass::established;
     for (uint16_t i : rules_->syn_auth_rules())
         if (verified(table_->hash(verified_key(rules_->rules()[i], info)), now_ns))
             return TrustClass::verified;
@@ -327,9 +323,9 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
 // challenged: a challenge stores nothing.
 void Pipeline::unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
     uint64_t tat_ns;
-    LimitEntry *e = table_->acquire(c->verify_hash, now_ns, &tat_ns);
+    LimitEntry *e = table_->acquire(c->aux_hash, now_ns, &tat_ns);
     if (e != nullptr) {
-        table_->release(e, c->verify_hash);  // room: the challenge goes out as usual
+        table_->release(e, c->aux_hash);  // room: the challenge goes out as usual
         return;
     }
     RuleCounters &rc = mine(r).counters;
@@ -514,8 +510,9 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             c.rule = r.index;
             c.key = rule_key(r, info);
             c.hash = rule_key_hash(r, info, *table_, c.key);
-            c.verify_hash =
-                r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info)) : 0;
+            c.aux_hash = r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info))
+                         : is_aggregate(r.key_kind)       ? established_hash(info)
+                                                          : 0;
         }
     }
     first_check_[n] = static_cast<uint16_t>(n_checks);
@@ -527,8 +524,7 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
         for (unsigned end = std::min(first_check_[i] + kPrefetchAhead, n_checks); prefetched < end;
              ++prefetched) {
             table_->prefetch(checks_[prefetched].hash);
-            if (checks_[prefetched].verify_hash != 0)
-                table_->prefetch(checks_[prefetched].verify_hash);
+            if (checks_[prefetched].aux_hash != 0) table_->prefetch(checks_[prefetched].aux_hash);
         }
         Verdict v;
         switch (status_[i]) {

@@ -144,7 +144,10 @@ class Pipeline {
         LimitEntry *entry;  // nullptr: the table was full for this key
         bool reserved;      // entry is a reservation for a fresh key (LimitTable::acquire)
         uint64_t new_tat_ns;
-        uint64_t verify_hash;  // syn-auth rules: the hash of the source's verified_key
+        // Prefetched with the key's buckets: for a syn-auth rule the hash of the source's
+        // verified_key, for an aggregate rule of its established key (its class's first
+        // lookup, needed under a flood); else 0.
+        uint64_t aux_hash;
         uint16_t rule;
         bool admitted;
         bool unverified;  // syn-auth: refused because the source has not proven itself
@@ -170,15 +173,20 @@ class Pipeline {
     [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
                                       const Check *checks, unsigned n_checks, uint64_t tat_ns,
                                       uint64_t now_ns, Check *c);
-    TrustClass trust_class(const PacketInfo &info, const Check *checks, unsigned n_checks,
-                           uint64_t now_ns);
+    TrustClass trust_class(const PacketInfo &info, const Check &c, const Check *checks,
+                           unsigned n_checks, uint64_t now_ns);
     bool live(uint64_t h, uint64_t now_ns) {
         const LimitEntry *e = table_->find(h);
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
     }
     bool remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns);
+    // The hash of the key that says the packet's source is established.
+    uint64_t established_hash(const PacketInfo &p) const {
+        const EstablishedProfile &est = rules_->established();
+        return table_->hash(source_key(p, est.mask_hi, est.mask_lo, kTagEstablished | p.family));
+    }
     void mark_established(const PacketInfo &reply, uint64_t now_ns);
-    bool verified(uint64_t verify_hash, uint64_t now_ns) { return live(verify_hash, now_ns); }
+    bool verified(uint64_t verified_hash, uint64_t now_ns) { return live(verified_hash, now_ns); }
     [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
                                          const RuleBits &dst, uint64_t now_ns);
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);

@@ -82,6 +82,9 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
         rule["name"] = r.name;
         rule["mode"] = r.shadow ? "shadow" : "enforce";
         rule["action"] = rule_action_name(r.action);
+        // What the limit is kept per, hence what top_refused lists: sources, destinations
+        // (dst), sources of pairs (src+dst), or the whole rule (none).
+        rule["key"] = key_kind_name(r.key_kind);
 #define FG_X(name) rule[#name] = sum.name;
         FG_RULE_COUNTERS(FG_X)
 #undef FG_X
@@ -135,9 +138,18 @@ std::string stats_summary(const nlohmann::ordered_json &s) {
               << r["answer_capped"] << ", not answerable " << r["answer_skipped"] << ", unanswered "
               << r["unanswered"] << ", verified " << r["verified"] << ", cookies failed "
               << r["cookie_failed"] << "\n";
+        if (r["key"] == "dst" || r["key"] == "none")
+            o << "    key " << r["key"].get<std::string>() << ": refused by class: established "
+              << r["refused_established"] << ", verified " << r["refused_verified"] << ", known "
+              << r["refused_known"] << ", new " << r["refused_new"]
+              << "; passed from the reserve: established " << r["reserve_established"]
+              << ", verified " << r["reserve_verified"] << ", known " << r["reserve_known"] << "\n";
         for (const auto &t : r["top_refused"])
             o << "    " << t["source"].get<std::string>() << "  refused " << t["count"] << "\n";
     }
+    if (s.value("established_marked", 0) != 0 || s.value("established_full", 0) != 0)
+        o << "  established: " << s["established_marked"] << " replies marked their destination, "
+          << s["established_full"] << " found the table full\n";
     return o.str();
 }
 

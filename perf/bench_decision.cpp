@@ -6,6 +6,11 @@
 // BM_DecideWithSourceList measures the same with the rule's match holding a src list of 0, 1
 // or 100,000 prefixes (which the RuleSet compiles into its source prefix table), at 1M keys.
 //
+// BM_DecideAggregate: the same 1M sources all toward one destination, under a per-source rule
+// (rules 0, the baseline: BM_Decide's), an aggregate rule (key dst, default reserve) alone
+// (rules 1), or both (rules 2). refuse: the aggregate rule (or, alone, the per-source one)
+// refuses every packet, so each refusal also looks up its source's trust class.
+//
 // BM_SynFlood: a SYN flood from 1,048,576 random sources (each once per pass), every SYN
 // refused by one rule, in three regimes: copy (each frame restored from its template and given
 // its source, nothing decided: the cost the other two share), drop (a drop rule, burst 1 and
@@ -37,7 +42,9 @@ enum Regime : int64_t { kAdmit = 0, kRefuse = 1 };
 
 // prefixes: how many the rule's src list holds. 1 is 10.0.0.0/8, which holds every source;
 // 100,000 are the 65,536 /24s of 10.0.0.0/8 and 34,464 /32s of 11.0.0.0/8 that no source hits.
-Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0) {
+enum Rules : int64_t { kPerSource = 0, kAggregate = 1, kBoth = 2 };
+
+Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0, Rules rules = kPerSource) {
     Config c;
     c.table_entries_per_core = keys;
     Rule r;
@@ -56,7 +63,16 @@ Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0) {
     r.rate_count = 1;
     r.rate_period_ns = 60ull * 1000000000;  // 1/min: every key stays live for the whole run
     r.burst_pkts = regime == kAdmit ? kMaxBurstPkts : 1;
-    c.rules.push_back(r);
+    Rule total = r;
+    total.name = "total";
+    total.key_kind = KeyKind::dst;
+    if (regime == kAdmit) {  // 10^9/s: one packet per virtual nanosecond, all admitted
+        total.rate_count = 1000000000;
+        total.rate_period_ns = 1000000000;
+    }
+    if (rules == kBoth) r.burst_pkts = kMaxBurstPkts;  // the aggregate rule is the one refusing
+    if (rules != kAggregate) c.rules.push_back(r);
+    if (rules != kPerSource) c.rules.push_back(total);
     return c;
 }
 
@@ -107,9 +123,10 @@ void time_per_packet(benchmark::State &state, const RunBurst &run_burst, Verdict
     state.SetItemsProcessed(state.iterations());
 }
 
-void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes) {
+void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes,
+            Rules rules = kPerSource) {
     Bench bench;
-    if (!make_bench(state, bench_config(keys, regime, prefixes), keys, &bench)) return;
+    if (!make_bench(state, bench_config(keys, regime, prefixes, rules), keys, &bench)) return;
     Pipeline &pipeline = *bench.pipeline;
 
     test::Frame tmpl = test::PacketBuilder()
@@ -144,6 +161,9 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     time_per_packet(state, run_burst, verdicts);
     state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
     state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
+    unsigned passed = 0;
+    for (Verdict v : verdicts) passed += v == Verdict::pass;
+    state.counters["passed"] = static_cast<double>(passed) / kMaxBurst;  // of the last burst
 }
 
 enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2 };
@@ -252,6 +272,15 @@ BENCHMARK(BM_DecideWithSourceList)
     ->Arg(0)
     ->Arg(1)
     ->Arg(100000)
+    ->Unit(benchmark::kNanosecond)
+    ->UseRealTime();
+void BM_DecideAggregate(benchmark::State &state) {
+    decide(state, 1 << 20, static_cast<Regime>(state.range(1)), 0,
+           static_cast<Rules>(state.range(0)));
+}
+BENCHMARK(BM_DecideAggregate)
+    ->ArgNames({"rules", "refuse"})  // rules: 0 per-source, 1 aggregate (dst), 2 both
+    ->ArgsProduct({{kPerSource, kAggregate, kBoth}, {kAdmit, kRefuse}})
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 BENCHMARK(BM_Decide)
