@@ -173,8 +173,15 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     const CompiledRule &r = rules_->rules()[c.rule];
     RuleCoreState &state = mine(r);
+    // The summary tells sources apart by hash, so the hash must name what it reports: a
+    // src_dst key's hash names the pair (one source toward two destinations would be listed
+    // twice under its one address), a none key's both families (every refusal would go to
+    // whichever family was refused first). Those report the source prefix, or the family's /0.
+    uint64_t h = c.hash;
+    if (r.key_kind == KeyKind::src_dst || r.key_kind == KeyKind::none) [[unlikely]]
+        h = table_->hash(LimitKey{c.key.addr_hi, c.key.addr_lo, c.key.tag | info.family});
     state.top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
-                          c.hash);
+                          h);
     state.top_refused_changed = true;
 }
 

@@ -6,6 +6,14 @@
 // The limiter table is modelled only by how many live keys it holds (a key is live while its
 // TAT is after now; expired keys are the same as absent ones, and live ones are never evicted).
 // A new key that finds that many live keys, over all rules, meets its rule's on_table_full.
+//
+// Aggregate limits (key dst or none) are modelled from the wording, not the code: one
+// TAT per destination prefix (or per rule), every trust class testing it with its own
+// tolerance, tau_c = tau - floor(tau * above_c / 100), above_c being the reserve of the classes
+// above c. The class is looked up only when the new class's tolerance refuses: established
+// (a reply went out toward the source's prefix, see observe_inside()), known (another,
+// non-aggregate rule of the packet found the source's key live and admitted it), else new.
+// syn-auth is not modelled, so neither is the verified class: scenarios keep syn-auth out.
 #pragma once
 
 #include <algorithm>
@@ -40,7 +48,8 @@ struct ModelPacket {
     uint8_t tcp_flags = 0;
 };
 
-// A limiter key: the family and the source masked to the rule's key length.
+// An address prefix as a report names it (top_refused): the family and the address masked to
+// the rule's key length (the source's, or a dst key's destination).
 struct SourceKey {
     uint8_t family = 4;
     IpAddr addr{};
@@ -57,6 +66,25 @@ struct SourceKeyHash {
     }
 };
 
+// What one rule keeps a TAT per: the source prefix (src), the destination prefix (dst), both
+// (src+dst) or nothing (none: family 0, one bucket for IPv4 and IPv6).
+struct ModelRuleKey {
+    uint8_t family = 4;
+    IpAddr src{};
+    IpAddr dst{};
+    auto operator<=>(const ModelRuleKey &) const = default;
+};
+
+struct ModelRuleKeyHash {
+    size_t operator()(const ModelRuleKey &k) const {
+        const SourceKeyHash h;
+        return h(SourceKey{k.family, k.src}) * 31 + h(SourceKey{k.family, k.dst});
+    }
+};
+
+// Trust classes of an aggregate rule, most trusted first (verified is never modelled).
+enum class ModelClass : uint8_t { established, verified, known, fresh };
+
 struct ModelRuleCounters {
     uint64_t matched = 0;
     uint64_t passed = 0;
@@ -67,6 +95,15 @@ struct ModelRuleCounters {
     uint64_t table_full_shared = 0;
     uint64_t table_full_pass = 0;
     uint64_t table_full_drop = 0;
+    // Aggregate rules: refusals this rule was blamed for, by the class of their source; and
+    // passed packets that only their class's reserve admitted.
+    uint64_t refused_established = 0;
+    uint64_t refused_verified = 0;
+    uint64_t refused_known = 0;
+    uint64_t refused_new = 0;
+    uint64_t reserve_established = 0;
+    uint64_t reserve_verified = 0;
+    uint64_t reserve_known = 0;
     // The refusals counted in `refused` and `shadow_refused`, per key (what top_refused shows).
     std::map<SourceKey, uint64_t> refused_by_key;
 };
@@ -79,7 +116,12 @@ struct ModelCounters {
     uint64_t non_ip = 0;
     uint64_t allow_hits = 0;
     uint64_t block_hits = 0;
-    uint64_t table_full_events = 0;                     // new keys that found no room
+    uint64_t table_full_events = 0;  // new keys that found no room
+    // Frames from the inside (set_inside): not decided, not counted above. Replies among them,
+    // when the config has an aggregate rule, mark their destination established.
+    uint64_t inside_frames = 0;
+    uint64_t established_marked = 0;  // replies that marked (or found marked) their destination
+    uint64_t established_full = 0;    // ... that found no room for the mark
     std::map<std::string, uint64_t> malformed_reasons;  // only reasons seen
     std::vector<ModelRuleCounters> rules;               // in file order
 };
@@ -90,6 +132,10 @@ struct ModelDecision {
     unsigned matching_rules = 0;  // rules whose match held
     unsigned refusing_rules = 0;  // of those, enforce rules that would refuse
     unsigned table_full = 0;      // of those, rules whose new key found the table full
+    bool inside = false;          // a frame from the inside: passed, not decided
+    // The blamed rule's class of the source, when that rule is an aggregate one.
+    ModelClass blamed_class = ModelClass::fresh;
+    unsigned by_reserve = 0;  // aggregate rules that admitted it from a class's reserve
 };
 
 class ReferenceModel {
@@ -109,8 +155,16 @@ class ReferenceModel {
         counters_.rules.resize(cfg_.rules.size());
     }
 
+    // The protected side (replay --inside): IP frames whose source is in one of these went
+    // inside to outside.
+    void set_inside(std::vector<Prefix> inside) { inside_ = std::move(inside); }
+
     // Packets must come in file order (timestamps never decreasing, as replay reads them).
     ModelDecision decide(const ModelPacket &p) {
+        if (p.kind == FrameKind::ip && any_contains(inside_, p.family, p.src)) {
+            observe_inside(p);
+            return {.pass = true, .inside = true};
+        }
         ++counters_.packets;
         if (p.kind == FrameKind::malformed) {
             ++counters_.malformed;
@@ -139,25 +193,35 @@ class ReferenceModel {
         // Check every matching rule, then commit only if all enforce rules admit.
         struct Check {
             size_t rule;
-            SourceKey key;
+            ModelRuleKey key;
             uint64_t tat_ns;  // max(stored TAT, now); the rule's overflow TAT when table_full
             bool admit;
-            bool table_full;  // the key was new and found no room, so nothing of its own is kept
+            bool table_full;    // the key was new and found no room, so nothing of its own is kept
+            bool live = false;  // the key's stored TAT was after now
+            ModelClass cls = ModelClass::fresh;  // aggregate rules refused at the new tolerance
+            bool by_reserve = false;             // ... and admitted by their class's
         };
         std::vector<Check> checks;
         ModelDecision d;
-        SourceKey blamed_key;
         const bool every_slot_live = live_keys(p.ts_ns) >= table_live_keys_;
-        for (size_t i = 0; i < cfg_.rules.size(); ++i) {
+        // Per-source (and per-pair) rules first: an aggregate rule's class "known" depends on
+        // what they found. Checks are kept in file order for blame.
+        std::vector<size_t> order;
+        for (const bool aggregate : {false, true})
+            for (size_t i = 0; i < cfg_.rules.size(); ++i)
+                if (is_aggregate_key(cfg_.rules[i].key_kind) == aggregate &&
+                    matches(cfg_.rules[i].match, p))
+                    order.push_back(i);
+        for (const size_t i : order) {
             const Rule &r = cfg_.rules[i];
-            if (!matches(r.match, p)) continue;
             ModelRuleCounters &rc = counters_.rules[i];
             ++rc.matched;
             ++d.matching_rules;
-            const SourceKey key = source_key(r, p);
+            const ModelRuleKey key = rule_key(r, p);
             const auto it = tat_ns_[i].find(key);
             const uint64_t stored_ns = it == tat_ns_[i].end() ? 0 : it->second;
             Check c{i, key, std::max(stored_ns, p.ts_ns), false, false};
+            c.live = stored_ns > p.ts_ns;
             if (stored_ns <= p.ts_ns && every_slot_live) {
                 // A new key (or an expired one: the same thing) and every slot live.
                 c.table_full = true;
@@ -176,18 +240,40 @@ class ReferenceModel {
                         // One TAT per rule for every key without room, at the rule's own limit.
                         ++rc.table_full_shared;
                         c.tat_ns = std::max(overflow_tat_ns_[i], p.ts_ns);
-                        c.admit = gcra_admits(r, c.tat_ns, p.ts_ns);
+                        c.admit =
+                            gcra_admits(r, tolerance_ns(r, ModelClass::fresh), c.tat_ns, p.ts_ns);
                         break;
                 }
             } else {
-                c.admit = gcra_admits(r, c.tat_ns, p.ts_ns);
+                c.admit = gcra_admits(r, tolerance_ns(r, ModelClass::fresh), c.tat_ns, p.ts_ns);
+            }
+            if (!c.admit && is_aggregate_key(r.key_kind)) {
+                // Refused at the new sources' tolerance: the source's class decides.
+                c.cls = trust_class(p, [&] {
+                    for (const Check &o : checks)
+                        if (!is_aggregate_key(cfg_.rules[o.rule].key_kind) && !o.table_full &&
+                            o.live && o.admit)
+                            return true;
+                    return false;
+                }());
+                if (c.cls != ModelClass::fresh && !c.table_full) {
+                    c.admit = gcra_admits(r, tolerance_ns(r, c.cls), c.tat_ns, p.ts_ns);
+                    c.by_reserve = c.admit;
+                }
             }
             checks.push_back(c);
+        }
+        std::sort(checks.begin(), checks.end(),
+                  [](const Check &x, const Check &y) { return x.rule < y.rule; });
+        SourceKey blamed_key;
+        for (const Check &c : checks) {
+            const Rule &r = cfg_.rules[c.rule];
             if (!c.admit && r.mode == RuleMode::enforce) {
                 ++d.refusing_rules;
                 if (d.blamed_rule < 0) {
-                    d.blamed_rule = static_cast<int>(i);
-                    blamed_key = key;
+                    d.blamed_rule = static_cast<int>(c.rule);
+                    blamed_key = report_key(r, p);
+                    d.blamed_class = c.cls;
                 }
             }
         }
@@ -197,11 +283,17 @@ class ReferenceModel {
             ModelRuleCounters &rc = counters_.rules[c.rule];
             if (!c.admit && r.mode == RuleMode::shadow) {
                 ++rc.shadow_refused;
-                ++rc.refused_by_key[c.key];
+                ++rc.refused_by_key[report_key(r, p)];
             }
             if (!d.pass && c.rule != static_cast<size_t>(d.blamed_rule)) ++rc.overruled;
             if (d.pass) {
                 ++rc.passed;
+                if (c.by_reserve) {
+                    ++d.by_reserve;
+                    ++(c.cls == ModelClass::established ? rc.reserve_established
+                       : c.cls == ModelClass::verified  ? rc.reserve_verified
+                                                        : rc.reserve_known);
+                }
                 if (!c.admit) continue;
                 // A key without room keeps nothing; with `shared`, its rule's overflow TAT moves.
                 if (!c.table_full)
@@ -214,6 +306,11 @@ class ReferenceModel {
             ModelRuleCounters &rc = counters_.rules[static_cast<size_t>(d.blamed_rule)];
             ++rc.refused;
             ++rc.refused_by_key[blamed_key];
+            if (is_aggregate_key(cfg_.rules[static_cast<size_t>(d.blamed_rule)].key_kind))
+                ++(d.blamed_class == ModelClass::established ? rc.refused_established
+                   : d.blamed_class == ModelClass::verified  ? rc.refused_verified
+                   : d.blamed_class == ModelClass::known     ? rc.refused_known
+                                                             : rc.refused_new);
         }
         return finish(d);
     }
@@ -227,16 +324,126 @@ class ReferenceModel {
         return k;
     }
 
+    static SourceKey destination_key(const Rule &r, const ModelPacket &p) {
+        SourceKey k{p.family, p.dst};
+        keep_first_bits(&k.addr, p.family == 4 ? r.dst_key_ipv4_len : r.dst_key_ipv6_len);
+        return k;
+    }
+
+    static bool is_aggregate_key(KeyKind k) { return k == KeyKind::dst || k == KeyKind::none; }
+
+    static ModelRuleKey rule_key(const Rule &r, const ModelPacket &p) {
+        switch (r.key_kind) {
+            case KeyKind::src:
+                return {p.family, source_key(r, p).addr, {}};
+            case KeyKind::dst:
+                return {p.family, {}, destination_key(r, p).addr};
+            case KeyKind::src_dst:
+                return {p.family, source_key(r, p).addr, destination_key(r, p).addr};
+            case KeyKind::none:
+            default:
+                return {0, {}, {}};
+        }
+    }
+
+    // The prefix a refusal is reported by (top_refused): the source for src and src+dst keys
+    // (a source's pairs add up), the destination for dst keys, the family's /0 for none.
+    static SourceKey report_key(const Rule &r, const ModelPacket &p) {
+        switch (r.key_kind) {
+            case KeyKind::dst:
+                return destination_key(r, p);
+            case KeyKind::none:
+                return {p.family, {}};
+            case KeyKind::src:
+            case KeyKind::src_dst:
+            default:
+                return source_key(r, p);
+        }
+    }
+
+    // The prefix length top_refused reports for a rule and family.
+    static unsigned report_len(const Rule &r, uint8_t family) {
+        switch (r.key_kind) {
+            case KeyKind::dst:
+                return family == 4 ? r.dst_key_ipv4_len : r.dst_key_ipv6_len;
+            case KeyKind::none:
+                return 0;
+            default:
+                return family == 4 ? r.key_ipv4_len : r.key_ipv6_len;
+        }
+    }
+
+    // An aggregate rule's tolerance for class c: tau = T * burst less the reserve of the
+    // classes above c, rounded so that the reserve is whole nanoseconds (floor). Per-source
+    // rules have one class: tau.
+    static uint64_t tolerance_ns(const Rule &r, ModelClass c) {
+        const unsigned __int128 tau =
+            static_cast<unsigned __int128>(r.interval_ns()) * r.burst_pkts;
+        if (!is_aggregate_key(r.key_kind)) return static_cast<uint64_t>(tau);
+        const unsigned e = r.reserve.established, v = r.reserve.verified, k = r.reserve.known;
+        const unsigned above = c == ModelClass::established ? 0
+                               : c == ModelClass::verified  ? e
+                               : c == ModelClass::known     ? e + v
+                                                            : e + v + k;
+        return static_cast<uint64_t>(tau - tau * above / 100);
+    }
+
   private:
     ModelDecision finish(ModelDecision d) {
         ++(d.pass ? counters_.passed : counters_.dropped);
         return d;
     }
 
-    // GCRA with T = the rule's interval and tau = T * burst, for a TAT already max(TAT, now).
-    static bool gcra_admits(const Rule &r, uint64_t tat_ns, uint64_t now_ns) {
-        const uint64_t t_ns = r.interval_ns();
-        return tat_ns + t_ns - now_ns <= t_ns * r.burst_pkts;
+    // GCRA with T = the rule's interval and tolerance tau, for a TAT already max(TAT, now).
+    static bool gcra_admits(const Rule &r, uint64_t tau_ns, uint64_t tat_ns, uint64_t now_ns) {
+        return tat_ns + r.interval_ns() - now_ns <= tau_ns;
+    }
+
+    bool has_aggregate() const {
+        return std::any_of(cfg_.rules.begin(), cfg_.rules.end(),
+                           [](const Rule &r) { return is_aggregate_key(r.key_kind); });
+    }
+
+    // What the protected side answering a source looks like: TCP with ACK and not RST, or UDP
+    // from port 53.
+    static bool is_reply(const ModelPacket &p) {
+        if (!p.has_l4) return false;
+        if (p.proto == 6) return (p.tcp_flags & 0x10) != 0 && (p.tcp_flags & 0x04) == 0;
+        return p.proto == 17 && p.src_port == 53;
+    }
+
+    SourceKey established_key(uint8_t family, const IpAddr &addr) const {
+        SourceKey k{family, addr};
+        keep_first_bits(&k.addr,
+                        family == 4 ? cfg_.established.ipv4_len : cfg_.established.ipv6_len);
+        return k;
+    }
+
+    // A frame from the inside: a reply marks its destination's prefix established until now +
+    // ttl, unless the mark it has still holds more than half the ttl.
+    void observe_inside(const ModelPacket &p) {
+        ++counters_.inside_frames;
+        if (!has_aggregate() || !is_reply(p)) return;
+        const SourceKey k = established_key(p.family, p.dst);
+        uint64_t &until_ns = established_until_ns_[k];
+        const uint64_t ttl_ns = cfg_.established.ttl_ns;
+        if (until_ns > p.ts_ns + ttl_ns / 2) {
+            ++counters_.established_marked;
+            return;
+        }
+        if (until_ns <= p.ts_ns && live_keys(p.ts_ns) >= table_live_keys_) {
+            ++counters_.established_full;
+            return;
+        }
+        until_ns = std::max(until_ns, p.ts_ns + ttl_ns);
+        ++counters_.established_marked;
+    }
+
+    ModelClass trust_class(const ModelPacket &p, bool known) const {
+        const auto it = established_until_ns_.find(established_key(p.family, p.src));
+        if (it != established_until_ns_.end() && it->second > p.ts_ns)
+            return ModelClass::established;
+        return known ? ModelClass::known : ModelClass::fresh;
     }
 
     // Keys of every rule whose TAT is after now, counted only when the table has a limit.
@@ -245,6 +452,7 @@ class ReferenceModel {
         uint64_t n = 0;
         for (const auto &rule_tats : tat_ns_)
             for (const auto &[key, tat_ns] : rule_tats) n += tat_ns > now_ns;
+        for (const auto &[key, until_ns] : established_until_ns_) n += until_ns > now_ns;
         return n;
     }
 
@@ -297,9 +505,12 @@ class ReferenceModel {
     ModelCounters counters_;
     // Per rule: TAT in ns per key. Entries are never removed; an expired one (TAT <= now)
     // behaves exactly like an absent one, so keeping it changes no verdict.
-    std::vector<std::unordered_map<SourceKey, uint64_t, SourceKeyHash>> tat_ns_;
+    std::vector<std::unordered_map<ModelRuleKey, uint64_t, ModelRuleKeyHash>> tat_ns_;
     // Per rule: the one TAT shared by keys that found the table full (on_table_full: shared).
     std::vector<uint64_t> overflow_tat_ns_;
+    std::vector<Prefix> inside_;
+    // Established prefixes: until when (ns). Never removed; an expired one is an absent one.
+    std::unordered_map<SourceKey, uint64_t, SourceKeyHash> established_until_ns_;
 };
 
 }  // namespace floodgate::test

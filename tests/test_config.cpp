@@ -926,3 +926,150 @@ TEST(ShippedConfig, ExampleFullLoads) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Aggregate keys, reserves and the established options (issue 11).
+
+// A rule "a" with the given lines after its name (each indented as a rule field).
+std::string rule_lines(const std::vector<std::string> &lines) {
+    std::string s = "rules:\n  - name: a\n";
+    for (const std::string &l : lines) s += "    " + l + "\n";
+    return s;
+}
+
+const std::string kAggLimit = "limit: { rate: 100/s, burst: 10 }";
+
+TEST(Config, KeyForms) {
+    struct Case {
+        const char *key;
+        KeyKind kind;
+        uint8_t src4, src6, dst4, dst6;
+    };
+    const Case cases[] = {
+        {"{ ipv4: 24, ipv6: 48 }", KeyKind::src, 24, 48, 32, 64},
+        {"{ src: { ipv4: 16 } }", KeyKind::src, 16, 64, 32, 64},
+        {"src", KeyKind::src, 32, 64, 32, 64},
+        {"dst", KeyKind::dst, 32, 64, 32, 64},
+        {"{ dst: { ipv4: 24 } }", KeyKind::dst, 32, 64, 24, 64},
+        {"{ dst: }", KeyKind::dst, 32, 64, 32, 64},
+        {"{ dst: { ipv4: 32, ipv6: 56 } }", KeyKind::dst, 32, 64, 32, 56},
+        {"{ src: { ipv4: 24 }, dst: { ipv6: 48 } }", KeyKind::src_dst, 24, 64, 32, 48},
+        {"none", KeyKind::none, 32, 64, 32, 64},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.key);
+        const Config cfg = parse_config(rule_lines({kAggLimit, std::string("key: ") + c.key}));
+        ASSERT_EQ(cfg.rules.size(), 1u);
+        const Rule &r = cfg.rules[0];
+        EXPECT_EQ(r.key_kind, c.kind);
+        EXPECT_EQ(r.key_ipv4_len, c.src4);
+        EXPECT_EQ(r.key_ipv6_len, c.src6);
+        EXPECT_EQ(r.dst_key_ipv4_len, c.dst4);
+        EXPECT_EQ(r.dst_key_ipv6_len, c.dst6);
+        // Aggregate keys get the default reserve; the others none at all.
+        const bool aggregate = c.kind == KeyKind::dst || c.kind == KeyKind::none;
+        EXPECT_EQ(r.reserve.established, aggregate ? 30 : 0);
+        EXPECT_EQ(r.reserve.verified, aggregate ? 20 : 0);
+        EXPECT_EQ(r.reserve.known, aggregate ? 10 : 0);
+    }
+}
+
+TEST(Config, ReserveAndEstablished) {
+    const Config cfg = parse_config(
+        "established: { ttl: 90s, ipv4: 24, ipv6: 48 }\n" +
+        rule_lines({kAggLimit, "key: none", "reserve: { established: 50%, known: 0% }"}));
+    EXPECT_EQ(cfg.established.ttl_ns, 90'000'000'000ull);
+    EXPECT_EQ(cfg.established.ipv4_len, 24);
+    EXPECT_EQ(cfg.established.ipv6_len, 48);
+    const Rule &r = cfg.rules[0];
+    EXPECT_EQ(r.reserve.established, 50);
+    EXPECT_EQ(r.reserve.verified, 0) << "a reserve written replaces the defaults";
+    EXPECT_EQ(r.reserve.known, 0);
+
+    const Config defaults = parse_config(rule_lines({kAggLimit}));
+    EXPECT_EQ(defaults.established.ttl_ns, 600'000'000'000ull);
+    EXPECT_EQ(defaults.established.ipv4_len, 32);
+    EXPECT_EQ(defaults.established.ipv6_len, 64);
+    // A ttl alone, and the lengths alone.
+    EXPECT_EQ(parse_config("established: { ttl: 2s }\n").established.ttl_ns, 2'000'000'000ull);
+    EXPECT_EQ(parse_config("established: { ipv6: 56 }\n").established.ipv6_len, 56);
+    // The most a reserve may keep: 90%, with a burst that leaves new sources one packet.
+    EXPECT_NO_THROW(parse_config(rule_lines(
+        {"limit: { rate: 100/s, burst: 10 }", "key: dst", "reserve: { established: 90% }"})));
+    // Burst 3 at the default 60%: 1.2 packets left for new sources.
+    EXPECT_NO_THROW(parse_config(rule_lines({"limit: { rate: 100/s, burst: 3 }", "key: dst"})));
+}
+
+TEST(ConfigErrors, AggregateKeys) {
+    expect_errors({
+        {"unknown key word", rule_lines({kAggLimit, "key: dest"}), 4, "rules[0].key",
+         "expected one of: src, dst, none"},
+        {"unknown key field", rule_lines({kAggLimit, "key: { destination: { ipv4: 24 } }"}), 4,
+         "rules[0].key.destination", "unknown field (expected one of: ipv4, ipv6, src, dst)"},
+        {"source lengths beside dst", rule_lines({kAggLimit, "key: { ipv4: 24, dst: {} }"}), 4,
+         "rules[0].key", "write the source's lengths under key.src"},
+        {"dst length out of range", rule_lines({kAggLimit, "key: { dst: { ipv4: 33 } }"}), 4,
+         "rules[0].key.dst.ipv4", "out of range (0-32)"},
+        {"unknown dst field", rule_lines({kAggLimit, "key: { dst: { ipv5: 3 } }"}), 4,
+         "rules[0].key.dst.ipv5", "unknown field"},
+        {"syn-auth with key dst",
+         rule_lines({"match: { proto: tcp, tcp_flags: \"syn !ack\" }", kAggLimit, "key: dst",
+                     "action: syn-auth"}),
+         6, "rules[0].action", "syn-auth verifies sources: it needs a per-source key, not key dst"},
+        {"syn-auth with key none",
+         rule_lines({"match: { proto: tcp, tcp_flags: \"syn !ack\" }", kAggLimit, "key: none",
+                     "action: syn-auth"}),
+         6, "rules[0].action", "not key none"},
+    });
+}
+
+TEST(ConfigErrors, Reserve) {
+    expect_errors({
+        {"reserve on a per-source rule", rule_lines({kAggLimit, "reserve: { established: 30% }"}),
+         4, "rules[0].reserve", "reserve needs an aggregate key"},
+        {"reserve on a pair key",
+         rule_lines({kAggLimit, "key: { src: {}, dst: {} }", "reserve: { known: 10% }"}), 5,
+         "rules[0].reserve", "reserve needs an aggregate key"},
+        {"over 90%",
+         rule_lines({kAggLimit, "key: dst",
+                     "reserve: { established: 50%, verified: 30%, known: "
+                     "11% }"}),
+         5, "rules[0].reserve", "the reserves add up to 91%, over 90%"},
+        {"no percent sign", rule_lines({kAggLimit, "key: dst", "reserve: { established: 30 }"}), 5,
+         "rules[0].reserve.established", "'30' is not a percentage (write it as 30%)"},
+        {"101%", rule_lines({kAggLimit, "key: dst", "reserve: { verified: 101% }"}), 5,
+         "rules[0].reserve.verified", "out of range (0-100)"},
+        {"a fraction", rule_lines({kAggLimit, "key: dst", "reserve: { known: 2.5% }"}), 5,
+         "rules[0].reserve.known", "not an integer"},
+        {"unknown class", rule_lines({kAggLimit, "key: dst", "reserve: { allowed: 10% }"}), 5,
+         "rules[0].reserve.allowed",
+         "unknown field (expected one of: established, verified, "
+         "known)"},
+        // burst 10 with 91%... refused above; burst 2 at the default 60%: 0.8 of a packet.
+        {"burst too small for the default reserve",
+         rule_lines({"limit: { rate: 100/s, burst: 2 }", "key: dst"}), 3, "rules[0].limit",
+         "burst 2 leaves new sources less than one packet after the classes' reserve of 60%"},
+        {"burst too small for the reserve written",
+         rule_lines(
+             {"limit: { rate: 100/s, burst: 5 }", "key: none", "reserve: { established: 81% }"}),
+         5, "rules[0].reserve", "burst 5 leaves new sources less than one packet"},
+    });
+}
+
+TEST(ConfigErrors, Established) {
+    expect_errors({
+        {"ttl 0s", "established: { ttl: 0s }\n", 1, "established.ttl", "'0s' is shorter than 1s"},
+        {"ttl over a day", "established: { ttl: 2d }\n", 1, "established.ttl", "longer than a day"},
+        {"ttl without a unit", "established: { ttl: 10 }\n", 1, "established.ttl", ""},
+        {"ipv4 33", "established: { ipv4: 33 }\n", 1, "established.ipv4", "out of range (0-32)"},
+        {"unknown field", "established: { ttl: 1m, timeout: 5m }\n", 1, "established.timeout",
+         "unknown field (expected one of: ttl, ipv4, ipv6)"},
+        {"a scalar", "established: 10m\n", 1, "established", ""},
+    });
+}
+
+}  // namespace
+}  // namespace floodgate

@@ -99,11 +99,19 @@ std::string Scenario::floodgate_bin() {
 }
 
 ProcessResult Scenario::run_replay(const std::string &config, const std::string &suffix) {
-    return run_process(
-        {floodgate_bin(), "replay", "--config", path(config), "--in", path("trace.pcap"), "--pass",
-         path("pass" + suffix + ".pcap"), "--drop", path("drop" + suffix + ".pcap"), "--stats",
-         path("stats" + suffix + ".json")},
-        dir_);
+    std::vector<std::string> argv = {floodgate_bin(), "replay",
+                                     "--config",      path(config),
+                                     "--in",          path("trace.pcap"),
+                                     "--pass",        path("pass" + suffix + ".pcap"),
+                                     "--drop",        path("drop" + suffix + ".pcap"),
+                                     "--stats",       path("stats" + suffix + ".json")};
+    if (!inside_.empty()) {
+        std::string list;
+        for (const std::string &p : inside_) list += (list.empty() ? "" : ",") + p;
+        argv.push_back("--inside");
+        argv.push_back(list);
+    }
+    return run_process(argv, dir_);
 }
 
 void Scenario::replay(const std::string &suffix) {
@@ -120,6 +128,14 @@ void Scenario::check_against_model(const Generator &gen, const Observer &obs) {
         FAIL() << "the model cannot load the rules: " << e.what();
     }
     model_ = std::make_unique<ReferenceModel>(std::move(cfg), table_live_keys_);
+    std::vector<Prefix> inside;
+    for (const std::string &text : inside_) {
+        std::string why;
+        const std::optional<Prefix> p = parse_prefix(text, &why);
+        ASSERT_TRUE(p.has_value()) << "--inside " << text << ": " << why;
+        inside.push_back(*p);
+    }
+    model_->set_inside(std::move(inside));
 
     PcapReader pass(path("pass.pcap"));
     PcapReader drop(path("drop.pcap"));
@@ -175,6 +191,8 @@ void Scenario::check_stats() {
     EXPECT_EQ(u64(stats_, "non_ip"), c.non_ip);
     EXPECT_EQ(u64(stats_, "allow_hits"), c.allow_hits);
     EXPECT_EQ(u64(stats_, "block_hits"), c.block_hits);
+    EXPECT_EQ(u64(stats_, "established_marked"), c.established_marked);
+    EXPECT_EQ(u64(stats_, "established_full"), c.established_full);
     // Every reason is listed, zeros included; the model lists those it counted.
     using ReasonCounts = std::map<std::string, uint64_t>;
     ReasonCounts reasons = stats_.value("malformed_reasons", json::object()).get<ReasonCounts>();
@@ -210,6 +228,22 @@ void Scenario::check_stats() {
         EXPECT_EQ(u64(got, "table_full_shared"), want.table_full_shared);
         EXPECT_EQ(u64(got, "table_full_pass"), want.table_full_pass);
         EXPECT_EQ(u64(got, "table_full_drop"), want.table_full_drop);
+        EXPECT_EQ(u64(got, "refused_established"), want.refused_established);
+        EXPECT_EQ(u64(got, "refused_verified"), want.refused_verified);
+        EXPECT_EQ(u64(got, "refused_known"), want.refused_known);
+        EXPECT_EQ(u64(got, "refused_new"), want.refused_new);
+        EXPECT_EQ(u64(got, "reserve_established"), want.reserve_established);
+        EXPECT_EQ(u64(got, "reserve_verified"), want.reserve_verified);
+        EXPECT_EQ(u64(got, "reserve_known"), want.reserve_known);
+        if (rule.key_kind == KeyKind::dst || rule.key_kind == KeyKind::none) {
+            EXPECT_EQ(u64(got, "refused"), u64(got, "refused_established") +
+                                               u64(got, "refused_verified") +
+                                               u64(got, "refused_known") + u64(got, "refused_new"));
+        } else {
+            EXPECT_EQ(u64(got, "refused_new") + u64(got, "refused_known") +
+                          u64(got, "refused_established") + u64(got, "refused_verified"),
+                      0u);
+        }
         check_top_refused(got.value("top_refused", json::array()), rule, want);
     }
 }
@@ -224,7 +258,7 @@ void Scenario::check_top_refused(const json &top, const Rule &rule, const ModelR
         std::string why;
         const std::optional<Prefix> p = parse_prefix(text, &why);
         ASSERT_TRUE(p.has_value()) << "top_refused source '" << text << "': " << why;
-        EXPECT_EQ(p->len, p->family == 4 ? rule.key_ipv4_len : rule.key_ipv6_len) << text;
+        EXPECT_EQ(p->len, ReferenceModel::report_len(rule, p->family)) << text;
         const uint64_t count = u64(entry, "count");
         EXPECT_LE(count, previous) << "top_refused is not sorted, most first";
         previous = count;

@@ -1,10 +1,12 @@
 // The scenario harness: end-to-end runs of the real binary. Each test writes a rules file and a
 // generated pcap into a fresh temporary directory, runs
 //   $FLOODGATE_BIN replay --config rules.yaml --in trace.pcap --pass pass.pcap --drop drop.pcap
-//                         --stats stats.json
+//                         --stats stats.json [--inside PREFIX,...]
 // and then regenerates the same traffic through the reference model (tests/reference_model.h):
 // every frame must come out of PASS.pcap or DROP.pcap as the model says, with its bytes and
-// timestamp, in order, and STATS.json must hold the model's counters.
+// timestamp, in order, and STATS.json must hold the model's counters. Frames from the inside
+// (inside_, given to replay as --inside) must be in PASS.pcap in their place, and are counted
+// as no decided packet.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -70,6 +72,9 @@ class Scenario : public ::testing::Test {
     // How many live keys the model lets the limiter table hold. A scenario that fills the table
     // sets it, before run(), to what its `table:` section gives; the rest never come near it.
     uint64_t table_live_keys_ = ReferenceModel::kUnlimitedTable;
+    // The protected side's prefixes (replay --inside), when the scenario has one; set before
+    // run().
+    std::vector<std::string> inside_;
     std::unique_ptr<ReferenceModel> model_;
     nlohmann::json stats_;
 };
