@@ -1,8 +1,10 @@
 // floodgate-tx: the harness's traffic source for the two-process and kernel cases. Loads a
 // pcap into mbufs once and sends it round and round on port 0 as fast as the port takes it,
-// for --seconds, printing what it sent each second and a JSON summary at the end.
+// for --seconds, printing what it sent each second and a JSON summary at the end. With --pps it
+// sends at most that many frames a second (paced per burst, sleeping between bursts): a lab
+// flood that a shared machine can carry to the end, not one the receiver's ring loses.
 //
-//   floodgate-tx [EAL options] -- --pcap FILE [--seconds S] [--wait-link S]
+//   floodgate-tx [EAL options] -- --pcap FILE [--seconds S] [--wait-link S] [--pps N]
 //
 // Every frame is a template mbuf sent again by taking one more reference to it (the PMD
 // copies it out, as net_memif and net_af_packet do, and drops the reference): no per-packet
@@ -33,7 +35,7 @@ void on_signal(int) {
     g_stop = 1;
 }
 
-int run(const std::string &pcap, double seconds, double wait_link_s) {
+int run(const std::string &pcap, double seconds, double wait_link_s, uint64_t pps) {
     using namespace floodgate;
     PcapReader in(pcap);
     if (!in.ok()) {
@@ -110,9 +112,23 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
 
     const uint64_t start = rte_rdtsc(), end = start + static_cast<uint64_t>(seconds * hz);
     uint64_t sent = 0, next_print = start + hz, last_sent = 0;
+    uint64_t paced_from = start, paced_sent = 0;  // --pps: the pace's origin
     size_t at = 0;
     rte_mbuf *burst[32];
     for (uint64_t now = start; !g_stop && now < end; now = rte_rdtsc()) {
+        if (pps != 0) {  // the next burst is due when the frames sent so far have had their time
+            uint64_t due =
+                paced_from +
+                static_cast<uint64_t>(static_cast<unsigned __int128>(sent - paced_sent) * hz / pps);
+            if (now > due + hz / 100) {  // more than 10 ms behind (descheduled): no catch-up burst
+                paced_from = due = now;
+                paced_sent = sent;
+            }
+            if (due > now) {
+                rte_delay_us_sleep(static_cast<unsigned>((due - now) * 1000000 / hz) + 1);
+                continue;
+            }
+        }
         for (unsigned i = 0; i < 32; ++i) {
             burst[i] = templates[at];
             rte_mbuf_refcnt_update(burst[i], 1);
@@ -144,6 +160,7 @@ int run(const std::string &pcap, double seconds, double wait_link_s) {
 struct Options {
     std::string pcap;
     double seconds = 10, wait_link_s = 30;
+    uint64_t pps = 0;  // 0: as fast as the port takes them
 };
 
 constexpr uint64_t kNsPerSecond = 1000000000;
@@ -153,7 +170,8 @@ constexpr uint64_t kNsPerSecond = 1000000000;
 bool parse_options(int argc, char **argv, Options *o) {
     for (int i = 0; i < argc; i += 2) {
         const std::string option = argv[i];
-        if (option != "--pcap" && option != "--seconds" && option != "--wait-link") {
+        if (option != "--pcap" && option != "--seconds" && option != "--wait-link" &&
+            option != "--pps") {
             std::fprintf(stderr, "floodgate-tx: unknown option '%s'\n", option.c_str());
             return false;
         }
@@ -163,6 +181,12 @@ bool parse_options(int argc, char **argv, Options *o) {
         }
         if (option == "--pcap") {
             o->pcap = argv[i + 1];
+            continue;
+        }
+        if (option == "--pps") {  // 1 frame a second up to 100 Mpps
+            if (!floodgate::uint_option("floodgate-tx", "--pps", argv[i + 1], 1, 100000000,
+                                        &o->pps))
+                return false;
             continue;
         }
         // Up to a day of sending, up to an hour of waiting for the link.
@@ -198,10 +222,10 @@ int main(int argc, char **argv) {
     if (!parse_options(argc - used - 1, argv + used + 1, &opt))
         std::fputs(
             "usage: floodgate-tx [EAL options] -- --pcap FILE [--seconds S] "
-            "[--wait-link S]\n",
+            "[--wait-link S] [--pps N]\n",
             stderr);
     else
-        rc = run(opt.pcap, opt.seconds, opt.wait_link_s);
+        rc = run(opt.pcap, opt.seconds, opt.wait_link_s, opt.pps);
     rte_eal_cleanup();
     return rc;
 }

@@ -7,10 +7,10 @@
   answers.py drops OUT.json DEV...         the devices' packet and drop counters, and the CPUs'
                                            backlog drops (/proc/net/softnet_stat)
   answers.py warm SRC DST PORT             one TCP connection (resolves ARP or ND on the way)
-  answers.py serve9 SECONDS ADDR...        port 9 on each ADDR: TCP accepts and closes, UDP echoes
+  answers.py serve9 SECONDS ADDR...        port 9 on each ADDR: TCP accepts and holds, UDP echoes
   answers.py dnsflood SRC DST RATE SECONDS OUT.json
-                                           DNS queries from SRC at RATE/s; counts the answers,
-                                           truncated (TC=1) or not
+                                           DNS queries from SRC at RATE/s for SECONDS or until
+                                           SIGTERM; counts the answers, truncated (TC=1) or not
   answers.py tcp9 SRC DST COUNT OUT.json   COUNT connects to DST port 9, each classified
   answers.py udp9 SRC DST COUNT OUT.json   COUNT datagrams to DST port 9 on a connected socket,
                                            each classified, and the ICMP errors that came back
@@ -135,7 +135,9 @@ def warm(src, dst, port):
 
 
 def serve9(seconds, addrs):
-    socks = []
+    """TCP: accepts and holds each connection until its peer closes it (5 s at most), so that
+    a client's connect() never races a FIN and what floodgate does to it; UDP: echoes."""
+    listeners, conns = [], {}  # conns: socket -> when to give up on it
     for a in addrs:
         t = socket.socket(family(a), socket.SOCK_STREAM)
         t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -143,21 +145,30 @@ def serve9(seconds, addrs):
         t.listen(64)
         u = socket.socket(family(a), socket.SOCK_DGRAM)
         u.bind((a, 9))
-        socks += [t, u]
+        listeners += [t, u]
     print("ready", flush=True)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        ready, _, _ = select.select(socks, [], [], 0.5)
+        ready, _, _ = select.select(listeners + list(conns), [], [], 0.5)
+        now = time.monotonic()
         for s in ready:
             try:
-                if s.type == socket.SOCK_STREAM:
+                if s in conns:
+                    if not s.recv(2048):
+                        raise OSError("closed")
+                elif s.type == socket.SOCK_STREAM:
                     conn, _ = s.accept()
-                    conn.close()
+                    conns[conn] = now + 5
                 else:
                     data, peer = s.recvfrom(2048)
                     s.sendto(data, peer)
             except OSError:
-                pass
+                if s in conns:
+                    del conns[s]
+                    s.close()
+        for c in [c for c, until in conns.items() if until < now]:
+            del conns[c]
+            c.close()
 
 
 def dns_query(qid, name):
@@ -168,6 +179,13 @@ def dns_query(qid, name):
 
 
 def dnsflood(src, dst, rate, seconds, out):
+    """Queries at RATE until SIGTERM (or SECONDS), then the answers still on their way."""
+    stopped = False
+
+    def stop(*_):
+        nonlocal stopped
+        stopped = True
+    signal.signal(signal.SIGTERM, stop)
     s = socket.socket(family(dst), socket.SOCK_DGRAM)
     s.bind((src, 0))
     s.connect((dst, 53))
@@ -191,7 +209,7 @@ def dnsflood(src, dst, rate, seconds, out):
                 answers += 1
                 truncated += bool(msg[2] & 0x02)  # TC
 
-    while sent < total and time.monotonic() < end + 1:
+    while not stopped and sent < total and time.monotonic() < end + 1:
         due = start + sent / rate
         now = time.monotonic()
         if due > now:
