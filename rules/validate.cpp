@@ -453,7 +453,9 @@ class ConfigParser {
         EstablishedOptions e;
         const Fields f = fields(field, {"ttl", "ipv4", "ipv6"});
         if (const Field *ttl = f.find("ttl")) e.ttl_ns = duration_ns(*ttl, kMaxEstablishedTtlNs);
-        key_lengths(field, &e.ipv4_len, &e.ipv6_len);
+        // The lengths beside ttl: key_lengths() would take ttl for an unknown field.
+        if (const Field *a = f.find("ipv4")) e.ipv4_len = static_cast<uint8_t>(integer(*a, 0, 32));
+        if (const Field *a = f.find("ipv6")) e.ipv6_len = static_cast<uint8_t>(integer(*a, 0, 128));
         return e;
     }
 
