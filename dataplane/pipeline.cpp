@@ -466,11 +466,14 @@ bool Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns) {
 }
 
 namespace {
-// What counts as the protected side answering a source: TCP with ACK and without RST (a
-// SYN-ACK, data, a bare ACK, a FIN), or a UDP datagram from port 53 (a DNS response).
+// What counts as the protected side answering a source: TCP with ACK and without SYN or RST
+// (data, a bare ACK, a FIN: the source completed a handshake, so it saw the server's SYN-ACK
+// and is no spoofer), or a UDP datagram from port 53 (a DNS response). Not a SYN-ACK: the
+// server sends one for every SYN that gets through, from any source, so a spoofed flood whose
+// sources recur would make them established and take the reserve from the real clients.
 bool is_reply(const PacketInfo &p) {
     if (!p.has_l4) return false;
-    if (p.l4_proto == kProtoTcp) return (p.tcp_flags & (kTcpAck | kTcpRst)) == kTcpAck;
+    if (p.l4_proto == kProtoTcp) return (p.tcp_flags & (kTcpAck | kTcpSyn | kTcpRst)) == kTcpAck;
     return p.l4_proto == kProtoUdp && p.src_port == 53;
 }
 }  // namespace

@@ -81,9 +81,10 @@ class Pipeline {
     void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                 const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
     // Frames going the other way, inside to outside (they are forwarded unjudged): a reply
-    // from the protected side (TCP with ACK and no RST: a SYN-ACK, data, an ACK; UDP from port
-    // 53: a DNS response) marks its destination established (EstablishedOptions) for the
-    // aggregate rules' trust classes. Nothing to do when no rule has an aggregate key.
+    // from the protected side (TCP with ACK and neither SYN nor RST: data, an ACK, a FIN, never
+    // a SYN-ACK, which any spoofed SYN gets; UDP from port 53: a DNS response) marks its
+    // destination established (EstablishedOptions) for the aggregate rules' trust classes.
+    // Nothing to do when no rule has an aggregate key.
     void observe_returning(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                            const uint64_t *now_ns, const uint32_t *captured_lens = nullptr);
 

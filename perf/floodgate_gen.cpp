@@ -249,7 +249,7 @@ int syn_flood(const std::string &out) {
         Ipv6 src{0x20, 0x01, 0x0d, 0xb8, 0, 0x66, 0, static_cast<uint8_t>(r & 15)};
         for (int b = 0; b < 4; ++b) src[12 + b] = static_cast<uint8_t>(r >> (8 + 8 * b));
         src[8] = 0x02;  // some interface id bits, so that no source is the /64's ::0
-        Ipv6 dst{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+        Ipv6 dst{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};  // 2001:db8:1::1
         frames.push_back(PacketBuilder().ipv6(src, dst).tcp(src_port, 80, 0x02).build());
     }
     return write_frames(frames, out);

@@ -1069,6 +1069,32 @@ TEST(ConfigErrors, Established) {
          "unknown field (expected one of: ttl, ipv4, ipv6)"},
         {"a scalar", "established: 10m\n", 1, "established", ""},
     });
+// The top-level established section with all its fields (ttl beside the prefix lengths), and
+// an aggregate rule with its reserve: what tests/lab/aggregate.sh writes.
+TEST(Config, EstablishedAndAggregateFields) {
+    const Config defaults = parse_config("rules:\n  - name: a\n    " + kLimit + "\n");
+    EXPECT_EQ(defaults.established.ttl_ns, 600'000'000'000u);
+    EXPECT_EQ(defaults.established.ipv4_len, 32);
+    EXPECT_EQ(defaults.established.ipv6_len, 64);
+
+    const Config cfg = parse_config(R"(established: { ttl: 2m, ipv4: 24, ipv6: 56 }
+rules:
+  - name: web-total
+    match: { proto: tcp, dst_port: 80 }
+    key: { dst: { ipv4: 32, ipv6: 64 } }
+    limit: { rate: 2000/s, burst: 1000 }
+    reserve: { established: 40%, verified: 10%, known: 5% }
+)");
+    EXPECT_EQ(cfg.established.ttl_ns, 120'000'000'000u);
+    EXPECT_EQ(cfg.established.ipv4_len, 24);
+    EXPECT_EQ(cfg.established.ipv6_len, 56);
+    ASSERT_EQ(cfg.rules.size(), 1u);
+    EXPECT_EQ(cfg.rules[0].key_kind, KeyKind::dst);
+    EXPECT_EQ(cfg.rules[0].reserve.established, 40);
+    EXPECT_EQ(cfg.rules[0].reserve.verified, 10);
+    EXPECT_EQ(cfg.rules[0].reserve.known, 5);
+    EXPECT_EQ(parse_config("established: { ttl: 30s }\nrules: []\n").established.ttl_ns,
+              30'000'000'000u);
 }
 
 }  // namespace

@@ -246,5 +246,60 @@ TEST_F(PipelineTest, AggregateKeyShedsNewSourcesFirst) {
                                        counters(0).refused_known + counters(0).refused_new);
 }
 
+// A SYN-ACK going out proves nothing about its destination: the server answers any SYN that
+// got through, spoofed or not, and a spoofed flood whose sources recur (tests/lab/aggregate.sh:
+// 4,112 keys) would make its own sources established and take the reserve from the real
+// clients. A source is established by what only a real peer gets: the server's ACK of its
+// data or handshake (an ACK without SYN), or a DNS response.
+TEST_F(PipelineTest, ASynAckDoesNotMakeItsDestinationEstablished) {
+    Rule r;
+    r.name = "web-total";
+    r.match.proto = kProtoTcp;
+    r.key_kind = KeyKind::dst;
+    r.rate_count = 10;
+    r.rate_period_ns = 1000000000;
+    r.burst_pkts = 10;
+    r.reserve = ClassReserve{30, 0, 0};
+    Config c;
+    c.rules = {r};
+    build(c);
+    auto from = [](const std::string &src, uint8_t flags) {
+        return test::PacketBuilder().ipv4(src, "198.18.1.1").tcp(40000, 80, flags).build();
+    };
+    auto reply = [&](const std::string &dst, uint8_t flags, uint64_t now) {
+        const test::Frame f =
+            test::PacketBuilder().ipv4("198.18.1.1", dst).tcp(80, 40000, flags).build();
+        const uint8_t *frame = f.data();
+        uint32_t len = static_cast<uint32_t>(f.size());
+        pipeline_->observe_returning(&frame, &len, 1, &now);
+    };
+    const uint64_t t0 = 1'000'000'000'000ull;
+    // 7 spoofed SYNs pass (the new sources' share of the burst); the server SYN-ACKs each.
+    for (int i = 0; i < 7; ++i) {
+        const std::string src = "198.19.0." + std::to_string(i + 1);
+        ASSERT_EQ(send(from(src, kTcpSyn), t0), Verdict::pass) << i;
+        reply(src, kTcpSyn | kTcpAck, t0);
+    }
+    Pipeline::Stats stats;
+    ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
+    EXPECT_EQ(stats.counters.established_marked, 0u) << "SYN-ACKs mark nothing";
+    // Their SYNs again: new sources still, refused at the new sources' tolerance.
+    for (int i = 0; i < 7; ++i)
+        EXPECT_EQ(send(from("198.19.0." + std::to_string(i + 1), kTcpSyn), t0), Verdict::drop) << i;
+    EXPECT_EQ(counters(0).refused_new, 7u);
+    EXPECT_EQ(counters(0).reserve_established, 0u);
+    EXPECT_EQ(counters(0).refused_established, 0u);
+    // A real client: the server ACKs its data (ACK, no SYN): established, it passes from the
+    // reserve; a RST toward another source marks nothing either.
+    reply("198.18.0.10", kTcpAck, t0);
+    reply("198.18.0.11", kTcpRst | kTcpAck, t0);
+    ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
+    EXPECT_EQ(stats.counters.established_marked, 1u);
+    EXPECT_EQ(send(from("198.18.0.10", kTcpAck), t0), Verdict::pass);
+    EXPECT_EQ(counters(0).reserve_established, 1u);
+    EXPECT_EQ(send(from("198.18.0.11", kTcpAck), t0), Verdict::drop);
+    EXPECT_EQ(counters(0).refused_new, 8u);
+}
+
 }  // namespace
 }  // namespace floodgate

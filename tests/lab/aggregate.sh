@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Lab test of an aggregate limit (issue 11) with real TCP clients: connections established
+# before a distributed spoofed SYN flood keep working while the flood is held to the aggregate
+# cap. The wire is answers.sh's: an outside namespace (the clients, and the flood sent raw by
+# floodgate-tx), an inside one (a keep-alive HTTP/1.1 server, tests/lab/aggregate.py serve),
+# and floodgate between them as an L2 bump in the wire on net_af_packet. One subnet across it:
+# server 198.18.1.1/24 and 2001:db8:1::1/64 inside; clients 198.18.1.10, .11 and
+# 2001:db8:1::10, and a new client 198.18.1.12, outside.
+#
+#   tests/lab/aggregate.sh BUILD_DIR [check|show]
+#
+# One run of floodgate (one worker) with an aggregate rule on TCP port 80 (key dst: the total
+# toward each server address, 2,000/s, burst 1,000, with the default reserve):
+#   1. the three clients each open one keep-alive connection and make a request (the server's
+#      replies going out mark them established);
+#   2. floodgate-tx replays floodgate-gen's syn-flood trace (spoofed SYNs from 198.19.0.0/20
+#      and 2001:db8:66::/48) at flood_pps frames/s;
+#   3. during the flood, each client makes client_rate requests a second for client_seconds
+#      on its connection, and the new client (one the server never answered) tries to connect
+#      and fetch the page once;
+#   4. a raw receiver on the server's veth counts, per source, the TCP segments to port 80 that
+#      got through, with the kernel's receive times of the spoofed SYNs; another, on
+#      floodgate's outside veth, the receive time of the flood's first frame.
+# aggregate_check.py then prints the run and, in check mode (the default), asserts it. As
+# root; cleans up after itself, also on failure. Only 198.18.0.0/15 and 2001:db8::/32, in
+# namespaces and veths the test creates and deletes. Every loop and wait is bounded.
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+mode="${2:-check}"
+case "$mode" in check | show) ;; *) echo "aggregate: mode $mode: check or show"; exit 2 ;; esac
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+tag="fgg$$"
+out_ns="$tag-out" in_ns="$tag-in"
+work="$(mktemp -d /tmp/floodgate-aggregate.XXXXXX)"
+hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+
+# The lab's addresses; the spoofed sources and the server's addresses and MAC are those of
+# floodgate-gen's syn-flood trace (perf/floodgate_gen.cpp).
+server4=198.18.1.1 server6=2001:db8:1::1
+client4=198.18.1.10 other4=198.18.1.11 client6=2001:db8:1::10 new4=198.18.1.12
+server_mac=02:00:00:00:00:02 client_mac=02:00:00:00:01:10
+# The flood: 75 times the aggregate's rate, and below what one worker on net_af_packet reads
+# on a 2-core VM with the CPUs shared (answers.sh: about 230,000 frames/s with a busy loop on
+# one core), so that the flood, not the receive ring, decides what is dropped.
+flood_pps=150000
+# The established clients' requests during the flood, per client.
+client_rate=10 client_seconds=5
+# The new client's connection attempt: its SYN and two retransmissions (at 1 s and 3 s).
+new_timeout=6
+
+fg_pid="" tx_pid="" watch_pid="" first_pid="" clients_pid="" new_pid="" server_pid=""
+
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+
+cleanup() {
+  set +e  # every step, whatever the ones before did
+  local pid
+  for pid in $watch_pid $first_pid $clients_pid $new_pid $server_pid; do
+    kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  [ -n "$tx_pid" ] && stop "$tx_pid"
+  [ -n "$fg_pid" ] && stop "$fg_pid"
+  ip netns del "$out_ns" 2>/dev/null || true
+  ip netns del "$in_ns" 2>/dev/null || true
+  ip link del "$tag-o" 2>/dev/null || true
+  ip link del "$tag-i" 2>/dev/null || true
+  rm -rf "/var/run/dpdk/$tag" "/var/run/dpdk/$tag-tx"
+  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "aggregate: kept $work"; else rm -rf "$work"; fi
+  # Give back the hugepages scripts/hugepages.sh reserved for this run.
+  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
+  return 0
+}
+trap cleanup EXIT
+
+in_out() { ip netns exec "$out_ns" "$@"; }
+in_in() { ip netns exec "$in_ns" "$@"; }
+# Processes signalled later are started with ip netns exec itself (it execs the command), not
+# through these functions: $! is then the process, not a subshell that would die of the signal.
+tools=(python3 "$here/aggregate.py")
+answers_tools=(python3 "$here/answers.py")  # offload-off, drops
+
+wait_for() {  # wait_for FILE PATTERN SECONDS PID: bounded wait for a line PID prints
+  local deadline=$(( $(date +%s) + $3 ))
+  until grep -q "$2" "$1" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then echo "aggregate: timed out waiting for '$2' in $1"; cat "$1"; return 1; fi
+    if ! kill -0 "$4" 2>/dev/null; then echo "aggregate: the process writing $1 exited"; cat "$1"; return 1; fi
+    sleep 0.1
+  done
+}
+wait_exit() {  # wait_exit PID SECONDS: bounded wait for PID to end; its status, 124 on timeout
+  local deadline=$(( $(date +%s) + $2 ))
+  while kill -0 "$1" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; return 124; fi
+    sleep 0.1
+  done
+  local rc=0
+  wait "$1" || rc=$?
+  return "$rc"
+}
+now() { date +%s.%N; }
+
+# --- the rules ------------------------------------------------------------------------------
+cat >"$work/aggregate.yaml" <<'EOF'
+# tests/lab/aggregate.sh: the total toward each server address on port 80, whatever the
+# source. The reserve is the default, written out: established sources may use the whole
+# burst, new ones 40% of it.
+established: { ttl: 10m }
+rules:
+  - name: web-total
+    match: { proto: tcp, dst_port: 80 }
+    key: { dst: { ipv4: 32, ipv6: 64 } }
+    limit: { rate: 2000/s, burst: 1000 }
+    reserve: { established: 30%, verified: 20%, known: 10% }
+    action: drop
+EOF
+
+# --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
+ip netns add "$out_ns"
+ip netns add "$in_ns"
+ip link add "$tag-o" type veth peer name "$tag-op"
+ip link add "$tag-i" type veth peer name "$tag-ip"
+ip link set "$tag-op" netns "$out_ns"
+ip link set "$tag-ip" netns "$in_ns"
+for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
+  echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
+  "${answers_tools[@]}" offload-off "$dev"
+  ip link set "$dev" up
+done
+in_out ip link set lo up
+in_out ip link set "$tag-op" address "$client_mac"
+in_out sysctl -qw "net.ipv6.conf.$tag-op.disable_ipv6=0"
+for a in "$client4" "$other4" "$new4"; do in_out ip addr add "$a/24" dev "$tag-op"; done
+in_out ip addr add "$client6/64" dev "$tag-op" nodad
+in_out "${answers_tools[@]}" offload-off "$tag-op"
+in_out ip link set "$tag-op" up
+in_in ip link set lo up
+in_in ip link set "$tag-ip" address "$server_mac"
+in_in sysctl -qw "net.ipv6.conf.$tag-ip.disable_ipv6=0"
+in_in ip addr add "$server4/24" dev "$tag-ip"
+in_in ip addr add "$server6/64" dev "$tag-ip" nodad
+in_in "${answers_tools[@]}" offload-off "$tag-ip"
+in_in ip link set "$tag-ip" up
+# The server's SYN-ACKs to the spoofed sources that get through go back out through floodgate
+# to the outside namespace, which does not forward them: a server on a network with a default
+# route.
+in_in ip route add default via "$client4"
+in_in ip -6 route add default via "$client6"
+
+# --- the server -----------------------------------------------------------------------------
+ip netns exec "$in_ns" "${tools[@]}" serve 120 "$server4" "$server6" >"$work/server.log" 2>&1 &
+server_pid=$!
+wait_for "$work/server.log" "^ready" 10 "$server_pid"
+
+"$build/perf/floodgate-gen" syn-flood --out "$work/syn.pcap" >/dev/null
+
+# --- floodgate ------------------------------------------------------------------------------
+# One worker (the main lcore, then the worker), 4096-frame receive rings (answers.sh), no
+# control socket (another lab run may hold the default one). EAL's debug log says at what
+# rate floodgate's clock counts the TSC (aggregate_check.py reads it).
+# shellcheck disable=SC2046 # the memory options are words
+"$build/dataplane/floodgate" run --lcores="0@0,1@$(( 1 % $(nproc) ))" $("$root/scripts/hugepages.sh" 512) \
+  --no-pci --file-prefix="$tag" '--log-level=*:error' --log-level=lib.eal:debug \
+  --vdev="net_af_packet0,iface=$tag-o,qpairs=1,framecnt=4096" \
+  --vdev="net_af_packet1,iface=$tag-i,qpairs=1,framecnt=4096" \
+  -- --config "$work/aggregate.yaml" --stats "$work/stats.json" --control none >"$work/floodgate.log" 2>&1 &
+fg_pid=$!
+if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
+  wait "$fg_pid" 2>/dev/null || true
+  fg_pid=""
+  echo "aggregate: floodgate did not start"
+  exit 1
+fi
+
+# --- the receivers, then the established clients ---------------------------------------------
+"${tools[@]}" first "$tag-o" "$work/first.json" 90 >"$work/first.log" 2>&1 &
+first_pid=$!
+wait_for "$work/first.log" "^ready" 10 "$first_pid"
+ip netns exec "$in_ns" "${tools[@]}" watch "$tag-ip" "$work/watch.json" 90 >"$work/watch.log" 2>&1 &
+watch_pid=$!
+wait_for "$work/watch.log" "^ready" 10 "$watch_pid"
+"${answers_tools[@]}" drops "$work/drops-before-host.json" "$tag-o" "$tag-i"
+ip netns exec "$out_ns" "${tools[@]}" clients "$work/clients.json" "$client_rate" "$client_seconds" \
+  "$client4,$server4" "$other4,$server4" "$client6,$server6" >"$work/clients.log" 2>&1 &
+clients_pid=$!
+wait_for "$work/clients.log" "^ready" 30 "$clients_pid"
+
+# --- the flood, and the clients during it ---------------------------------------------------
+# The generator is niced: on a small machine it shares CPUs with floodgate, the clients and
+# the server, which stand for other machines.
+tx_launch=$(now)
+# shellcheck disable=SC2046
+ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $("$root/scripts/hugepages.sh" 256) \
+  --no-pci --file-prefix="$tag-tx" --log-level=error \
+  --vdev="net_af_packet0,iface=$tag-op,qpairs=1" \
+  -- --pcap "$work/syn.pcap" --seconds 60 --wait-link 10 --pps "$flood_pps" >"$work/tx.log" 2>&1 &
+tx_pid=$!
+wait_for "$work/tx.log" "^tx " 20 "$tx_pid"  # sending, a second in
+clients_go=$(now)
+kill -USR1 "$clients_pid"
+ip netns exec "$out_ns" "${tools[@]}" newclient "$new4" "$server4" "$new_timeout" "$work/newclient.json" \
+  >"$work/newclient.log" 2>&1 &
+new_pid=$!
+clients_rc=0
+wait_exit "$clients_pid" $(( client_seconds + 30 )) || clients_rc=$?
+clients_pid=""
+new_rc=0
+wait_exit "$new_pid" $(( 2 * new_timeout + 5 )) || new_rc=$?
+new_pid=""
+clients_done=$(now)
+stop "$tx_pid" || true
+tx_pid=""
+tx_stopped=$(now)
+# The last frames through floodgate: the watcher stops once no spoofed SYN came for 0.5 s.
+kill -USR1 "$watch_pid"
+watch_rc=0
+wait_exit "$watch_pid" 10 || watch_rc=$?
+watch_pid=""
+first_rc=0
+wait_exit "$first_pid" 5 || first_rc=$?
+first_pid=""
+"${answers_tools[@]}" drops "$work/drops-after-host.json" "$tag-o" "$tag-i"
+fg_rc=0
+stop "$fg_pid" || fg_rc=$?
+fg_pid=""
+
+cat >"$work/times.json" <<EOF
+{"tx_launch": $tx_launch, "clients_go": $clients_go, "clients_done": $clients_done,
+ "tx_stopped": $tx_stopped, "flood_pps": $flood_pps,
+ "exit": {"clients": $clients_rc, "newclient": $new_rc, "watch": $watch_rc, "first": $first_rc,
+          "floodgate": $fg_rc},
+ "addresses": {"established": ["$client4", "$other4", "$client6"], "new": "$new4",
+               "servers": ["$server4", "$server6"]}}
+EOF
+python3 "$here/aggregate_check.py" "$work" "$mode"
