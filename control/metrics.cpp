@@ -52,8 +52,8 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
      "Replies going out (inside to outside) that marked or refreshed their destination as an "
      "established source, for aggregate rules' trust classes."},
     {"established_full",
-     "Replies going out whose destination could not be remembered as established: the limit "
-     "table was full."},
+     "Sources that could not be remembered as established (a reply going out) or known (admitted "
+     "by an aggregate rule): the limit table was full."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {

@@ -245,14 +245,16 @@ void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, con
     c->by_reserve = c->admitted;
 }
 
-// The most trusted class the packet's source is in. Known: a per-source rule of this packet
-// found the source's key live and admitted it (those rules are checked before aggregate ones).
+// The most trusted class the packet's source is in. Known: an aggregate rule admitted it
+// before (its known mark is live), or a per-source rule of this packet found the source's key
+// live and admitted it (those rules are checked before aggregate ones).
 TrustClass Pipeline::trust_class(const PacketInfo &info, const Check &c, const Check *checks,
                                  unsigned n_checks, uint64_t now_ns) {
     if (live(c.aux_hash, now_ns)) return TrustClass::established;
     for (uint16_t i : rules_->syn_auth_rules())
         if (verified(table_->hash(verified_key(rules_->rules()[i], info)), now_ns))
             return TrustClass::verified;
+    if (live(c.known_hash, now_ns)) return TrustClass::known;
     for (unsigned i = 0; i < n_checks; ++i) {
         const Check &o = checks[i];
         if (!is_aggregate(rules_->rules()[o.rule].key_kind) && o.entry != nullptr && !o.reserved &&
@@ -305,6 +307,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         }
         return answer_refusal(info, frame, checks[blamed], now_ns, plan);
     }
+    uint64_t known = 0;
     for (unsigned i = 0; i < n_checks; ++i) {
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
@@ -320,7 +323,12 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
+        if (c.known_hash != 0) known = c.known_hash;
     }
+    // Admitted by an aggregate limit and every other rule: from now on the source is known
+    // (for the established TTL), so that under a flood it is shed after the new ones.
+    if (known != 0 && !remember_until(known, rules_->established().ttl_ns, now_ns)) [[unlikely]]
+        ++counters_.established_full;
     return Verdict::pass;
 }
 
@@ -520,9 +528,11 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             c.rule = r.index;
             c.key = rule_key(r, info);
             c.hash = rule_key_hash(r, info, *table_, c.key);
+            const bool aggregate = is_aggregate(r.key_kind);
             c.aux_hash = r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info))
-                         : is_aggregate(r.key_kind)       ? established_hash(info)
+                         : aggregate                      ? mark_hash(info, kTagEstablished)
                                                           : 0;
+            c.known_hash = aggregate ? mark_hash(info, kTagKnown) : 0;
         }
     }
     first_check_[n] = static_cast<uint16_t>(n_checks);
@@ -535,6 +545,10 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
              ++prefetched) {
             table_->prefetch(checks_[prefetched].hash);
             if (checks_[prefetched].aux_hash != 0) table_->prefetch(checks_[prefetched].aux_hash);
+            if (checks_[prefetched].known_hash != 0)
+                table_->prefetch(checks_[prefetched].known_hash);
+            if (checks_[prefetched].known_hash != 0)
+                table_->prefetch(checks_[prefetched].known_hash);
         }
         Verdict v;
         switch (status_[i]) {

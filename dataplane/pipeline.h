@@ -149,6 +149,7 @@ class Pipeline {
         // verified_key, for an aggregate rule of its established key (its class's first
         // lookup, needed under a flood); else 0.
         uint64_t aux_hash;
+        uint64_t known_hash;  // aggregate rules: the source's known mark (also prefetched)
         uint16_t rule;
         bool admitted;
         bool unverified;  // syn-auth: refused because the source has not proven itself
@@ -181,10 +182,11 @@ class Pipeline {
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
     }
     bool remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns);
-    // The hash of the key that says the packet's source is established.
-    uint64_t established_hash(const PacketInfo &p) const {
+    // The hash of the mark that says the packet's source is established (tag kTagEstablished)
+    // or known (kTagKnown).
+    uint64_t mark_hash(const PacketInfo &p, uint32_t tag) const {
         const EstablishedProfile &est = rules_->established();
-        return table_->hash(source_key(p, est.mask_hi, est.mask_lo, kTagEstablished | p.family));
+        return table_->hash(source_key(p, est.mask_hi, est.mask_lo, tag | p.family));
     }
     void mark_established(const PacketInfo &reply, uint64_t now_ns);
     bool verified(uint64_t verified_hash, uint64_t now_ns) { return live(verified_hash, now_ns); }

@@ -168,5 +168,7 @@ inline LimitKey verified_key(const CompiledRule &r, const PacketInfo &p) {
 // The key under which a source the protected side answered is remembered (one per prefix of
 // EstablishedOptions, for every rule).
 inline constexpr uint32_t kTagEstablished = 0x20;
+// And a source an aggregate rule admitted while it was not saturated (the known class).
+inline constexpr uint32_t kTagKnown = 0x10;
 
 }  // namespace floodgate

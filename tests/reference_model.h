@@ -11,8 +11,9 @@
 // TAT per destination prefix (or per rule), every trust class testing it with its own
 // tolerance, tau_c = tau - floor(tau * above_c / 100), above_c being the reserve of the classes
 // above c. The class is looked up only when the new class's tolerance refuses: established
-// (a reply went out toward the source's prefix, see observe_inside()), known (another,
-// non-aggregate rule of the packet found the source's key live and admitted it), else new.
+// (a reply went out toward the source's prefix, see observe_inside()), known (a packet of it
+// passed an aggregate rule within the ttl, or another, non-aggregate rule of the packet found
+// the source's key live and admitted it), else new.
 // syn-auth is not modelled, so neither is the verified class: scenarios keep syn-auth out.
 #pragma once
 
@@ -302,6 +303,11 @@ class ReferenceModel {
                     overflow_tat_ns_[c.rule] = c.tat_ns + r.interval_ns();
             }
         }
+        // Passed an aggregate rule (and every other): the source is known from now on.
+        bool aggregate = false;
+        for (const Check &c : checks) aggregate |= is_aggregate_key(cfg_.rules[c.rule].key_kind);
+        if (d.pass && aggregate)
+            remember(&known_until_ns_, established_key(p.family, p.src), p.ts_ns);
         if (!d.pass) {
             ModelRuleCounters &rc = counters_.rules[static_cast<size_t>(d.blamed_rule)];
             ++rc.refused;
@@ -408,7 +414,8 @@ class ReferenceModel {
     // from port 53.
     static bool is_reply(const ModelPacket &p) {
         if (!p.has_l4) return false;
-        if (p.proto == 6) return (p.tcp_flags & 0x10) != 0 && (p.tcp_flags & 0x04) == 0;
+        // ACK without SYN or RST: a SYN-ACK goes to spoofed sources too.
+        if (p.proto == 6) return (p.tcp_flags & 0x16) == 0x10;
         return p.proto == 17 && p.src_port == 53;
     }
 
@@ -424,25 +431,30 @@ class ReferenceModel {
     void observe_inside(const ModelPacket &p) {
         ++counters_.inside_frames;
         if (!has_aggregate() || !is_reply(p)) return;
-        const SourceKey k = established_key(p.family, p.dst);
-        uint64_t &until_ns = established_until_ns_[k];
-        const uint64_t ttl_ns = cfg_.established.ttl_ns;
-        if (until_ns > p.ts_ns + ttl_ns / 2) {
+        if (remember(&established_until_ns_, established_key(p.family, p.dst), p.ts_ns))
             ++counters_.established_marked;
-            return;
-        }
-        if (until_ns <= p.ts_ns && live_keys(p.ts_ns) >= table_live_keys_) {
+    }
+
+    // Marks k until now + ttl, unless its mark still holds more than half the ttl; false when
+    // the mark is new and the table has no room for it (counted in established_full).
+    bool remember(std::map<SourceKey, uint64_t> *marks, const SourceKey &k, uint64_t now_ns) {
+        uint64_t &until_ns = (*marks)[k];
+        const uint64_t ttl_ns = cfg_.established.ttl_ns;
+        if (until_ns > now_ns + ttl_ns / 2) return true;
+        if (until_ns <= now_ns && live_keys(now_ns) >= table_live_keys_) {
             ++counters_.established_full;
-            return;
+            return false;
         }
-        until_ns = std::max(until_ns, p.ts_ns + ttl_ns);
-        ++counters_.established_marked;
+        until_ns = std::max(until_ns, now_ns + ttl_ns);
+        return true;
     }
 
     ModelClass trust_class(const ModelPacket &p, bool known) const {
         const auto it = established_until_ns_.find(established_key(p.family, p.src));
         if (it != established_until_ns_.end() && it->second > p.ts_ns)
             return ModelClass::established;
+        const auto seen = known_until_ns_.find(established_key(p.family, p.src));
+        if (seen != known_until_ns_.end() && seen->second > p.ts_ns) return ModelClass::known;
         return known ? ModelClass::known : ModelClass::fresh;
     }
 
@@ -453,6 +465,7 @@ class ReferenceModel {
         for (const auto &rule_tats : tat_ns_)
             for (const auto &[key, tat_ns] : rule_tats) n += tat_ns > now_ns;
         for (const auto &[key, until_ns] : established_until_ns_) n += until_ns > now_ns;
+        for (const auto &[key, until_ns] : known_until_ns_) n += until_ns > now_ns;
         return n;
     }
 
@@ -510,7 +523,10 @@ class ReferenceModel {
     std::vector<uint64_t> overflow_tat_ns_;
     std::vector<Prefix> inside_;
     // Established prefixes: until when (ns). Never removed; an expired one is an absent one.
-    std::unordered_map<SourceKey, uint64_t, SourceKeyHash> established_until_ns_;
+    // Source marks (established: a reply went out to it; known: an aggregate rule passed it),
+    // each until when.
+    std::map<SourceKey, uint64_t> established_until_ns_;
+    std::map<SourceKey, uint64_t> known_until_ns_;
 };
 
 }  // namespace floodgate::test

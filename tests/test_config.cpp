@@ -1069,6 +1069,8 @@ TEST(ConfigErrors, Established) {
          "unknown field (expected one of: ttl, ipv4, ipv6)"},
         {"a scalar", "established: 10m\n", 1, "established", ""},
     });
+}
+
 // The top-level established section with all its fields (ttl beside the prefix lengths), and
 // an aggregate rule with its reserve: what tests/lab/aggregate.sh writes.
 TEST(Config, EstablishedAndAggregateFields) {
