@@ -33,13 +33,13 @@ void Pipeline::enable_merge() {
 
 // Counts an admitted packet for the next publish. A key that finds the list full is left
 // unmarked, so that it is listed again by its first packet after the next publish.
-void Pipeline::note_admitted(LimitEntry *e, uint64_t hash, uint64_t interval_ns) {
+void Pipeline::note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit) {
     if (e->unpublished == 0) {
         if (unpublished_.size() == kMaxUnpublishedKeys) {
             ++counters_.merge_unshared_keys;
             return;
         }
-        unpublished_.push_back(Consumption{hash, 0, interval_ns, 0});
+        unpublished_.push_back(Consumption::of(hash, limit));
     }
     ++e->unpublished;
 }
@@ -68,7 +68,9 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
         table_->commit(e, c.hash, std::max(tat_ns, tat_add(now_ns, c.interval_ns)));
         return;
     }
-    table_->commit(e, c.hash, tat_charge(std::max(tat_ns, now_ns), c.packets, c.interval_ns));
+    table_->commit(e, c.hash,
+                   limit_charge(static_cast<LimitKind>(c.kind), c.interval_ns, c.window_pkts,
+                                tat_ns, now_ns, c.packets));
 }
 
 void Pipeline::start_serving_reads() {
@@ -173,7 +175,7 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     // Every key without room shares one bucket with the rule's own rate and burst: a
     // table-filling flood is held to one source's allowance instead of running unlimited.
     ++rc.table_full_shared;
-    return gcra_admit(r.profile, state.overflow_tat_ns, now_ns, &c->new_tat_ns);
+    return limit_admit(r.limit, state.overflow_tat_ns, now_ns, r.limit.allowance(), &c->new_tat_ns);
 }
 
 Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
@@ -198,7 +200,8 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
             c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
             c.reserved = c.entry != nullptr && tat_ns == 0;
             if (c.entry != nullptr)
-                c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
+                c.admitted =
+                    limit_admit(r.limit, tat_ns, now_ns, r.limit.allowance(), &c.new_tat_ns);
             else
                 c.admitted = check_table_full(r, &c, now_ns);
         }
@@ -236,7 +239,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-            if (merging_) note_admitted(e, c.hash, r.profile.interval_ns);
+            if (merging_) note_admitted(e, c.hash, r.limit);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
@@ -327,7 +330,7 @@ bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
     if (e == nullptr) return false;  // no room to count it: answering is optional, so don't
     if (!gcra_admit(caps.per_destination, tat_ns, now_ns, &new_tat_ns)) return false;
     e = table_->commit(e, h, new_tat_ns);
-    if (merging_) note_admitted(e, h, caps.per_destination.interval_ns);
+    if (merging_) note_admitted(e, h, LimitProfile{LimitKind::gcra, caps.per_destination});
     answer_core_tat_ns_ = core_tat_ns;
     return true;
 }
@@ -371,7 +374,7 @@ bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t no
     table_->commit(e, h, std::max(tat_ns, until_ns));
     if (merging_) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
-            unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0});
+            unpublished_verifications_.push_back(Consumption{h, 0, r.verified_ttl_ns, 0, 0, 0});
         else
             ++counters_.merge_unshared_keys;
     }

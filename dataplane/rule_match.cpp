@@ -2,6 +2,8 @@
 
 namespace floodgate {
 
+static_assert(kMaxRatePeriodNs <= kMaxWindowNs, "every rate's period can be a window");
+
 void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
     IpAddr ones;
     ones.fill(0xff);
@@ -29,7 +31,19 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.key_len[1] = r.key_ipv6_len;
     key_masks(r.key_ipv4_len, &c.key_mask_hi[0], &c.key_mask_lo[0]);
     key_masks(r.key_ipv6_len, &c.key_mask_hi[1], &c.key_mask_lo[1]);
-    c.profile = gcra_profile(r.interval_ns(), r.burst_pkts);
+    switch (r.algorithm) {
+        case RuleAlgorithm::fixed_window:
+        case RuleAlgorithm::sliding_window:
+            c.limit.kind = r.algorithm == RuleAlgorithm::fixed_window ? LimitKind::fixed_window
+                                                                      : LimitKind::sliding_window;
+            c.limit.window_ns = r.rate_period_ns;
+            c.limit.window_pkts = r.rate_count;
+            break;
+        case RuleAlgorithm::gcra:
+        case RuleAlgorithm::token_bucket:  // the same admissions (gcra.h)
+            c.limit.gcra = gcra_profile(r.interval_ns(), r.burst_pkts);
+            break;
+    }
     c.action = r.action;
     switch (r.action) {
         case RuleAction::syn_auth:

@@ -1,7 +1,8 @@
-// A rule compiled for the hot path: its match conditions, its source-key masks and its GCRA
-// profile. Plain data with no DPDK types, so matching and keying are unit-testable. Its src
-// and dst prefix lists live in the RuleSet's prefix tables, which say for each packet which
-// rules' lists hold its source and destination (RuleBits); matching reads one bit.
+// A rule compiled for the hot path: its match conditions, its source-key masks and its limit
+// (GCRA or a window: limit_admit.h). Plain data with no DPDK types, so matching and keying are
+// unit-testable. Its src and dst prefix lists live in the RuleSet's prefix tables, which say for
+// each packet which rules' lists hold its source and destination (RuleBits); matching reads one
+// bit.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "dataplane/api/answers.h"
 #include "dataplane/api/rules.h"
-#include "dataplane/gcra.h"
+#include "dataplane/limit_admit.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/parse.h"
 #include "dataplane/prefix_table.h"
@@ -44,7 +45,7 @@ struct CompiledRule {
     uint64_t key_mask_hi[2] = {};
     uint64_t key_mask_lo[2] = {};
 
-    GcraProfile profile;
+    LimitProfile limit;
     // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
     RuleAction action = RuleAction::drop;
     AnswerKind answer = AnswerKind::count;

@@ -52,7 +52,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         if (options.previous != nullptr && options.previous->cores_ == options.cores) {
             const CompiledRule *old = options.previous->find_rule(r.name);
             if (old != nullptr && old->key_len[0] == r.key_ipv4_len &&
-                old->key_len[1] == r.key_ipv6_len)
+                old->key_len[1] == r.key_ipv6_len &&
+                limit_state_compatible(options.previous->config_.rules[old->index], r))
                 state = options.previous->states_[old->index];
         }
         rs->kept_state_.push_back(state != nullptr);
