@@ -1011,7 +1011,9 @@ TEST(ShippedConfig, ExampleFullLoads) {
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
     bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false;
+    bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
+        algorithms[static_cast<unsigned>(r.algorithm)] = true;
         shadow = shadow || r.mode == RuleMode::shadow;
         table_full_pass = table_full_pass || r.on_table_full == TableFullPolicy::pass;
         table_full_drop = table_full_drop || r.on_table_full == TableFullPolicy::drop;
@@ -1021,6 +1023,7 @@ TEST(ShippedConfig, ExampleFullLoads) {
     EXPECT_TRUE(table_full_pass);
     EXPECT_TRUE(table_full_drop);
     EXPECT_TRUE(port_list);
+    for (bool used : algorithms) EXPECT_TRUE(used);  // every algorithm appears
     EXPECT_FALSE(cfg.allow.empty());
     EXPECT_FALSE(cfg.block.empty());
     EXPECT_NE(find_rule(cfg, "web-from-partners"), nullptr);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "tests/pcap_io.h"
@@ -246,6 +247,8 @@ TEST_F(WindowMerge, SeveralCoresStayWithinTheBound) {
         }
         // The bound is not idle talk: the cores do pass more than one would.
         EXPECT_GT(most, kLimit) << n << " cores";
+        std::printf("%u cores: at most %llu a window (bound %llu)\n", n,
+                    static_cast<unsigned long long>(most), static_cast<unsigned long long>(bound));
     }
 }
 
