@@ -53,12 +53,6 @@ std::string flags_text(const TcpFlagMatch &f) {
     return s;
 }
 
-std::string period_text(uint64_t period_ns) {
-    if (period_ns == 3600ull * 1000000000) return "h";
-    if (period_ns == 60ull * 1000000000) return "min";
-    return "s";
-}
-
 std::string mode_text(RuleMode m) {
     return m == RuleMode::shadow ? "shadow" : "enforce";
 }
@@ -110,11 +104,18 @@ std::string describe_match(const RuleMatch &m) {
 }
 
 std::string describe_rate(uint64_t count, uint64_t period_ns, uint32_t burst) {
-    return std::to_string(count) + "/" + period_text(period_ns) + " burst " + std::to_string(burst);
+    return format_rate(count, period_ns) + " burst " + std::to_string(burst);
 }
 
+// "10/s burst 5" for GCRA (the default), the algorithm's name before any other:
+// "token-bucket 10/s burst 5", "fixed-window 3/10min".
 std::string describe_limit(const Rule &r) {
-    return describe_rate(r.rate_count, r.rate_period_ns, r.burst_pkts);
+    if (is_window(r.algorithm))
+        return std::string(rule_algorithm_name(r.algorithm)) + " " +
+               format_rate(r.rate_count, r.rate_period_ns);
+    const std::string rate = describe_rate(r.rate_count, r.rate_period_ns, r.burst_pkts);
+    if (r.algorithm == RuleAlgorithm::gcra) return rate;
+    return std::string(rule_algorithm_name(r.algorithm)) + " " + rate;
 }
 
 // The action with the settings it takes: "syn-auth verified_ttl 10m", "dns-truncate slip 2".
@@ -205,9 +206,11 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
         if (describe_match(old->match) != describe_match(r.match))
             d.changes.push_back(prefix + "match " + describe_match(old->match) + " -> " +
                                 describe_match(r.match));
+        const bool state_kept = limit_state_compatible(*old, r);
         if (describe_limit(*old) != describe_limit(r))
             d.changes.push_back(prefix + "limit " + describe_limit(*old) + " -> " +
-                                describe_limit(r));
+                                describe_limit(r) +
+                                (state_kept ? "" : " (its limiter state starts afresh)"));
         if (describe_action(*old) != describe_action(r))
             d.changes.push_back(prefix + "action " + describe_action(*old) + " -> " +
                                 describe_action(r));
@@ -223,6 +226,8 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
         if (describe_key(*old) != describe_key(r)) {
             d.changes.push_back(prefix + "key " + describe_key(*old) + " -> " + describe_key(r) +
                                 " (its limiter state starts afresh)");
+            d.reset.push_back(r.name);
+        } else if (!state_kept) {
             d.reset.push_back(r.name);
         } else {
             d.kept.push_back(r.name);

@@ -29,13 +29,6 @@ const char *list_name(PrefixVerdict v) {
     return v == PrefixVerdict::allow ? "allow" : "block";
 }
 
-std::string rate_text(const Rule &r) {
-    const char *unit = r.rate_period_ns == 60ull * 1000000000     ? "min"
-                       : r.rate_period_ns == 3600ull * 1000000000 ? "h"
-                                                                  : "s";
-    return std::to_string(r.rate_count) + "/" + unit;
-}
-
 }  // namespace
 
 ControlService::ControlService(LiveRuleSet *live, RulesFile startup, ControlServiceInfo info,
@@ -219,7 +212,8 @@ ordered_json ControlService::rules_locked() const {
             const Rule &r = rs.config().rules[i];
             rules.push_back({{"name", r.name},
                              {"mode", r.mode == RuleMode::shadow ? "shadow" : "enforce"},
-                             {"rate", rate_text(r)},
+                             {"algorithm", rule_algorithm_name(r.algorithm)},
+                             {"rate", format_rate(r.rate_count, r.rate_period_ns)},
                              {"burst", r.burst_pkts},
                              {"key", {{"ipv4", r.key_ipv4_len}, {"ipv6", r.key_ipv6_len}}},
                              {"line", r.line},

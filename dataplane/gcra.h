@@ -1,6 +1,18 @@
 // GCRA (generic cell rate algorithm): "rate r, bursts of b" with one number per key, the
 // theoretical arrival time (TAT). The read-only profile is split from the per-key state, as in
 // rte_meter: a profile is computed once per rule, a key is one 64-bit TAT.
+//
+// A token bucket is the same limiter written in other words, which is why `algorithm:
+// token-bucket` runs this code. The bucket holds at most b tokens, refills continuously at one
+// token per T and admits a packet iff a whole token is there, taking it. Keep its tokens as
+// credit in ns (one token = T ns): credit = min(b * T, credit + elapsed) before each packet,
+// admit iff credit >= T, then credit -= T. With tau = b * T, the GCRA key whose
+//     credit = tau - (max(TAT, now) - now)
+// makes every decision the bucket makes: refilling is the TAT falling behind now (capped where
+// max(TAT, now) = now, a full bucket), "credit >= T" is max(TAT, now) + T - now <= tau, and
+// taking a token is TAT += T. Exact in integer ns, with one 64-bit word instead of the
+// bucket's two (tokens and the time of the last refill). tests/scenario/test_algorithms.cpp
+// runs both on one trace.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +51,19 @@ inline GcraProfile gcra_profile(uint64_t interval_ns, uint32_t burst_pkts) {
 // a TAT in the past and an absent key are the same thing). On admit, *new_tat_ns is what the
 // caller stores; on refusal nothing may be stored, so a sender hammering its limit does not
 // push its own recovery further away.
+// tolerance_ns is the tau this packet is held to: p.tolerance_ns, or less for a caller that
+// keeps part of the burst in reserve.
 inline bool gcra_admit(const GcraProfile &p, uint64_t tat_ns, uint64_t now_ns,
-                       uint64_t *new_tat_ns) {
+                       uint64_t tolerance_ns, uint64_t *new_tat_ns) {
     uint64_t tat = tat_ns > now_ns ? tat_ns : now_ns;
     uint64_t next = tat_add(tat, p.interval_ns);
     *new_tat_ns = next;
-    return next - now_ns <= p.tolerance_ns;
+    return next - now_ns <= tolerance_ns;
+}
+
+inline bool gcra_admit(const GcraProfile &p, uint64_t tat_ns, uint64_t now_ns,
+                       uint64_t *new_tat_ns) {
+    return gcra_admit(p, tat_ns, now_ns, p.tolerance_ns, new_tat_ns);
 }
 
 }  // namespace floodgate

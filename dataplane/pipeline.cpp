@@ -54,13 +54,13 @@ void Pipeline::enable_merge() {
 
 // Counts an admitted packet for the next publish. A key that finds the list full is left
 // unmarked, so that it is listed again by its first packet after the next publish.
-void Pipeline::note_admitted(LimitEntry *e, uint64_t hash, uint64_t interval_ns) {
+void Pipeline::note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit) {
     if (e->unpublished == 0) {
         if (unpublished_.size() == kMaxUnpublishedKeys) {
             ++counters_.merge_unshared_keys;
             return;
         }
-        unpublished_.push_back(Consumption{hash, 0, interval_ns, 0});
+        unpublished_.push_back(Consumption::of(hash, limit));
     }
     ++e->unpublished;
 }
@@ -89,7 +89,9 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
         table_->commit(e, c.hash, std::max(tat_ns, tat_add(now_ns, c.interval_ns)));
         return;
     }
-    table_->commit(e, c.hash, tat_charge(std::max(tat_ns, now_ns), c.packets, c.interval_ns));
+    table_->commit(e, c.hash,
+                   limit_charge(static_cast<LimitKind>(c.kind), c.interval_ns, c.window_pkts,
+                                tat_ns, now_ns, c.packets));
 }
 
 void Pipeline::start_serving_reads() {
@@ -201,7 +203,7 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     // Every key without room shares one bucket with the rule's own rate and burst: a
     // table-filling flood is held to one source's allowance instead of running unlimited.
     ++rc.table_full_shared;
-    return gcra_admit(r.profile, state.overflow_tat_ns, now_ns, &c->new_tat_ns);
+    return limit_admit(r.limit, state.overflow_tat_ns, now_ns, r.allowance(), &c->new_tat_ns);
 }
 
 // One rule's check of a packet: whether its limit admits it, nothing stored yet.
@@ -229,7 +231,7 @@ void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, C
             c.cls = trust_class(info, c, checks, n_checks, now_ns);
         return;
     }
-    c.admitted = gcra_admit(r.profile, tat_ns, now_ns, &c.new_tat_ns);
+    c.admitted = limit_admit(r.limit, tat_ns, now_ns, r.allowance(), &c.new_tat_ns);
     if (!c.admitted && is_aggregate(r.key_kind)) [[unlikely]]
         admit_by_class(r, info, checks, n_checks, tat_ns, now_ns, &c);
 }
@@ -240,8 +242,8 @@ void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, con
                               unsigned n_checks, uint64_t tat_ns, uint64_t now_ns, Check *c) {
     c->cls = trust_class(info, *c, checks, n_checks, now_ns);
     if (!r.classes || c->cls == TrustClass::fresh) return;
-    const GcraProfile p{r.profile.interval_ns, r.class_tolerance_ns[static_cast<unsigned>(c->cls)]};
-    c->admitted = gcra_admit(p, tat_ns, now_ns, &c->new_tat_ns);
+    c->admitted = limit_admit(r.limit, tat_ns, now_ns,
+                              r.class_allowance[static_cast<unsigned>(c->cls)], &c->new_tat_ns);
     c->by_reserve = c->admitted;
 }
 
@@ -319,7 +321,7 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-            if (merging_) note_admitted(e, c.hash, r.profile.interval_ns);
+            if (merging_) note_admitted(e, c.hash, r.limit);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
@@ -415,7 +417,7 @@ bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
     if (e == nullptr) return false;  // no room to count it: answering is optional, so don't
     if (!gcra_admit(caps.per_destination, tat_ns, now_ns, &new_tat_ns)) return false;
     e = table_->commit(e, h, new_tat_ns);
-    if (merging_) note_admitted(e, h, caps.per_destination.interval_ns);
+    if (merging_) note_admitted(e, h, LimitProfile{LimitKind::gcra, caps.per_destination});
     answer_core_tat_ns_ = core_tat_ns;
     return true;
 }
@@ -466,7 +468,7 @@ bool Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns) {
     table_->commit(e, h, std::max(tat_ns, until_ns));
     if (merging_) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
-            unpublished_verifications_.push_back(Consumption{h, 0, ttl_ns, 0});
+            unpublished_verifications_.push_back(Consumption{h, 0, ttl_ns, 0, 0, 0});
         else
             ++counters_.merge_unshared_keys;
     }

@@ -47,16 +47,32 @@ inline constexpr unsigned kPrefetchAhead = 32;
 enum class Verdict : uint8_t { pass, drop, answer };
 
 // One key's packets admitted on one core since that core last published, for the cross-core
-// merge: the other cores charge them to their own TATs.
-// It carries the rule's emission interval rather than the rule, so that it means the same
-// after a ruleset swap. packets 0 is a syn-auth verification instead: the key's TAT becomes at
-// least now + interval_ns (the verified TTL) on the other cores.
+// merge: the other cores charge them to their own state for the key.
+// It carries what the charge needs of the rule rather than the rule, so that it means the same
+// after a ruleset swap: the kind of limit, its T (GCRA) or W (windows), and a window's N.
+// packets 0 is a syn-auth verification instead: the key's TAT becomes at least
+// now + interval_ns (the verified TTL) on the other cores.
 struct Consumption {
     uint64_t hash;          // the key's LimitTable::hash: the same on every core (one seed)
     uint64_t published_ns;  // when the core published it (for the merge lag)
-    uint64_t interval_ns;   // the rule's T when the packets were admitted
+    uint64_t interval_ns;   // the rule's T (GCRA) or W (windows) when the packets were admitted
     uint32_t packets;
+    uint32_t window_pkts : 30;  // windows: N (kMaxWindowPkts fits)
+    uint32_t kind : 2;          // LimitKind
+
+    static Consumption of(uint64_t hash, const LimitProfile &p) {
+        const bool gcra = p.kind == LimitKind::gcra;
+        return Consumption{hash,
+                           0,
+                           gcra ? p.gcra.interval_ns : p.window_ns,
+                           0,
+                           static_cast<uint32_t>(gcra ? 0 : p.window_pkts),
+                           static_cast<uint32_t>(p.kind)};
+    }
 };
+// merge.cpp moves records through rte_rings of 4-byte elements.
+static_assert(sizeof(Consumption) == 32 && sizeof(Consumption) % 4 == 0);
+static_assert(kMaxWindowPkts < (1u << 30));
 
 // Most keys one core tracks for publishing between two merges; past it, consumption of
 // further keys is not shared (counted in merge_unshared_keys).
@@ -196,7 +212,7 @@ class Pipeline {
     [[gnu::cold]] void adopt(const RuleSet *rules);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
     void note_refusal(const PacketInfo &info, const Check &c);
-    void note_admitted(LimitEntry *e, uint64_t hash, uint64_t interval_ns);
+    void note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     [[gnu::cold]] void serve_read();
 

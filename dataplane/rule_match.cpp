@@ -2,6 +2,8 @@
 
 namespace floodgate {
 
+static_assert(kMaxRatePeriodNs <= kMaxWindowNs, "every rate's period can be a window");
+
 void key_masks(unsigned len, uint64_t *hi, uint64_t *lo) {
     IpAddr ones;
     ones.fill(0xff);
@@ -34,18 +36,30 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     key_masks(c.key_len[1], &c.key_mask_hi[1], &c.key_mask_lo[1]);
     key_masks(r.dst_key_ipv4_len, &c.dst_mask_hi[0], &c.dst_mask_lo[0]);
     key_masks(r.dst_key_ipv6_len, &c.dst_mask_hi[1], &c.dst_mask_lo[1]);
-    c.profile = gcra_profile(r.interval_ns(), r.burst_pkts);
-    // Classes: each sees the same TAT with its own tolerance, the burst minus the reserve kept
-    // for the classes above it (validation leaves every class a packet at least).
+    switch (r.algorithm) {
+        case RuleAlgorithm::fixed_window:
+        case RuleAlgorithm::sliding_window:
+            c.limit.kind = r.algorithm == RuleAlgorithm::fixed_window ? LimitKind::fixed_window
+                                                                      : LimitKind::sliding_window;
+            c.limit.window_ns = r.rate_period_ns;
+            c.limit.window_pkts = r.rate_count;
+            break;
+        case RuleAlgorithm::gcra:
+        case RuleAlgorithm::token_bucket:  // the same admissions (gcra.h)
+            c.limit.gcra = gcra_profile(r.interval_ns(), r.burst_pkts);
+            break;
+    }
+    // Classes: each sees the same state with its own allowance (tau, or a window's N), the
+    // whole less the reserve kept for the classes above it (validation leaves every class a
+    // packet at least).
     const ClassReserve reserve = is_aggregate(r.key_kind) ? r.reserve : ClassReserve{0, 0, 0};
-    const uint64_t tau = c.profile.tolerance_ns;
+    const uint64_t whole = c.limit.allowance();
     const unsigned above[kTrustClasses] = {
         0, reserve.established, unsigned{reserve.established} + reserve.verified, reserve.total()};
     for (unsigned k = 0; k < kTrustClasses; ++k)
-        c.class_tolerance_ns[k] =
-            tau - static_cast<uint64_t>(static_cast<unsigned __int128>(tau) * above[k] / 100);
+        c.class_allowance[k] =
+            whole - static_cast<uint64_t>(static_cast<unsigned __int128>(whole) * above[k] / 100);
     c.classes = reserve.total() > 0;
-    c.profile.tolerance_ns = c.class_tolerance_ns[static_cast<unsigned>(TrustClass::fresh)];
     c.action = r.action;
     switch (r.action) {
         case RuleAction::syn_auth:

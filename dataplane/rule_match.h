@@ -1,7 +1,8 @@
-// A rule compiled for the hot path: its match conditions, its source-key masks and its GCRA
-// profile. Plain data with no DPDK types, so matching and keying are unit-testable. Its src
-// and dst prefix lists live in the RuleSet's prefix tables, which say for each packet which
-// rules' lists hold its source and destination (RuleBits); matching reads one bit.
+// A rule compiled for the hot path: its match conditions, its source-key masks and its limit
+// (GCRA or a window: limit_admit.h). Plain data with no DPDK types, so matching and keying are
+// unit-testable. Its src and dst prefix lists live in the RuleSet's prefix tables, which say for
+// each packet which rules' lists hold its source and destination (RuleBits); matching reads one
+// bit.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "dataplane/api/answers.h"
 #include "dataplane/api/rules.h"
-#include "dataplane/gcra.h"
+#include "dataplane/limit_admit.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/parse.h"
 #include "dataplane/prefix_table.h"
@@ -50,12 +51,13 @@ struct CompiledRule {
     uint64_t dst_mask_hi[2] = {};
     uint64_t dst_mask_lo[2] = {};
 
-    // profile's tolerance is the least trusted class's (new sources); an aggregate rule's
-    // more trusted classes may run further ahead, class_tolerance_ns[TrustClass] (the
-    // reserve). A per-source rule has one class: every entry is profile.tolerance_ns.
-    GcraProfile profile;
+    // The limit (LimitProfile::allowance(): tau for GCRA, N for a window) is the least trusted
+    // class's when the rule has classes: an aggregate rule's more trusted classes may go
+    // further, class_allowance[TrustClass] (the reserve). A per-source rule has one class.
+    LimitProfile limit;
     bool classes = false;  // an aggregate rule with a reserve
-    uint64_t class_tolerance_ns[kTrustClasses] = {};
+    uint64_t class_allowance[kTrustClasses] = {};
+    uint64_t allowance() const { return class_allowance[static_cast<unsigned>(TrustClass::fresh)]; }
     // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
     RuleAction action = RuleAction::drop;
     AnswerKind answer = AnswerKind::count;

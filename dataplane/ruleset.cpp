@@ -61,7 +61,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         std::shared_ptr<RuleState> state;
         if (options.previous != nullptr && options.previous->cores_ == options.cores) {
             const CompiledRule *old = options.previous->find_rule(r.name);
-            if (old != nullptr && same_key(*old, compile_rule(r, 0)))
+            if (old != nullptr && same_key(*old, compile_rule(r, 0)) &&
+                limit_state_compatible(options.previous->config_.rules[old->index], r))
                 state = options.previous->states_[old->index];
         }
         rs->kept_state_.push_back(state != nullptr);

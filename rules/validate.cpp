@@ -3,6 +3,7 @@
 // this file does not know which.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <initializer_list>
 #include <string_view>
 #include <tuple>
@@ -16,18 +17,9 @@ namespace floodgate {
 
 namespace {
 
-// Rates are "N/unit"; the period of each unit in nanoseconds.
-constexpr std::pair<std::string_view, uint64_t> kRateUnits[] = {
-    {"s", 1'000'000'000ull},
-    {"min", 60'000'000'000ull},
-    {"h", 3'600'000'000'000ull},
-};
-
 // burst * interval is the GCRA tolerance that the limiter adds to 64-bit timestamps; keeping
-// it below 2^62 ns leaves headroom for that sum.
+// it below 2^62 ns leaves headroom for that sum (a day's interval times 2^20 is past it).
 constexpr uint64_t kMaxBurstWindowNs = 1ull << 62;
-static_assert(kMaxBurstPkts * 3'600'000'000'000ull < kMaxBurstWindowNs,
-              "with today's units the window check never fires; it guards longer units");
 
 // TCP header flag bits, RFC 9293 section 3.1 and RFC 3168 (ECE, CWR).
 constexpr std::pair<std::string_view, uint8_t> kTcpFlags[] = {
@@ -55,6 +47,12 @@ constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
     {"shadow", RuleMode::shadow},
 };
+constexpr std::pair<std::string_view, RuleAlgorithm> kAlgorithms[] = {
+    {"gcra", RuleAlgorithm::gcra},
+    {"fixed-window", RuleAlgorithm::fixed_window},
+    {"sliding-window", RuleAlgorithm::sliding_window},
+    {"token-bucket", RuleAlgorithm::token_bucket},
+};
 constexpr std::pair<std::string_view, TableFullPolicy> kTableFull[] = {
     {"shared", TableFullPolicy::shared},
     {"pass", TableFullPolicy::pass},
@@ -76,6 +74,9 @@ const char *describe(const DocNode &node) {
 
 std::string_view name_of(std::string_view name) {
     return name;
+}
+std::string_view name_of(const RateUnit &unit) {
+    return unit.name;
 }
 template <typename T>
 std::string_view name_of(const std::pair<std::string_view, T> &entry) {
@@ -401,28 +402,40 @@ class ConfigParser {
         return m;
     }
 
-    // "10/s", "30/min", "1/h".
+    // "10/s", "30/min", "1/h", "3/10m", "10000/d": a count, then a period as an optional
+    // multiplier and a unit.
     void rate(const Field &field, uint64_t *count_out, uint64_t *period_out) const {
         const std::string &text = scalar(field);
         const size_t slash = text.find('/');
         if (slash == std::string::npos)
-            fail(field, "'" + text + "' has no unit (write N/s, N/min or N/h)");
+            fail(field, "'" + text + "' has no unit (write N/s, N/min, N/h or N/d)");
         const std::string_view view = text;
         const std::string_view count_text = view.substr(0, slash);
-        const std::string_view unit = view.substr(slash + 1);
+        std::string_view unit = view.substr(slash + 1);
         uint64_t count = 0;
         auto [end, ec] =
             std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
         if (count_text.empty() || end != count_text.data() + count_text.size() ||
             ec != std::errc() || count == 0)
             fail(field, "'" + text + "': the count must be a whole number of packets >= 1");
-        uint64_t period_ns = 0;
-        for (const auto &[name, ns] : kRateUnits)
-            if (name == unit) period_ns = ns;
-        if (period_ns == 0) {
+        const size_t digits = std::min(unit.find_first_not_of("0123456789"), unit.size());
+        uint64_t multiplier = 1;
+        if (digits > 0) {
+            auto [m_end, m_ec] = std::from_chars(unit.data(), unit.data() + digits, multiplier);
+            if (m_ec != std::errc() || multiplier == 0 || multiplier > kMaxRatePeriodNs)
+                fail(field, "'" + text + "': the period's multiplier must be a whole number >= 1");
+            unit.remove_prefix(digits);
+        }
+        uint64_t unit_ns = 0;
+        for (const RateUnit &u : kRateUnits)
+            if (u.name == unit) unit_ns = u.period_ns;
+        if (unit_ns == 0) {
             fail(field, "'" + text + "': unknown unit '" + std::string(unit) + "' (expected " +
                             join_names(kRateUnits) + ")");
         }
+        if (multiplier > kMaxRatePeriodNs / unit_ns)
+            fail(field, "'" + text + "': the period is longer than 366 days");
+        const uint64_t period_ns = multiplier * unit_ns;
         // The limiter counts whole nanoseconds between packets.
         if (count > period_ns)
             fail(field, "'" + text + "' is faster than one packet per nanosecond");
@@ -441,10 +454,45 @@ class ConfigParser {
     }
 
     void limit(const Field &field, Rule *r) const {
-        const RateLimit l = rate_limit(field, fields(field, {"rate", "burst"}));
-        r->rate_count = l.count;
-        r->rate_period_ns = l.period_ns;
-        r->burst_pkts = l.burst;
+        const Fields f = fields(field, {"rate", "burst"});
+        if (!is_window(r->algorithm)) {  // gcra, token-bucket: a rate and a burst
+            const RateLimit l = rate_limit(field, f);
+            r->rate_count = l.count;
+            r->rate_period_ns = l.period_ns;
+            r->burst_pkts = l.burst;
+            return;
+        }
+        // A window: the rate's count is the window's limit N, its period the window W.
+        const char *algorithm = rule_algorithm_name(r->algorithm);
+        if (const Field *burst = f.find("burst"))
+            fail(*burst, std::string("burst does not apply to ") + algorithm +
+                             " (the rate's count is what one window admits)");
+        const Field &rate_field = require(f, "rate");
+        uint64_t n = 0, w_ns = 0;
+        rate(rate_field, &n, &w_ns);
+        const std::string &text = scalar(rate_field);
+        if (w_ns < kMinWindowNs) fail(rate_field, "'" + text + "': a window must be >= 1 ms");
+        if (n > kMaxWindowPkts)
+            fail(rate_field, "'" + text + "': a window admits at most " +
+                                 std::to_string(kMaxWindowPkts) + " packets");
+        // The encodings of window.h: a fixed window's count must be below W in ns, a sliding
+        // window's two counts (N + 1)^2 at most W.
+        if (r->algorithm == RuleAlgorithm::fixed_window && n >= w_ns)
+            fail(rate_field, "'" + text +
+                                 "': a fixed window admits fewer packets than its "
+                                 "length in ns");
+        if (r->algorithm == RuleAlgorithm::sliding_window && (n + 1) * (n + 1) > w_ns) {
+            auto root = static_cast<uint64_t>(std::sqrt(static_cast<double>(w_ns)));
+            while (root * root > w_ns) --root;
+            while ((root + 1) * (root + 1) <= w_ns) ++root;
+            const uint64_t largest = root - 1;  // the largest N with (N + 1)^2 <= W
+            fail(rate_field, "'" + text + "': a sliding window of " + std::to_string(w_ns) +
+                                 " ns admits at most " + std::to_string(largest) +
+                                 " packets ((N + 1)^2 <= W in ns)");
+        }
+        r->rate_count = n;
+        r->rate_period_ns = w_ns;
+        r->burst_pkts = 0;
     }
 
     // established: { ttl, ipv4, ipv6 }: how long, and per what prefix, a source the protected
@@ -578,11 +626,12 @@ class ConfigParser {
     // The least trusted class's share of an aggregate rule's burst must be a packet at least.
     void check_reserve(const Field &at, const Rule &r) const {
         if (!is_aggregate(r.key_kind)) return;
-        const uint64_t left = uint64_t{r.burst_pkts} * (100 - r.reserve.total());
-        if (left < 100)
-            fail(at, "burst " + std::to_string(r.burst_pkts) +
-                         " leaves new sources less than "
-                         "one packet after the classes' reserve of " +
+        const bool window = r.algorithm == RuleAlgorithm::fixed_window ||
+                            r.algorithm == RuleAlgorithm::sliding_window;
+        const uint64_t whole = window ? r.rate_count : r.burst_pkts;
+        if (whole * (100 - r.reserve.total()) < 100)
+            fail(at, std::string(window ? "a window of " : "burst ") + std::to_string(whole) +
+                         " leaves new sources less than one packet after the classes' reserve of " +
                          std::to_string(r.reserve.total()) +
                          "% (raise the burst, or set reserve: lower)");
     }
@@ -601,8 +650,9 @@ class ConfigParser {
     }
 
     Rule rule(const Field &field, const std::vector<Rule> &earlier) const {
-        const Fields f = fields(field, {"name", "match", "key", "limit", "action", "slip",
-                                        "verified_ttl", "mode", "on_table_full", "reserve"});
+        const Fields f =
+            fields(field, {"name", "match", "key", "algorithm", "limit", "action", "slip",
+                           "verified_ttl", "mode", "on_table_full", "reserve"});
         Rule r;
         r.line = field.line;
         const Field &name = require(f, "name");
@@ -619,6 +669,7 @@ class ConfigParser {
         if (const Field *k = f.find("key")) key(*k, &r);
         if (!is_aggregate(r.key_kind)) r.reserve = ClassReserve{0, 0, 0};
         if (const Field *res = f.find("reserve")) reserve(*res, &r);
+        if (const Field *a = f.find("algorithm")) r.algorithm = choice(*a, kAlgorithms);
         const Field &limit_field = require(f, "limit");
         limit(limit_field, &r);
         check_reserve(f.find("reserve") != nullptr ? *f.find("reserve") : limit_field, r);

@@ -15,6 +15,11 @@
 // passed an aggregate rule within the ttl, or another, non-aggregate rule of the packet found
 // the source's key live and admitted it), else new.
 // syn-auth is not modelled, so neither is the verified class: scenarios keep syn-auth out.
+// Each rule's algorithm is modelled as the seeds state it, with its own state per key: GCRA
+// as a TAT; a token bucket as tokens (credit in ns) and the time of its last refill; a fixed
+// window as its start and count; a sliding window as the seeds' WindowPair (start, current,
+// previous). Window and token-bucket rules are modelled with an unlimited table only (no
+// scenario fills the table with them).
 #pragma once
 
 #include <algorithm>
@@ -152,6 +157,7 @@ class ReferenceModel {
         : cfg_(std::move(cfg)),
           table_live_keys_(table_live_keys),
           tat_ns_(cfg_.rules.size()),
+          other_(cfg_.rules.size()),
           overflow_tat_ns_(cfg_.rules.size(), 0) {
         counters_.rules.resize(cfg_.rules.size());
     }
@@ -201,6 +207,7 @@ class ReferenceModel {
             bool live = false;  // the key's stored TAT was after now
             ModelClass cls = ModelClass::fresh;  // aggregate rules refused at the new tolerance
             bool by_reserve = false;             // ... and admitted by their class's
+            OtherState other{};  // the state to keep on admission, for the other algorithms
         };
         std::vector<Check> checks;
         ModelDecision d;
@@ -245,9 +252,12 @@ class ReferenceModel {
                             gcra_admits(r, tolerance_ns(r, ModelClass::fresh), c.tat_ns, p.ts_ns);
                         break;
                 }
-            } else {
+            } else if (r.algorithm == RuleAlgorithm::gcra) {
                 c.admit = gcra_admits(r, tolerance_ns(r, ModelClass::fresh), c.tat_ns, p.ts_ns);
+            } else {
+                c.admit = other_admits(i, key, p.ts_ns, &c.other);
             }
+            // Classes are modelled for GCRA aggregate rules (no scenario has a window one).
             if (!c.admit && is_aggregate_key(r.key_kind)) {
                 // Refused at the new sources' tolerance: the source's class decides.
                 c.cls = trust_class(p, [&] {
@@ -257,7 +267,8 @@ class ReferenceModel {
                             return true;
                     return false;
                 }());
-                if (c.cls != ModelClass::fresh && !c.table_full) {
+                if (c.cls != ModelClass::fresh && !c.table_full &&
+                    r.algorithm == RuleAlgorithm::gcra) {
                     c.admit = gcra_admits(r, tolerance_ns(r, c.cls), c.tat_ns, p.ts_ns);
                     c.by_reserve = c.admit;
                 }
@@ -297,7 +308,9 @@ class ReferenceModel {
                 }
                 if (!c.admit) continue;
                 // A key without room keeps nothing; with `shared`, its rule's overflow TAT moves.
-                if (!c.table_full)
+                if (r.algorithm != RuleAlgorithm::gcra)
+                    other_[c.rule][c.key] = c.other;
+                else if (!c.table_full)
                     tat_ns_[c.rule][c.key] = c.tat_ns + r.interval_ns();
                 else if (r.on_table_full == TableFullPolicy::shared)
                     overflow_tat_ns_[c.rule] = c.tat_ns + r.interval_ns();
@@ -395,6 +408,75 @@ class ReferenceModel {
     }
 
   private:
+    // A key's state under a token-bucket or window rule.
+    struct OtherState {
+        // token-bucket: tokens as credit in ns (one token is T ns), and when it was refilled.
+        uint64_t credit_ns = 0;
+        uint64_t last_ns = 0;
+        // windows: the window's start (a multiple of W), its count and the previous window's.
+        uint64_t start_ns = 0;
+        uint64_t current = 0;
+        uint64_t previous = 0;
+        bool seen = false;
+    };
+
+    // Whether the key's packet at now is admitted under rule i, and the key's state if it is.
+    bool other_admits(size_t i, const ModelRuleKey &key, uint64_t now_ns, OtherState *next) const {
+        const Rule &r = cfg_.rules[i];
+        const auto it = other_[i].find(key);
+        OtherState s = it == other_[i].end() ? OtherState{} : it->second;
+        const uint64_t w_ns = r.rate_period_ns;
+        const uint64_t n = r.rate_count;
+        switch (r.algorithm) {
+            case RuleAlgorithm::token_bucket: {
+                // A new key finds a full bucket of `burst` tokens; refill one token per T,
+                // continuously, never past the capacity; a packet takes one whole token.
+                const uint64_t t_ns = r.interval_ns();
+                const uint64_t capacity_ns = t_ns * r.burst_pkts;
+                s.credit_ns = !s.seen ? capacity_ns
+                                      : std::min(capacity_ns, s.credit_ns + (now_ns - s.last_ns));
+                s.last_ns = now_ns;
+                s.seen = true;
+                if (s.credit_ns < t_ns) return false;
+                s.credit_ns -= t_ns;
+                *next = s;
+                return true;
+            }
+            case RuleAlgorithm::fixed_window: {
+                // One count per clock-aligned window; refuse once it reaches N.
+                const uint64_t start = now_ns - now_ns % w_ns;
+                if (!s.seen || s.start_ns != start) s = {.start_ns = start, .seen = true};
+                if (s.current >= n) return false;
+                ++s.current;
+                *next = s;
+                return true;
+            }
+            case RuleAlgorithm::sliding_window: {
+                // The seeds' SlidingWindowCounter.tryAcquire, with the estimate compared
+                // exactly: previous * (W - (now - start)) / W + current + 1 <= N.
+                const uint64_t start = now_ns - now_ns % w_ns;
+                if (!s.seen) {
+                    s = {.start_ns = start, .seen = true};
+                } else if (s.start_ns != start) {
+                    const bool just_before = s.start_ns + w_ns == start;
+                    s.previous = just_before ? s.current : 0;
+                    s.current = 0;
+                    s.start_ns = start;
+                }
+                using u128 = unsigned __int128;
+                const uint64_t overlap_ns = w_ns - (now_ns - start);
+                if (u128(s.previous) * overlap_ns + u128(s.current + 1) * w_ns > u128(n) * w_ns)
+                    return false;
+                ++s.current;
+                *next = s;
+                return true;
+            }
+            case RuleAlgorithm::gcra:
+            default:
+                return false;  // not used: GCRA has its own path
+        }
+    }
+
     ModelDecision finish(ModelDecision d) {
         ++(d.pass ? counters_.passed : counters_.dropped);
         return d;
@@ -519,6 +601,8 @@ class ReferenceModel {
     // Per rule: TAT in ns per key. Entries are never removed; an expired one (TAT <= now)
     // behaves exactly like an absent one, so keeping it changes no verdict.
     std::vector<std::unordered_map<ModelRuleKey, uint64_t, ModelRuleKeyHash>> tat_ns_;
+    // Per rule: the state of each key under a token-bucket or window rule.
+    std::vector<std::unordered_map<ModelRuleKey, OtherState, ModelRuleKeyHash>> other_;
     // Per rule: the one TAT shared by keys that found the table full (on_table_full: shared).
     std::vector<uint64_t> overflow_tat_ns_;
     std::vector<Prefix> inside_;

@@ -200,7 +200,7 @@ TEST(ConfigErrors, UnknownField) {
          "unknown field (expected one of: allow, block, table, answers, established, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
-         "expected one of: name, match, key, limit, action, slip, verified_ttl, mode, "
+         "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "
          "on_table_full, reserve"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
@@ -374,13 +374,20 @@ TEST(ConfigErrors, BadRate) {
         {"/s", "whole number of packets >= 1"},
         {"99999999999999999999/s", "whole number of packets >= 1"},
         {"10", "'10' has no unit"},
-        {"10/", "unknown unit '' (expected s, min, h)"},
-        {"10/d", "unknown unit 'd'"},
+        {"10/", "unknown unit '' (expected ms, s, min, m, h, d)"},
+        {"10/w", "unknown unit 'w'"},
+        {"10/5", "unknown unit ''"},
+        {"10/0s", "the period's multiplier must be a whole number >= 1"},
+        {"10/99999999999999999999s", "the period's multiplier must be a whole number >= 1"},
+        {"10/367d", "the period is longer than 366 days"},
+        {"10/8785h", "the period is longer than 366 days"},
+        {"10/s5", "unknown unit 's5'"},
         {"10/sec", "unknown unit 'sec'"},
         {"10/ s", "unknown unit ' s'"},
         {"1000000001/s", "faster than one packet per nanosecond"},
         {"60000000001/min", "faster than one packet per nanosecond"},
         {"3600000000001/h", "faster than one packet per nanosecond"},
+        {"1000001/ms", "faster than one packet per nanosecond"},
     };
     std::vector<ErrorCase> cases;
     for (const RateCase &r : rates) {
@@ -390,6 +397,95 @@ TEST(ConfigErrors, BadRate) {
                          7, "rules[1].limit.rate", r.reason});
     }
     expect_errors(cases);
+}
+
+TEST(ConfigErrors, BadAlgorithm) {
+    const auto rule = [](const std::string &algorithm, const std::string &limit) {
+        return "rules:\n  - name: a\n    algorithm: " + algorithm + "\n    limit: " + limit + "\n";
+    };
+    expect_errors({
+        {"unknown", rule("leaky-bucket", "{ rate: 1/s, burst: 1 }"), 3, "rules[0].algorithm",
+         "unknown value 'leaky-bucket' (expected one of: gcra, fixed-window, sliding-window, "
+         "token-bucket)"},
+        {"a list", rule("[gcra]", "{ rate: 1/s, burst: 1 }"), 3, "rules[0].algorithm",
+         "scalar expected"},
+        {"fixed-window takes no burst", rule("fixed-window", "{ rate: 3/10m, burst: 2 }"), 4,
+         "rules[0].limit.burst", "burst does not apply to fixed-window"},
+        {"sliding-window takes no burst",
+         rule("sliding-window", "\n      rate: 3/10m\n      burst: 2"), 6, "rules[0].limit.burst",
+         "burst does not apply to sliding-window"},
+        {"a window needs a rate", rule("fixed-window", "{}"), 4, "rules[0].limit.rate",
+         "missing required field"},
+        {"token-bucket needs a burst", rule("token-bucket", "{ rate: 1/s }"), 4,
+         "rules[0].limit.burst", "missing required field"},
+        {"fixed window: N < W in ns", rule("fixed-window", "{ rate: 1000000/ms }"), 4,
+         "rules[0].limit.rate", "a fixed window admits fewer packets than its length in ns"},
+        // (N + 1)^2 <= 10^9: N <= 31621 (31622^2 = 999,950,884; 31623^2 > 10^9).
+        {"sliding window: (N + 1)^2 <= W", rule("sliding-window", "{ rate: 31622/s }"), 4,
+         "rules[0].limit.rate",
+         "'31622/s': a sliding window of 1000000000 ns admits at most 31621"},
+        {"window N fits the merge record", rule("fixed-window", "{ rate: 1073741824/d }"), 4,
+         "rules[0].limit.rate", "a window admits at most 1073741823 packets"},
+        {"a bad rate is still a bad rate", rule("fixed-window", "{ rate: 3/10w }"), 4,
+         "rules[0].limit.rate", "unknown unit 'w'"},
+    });
+}
+
+TEST(Config, Algorithms) {
+    const Config cfg = parse_config(R"(rules:
+  - name: default
+    limit: { rate: 10/s, burst: 5 }
+  - name: gcra
+    algorithm: gcra
+    limit: { rate: 10/s, burst: 5 }
+  - name: login
+    algorithm: fixed-window
+    limit: { rate: 3/10m }
+  - name: daily
+    algorithm: sliding-window
+    limit: { rate: 10000/d }
+  - name: bucket
+    algorithm: token-bucket
+    limit: { rate: 100/min, burst: 20 }
+  - name: largest_sliding
+    algorithm: sliding-window
+    limit: { rate: 31621/s }
+  - name: largest_fixed
+    algorithm: fixed-window
+    limit: { rate: 999999/ms }
+)");
+    ASSERT_EQ(cfg.rules.size(), 7u);
+    EXPECT_EQ(cfg.rules[0].algorithm, RuleAlgorithm::gcra);
+    EXPECT_EQ(cfg.rules[1].algorithm, RuleAlgorithm::gcra);
+    const Rule &login = cfg.rules[2];
+    EXPECT_EQ(login.algorithm, RuleAlgorithm::fixed_window);
+    EXPECT_EQ(login.rate_count, 3u);
+    EXPECT_EQ(login.rate_period_ns, 600'000'000'000u);
+    EXPECT_EQ(login.burst_pkts, 0u);
+    const Rule &daily = cfg.rules[3];
+    EXPECT_EQ(daily.algorithm, RuleAlgorithm::sliding_window);
+    EXPECT_EQ(daily.rate_count, 10000u);
+    EXPECT_EQ(daily.rate_period_ns, 86'400'000'000'000u);
+    const Rule &bucket = cfg.rules[4];
+    EXPECT_EQ(bucket.algorithm, RuleAlgorithm::token_bucket);
+    EXPECT_EQ(bucket.interval_ns(), 600'000'000u);
+    EXPECT_EQ(bucket.burst_pkts, 20u);
+    EXPECT_EQ(cfg.rules[5].rate_count, 31621u);
+    EXPECT_EQ(cfg.rules[6].rate_count, 999999u);
+    EXPECT_STREQ(rule_algorithm_name(login.algorithm), "fixed-window");
+    EXPECT_STREQ(rule_algorithm_name(daily.algorithm), "sliding-window");
+    EXPECT_STREQ(rule_algorithm_name(bucket.algorithm), "token-bucket");
+    EXPECT_STREQ(rule_algorithm_name(cfg.rules[0].algorithm), "gcra");
+}
+
+TEST(Config, FormatRate) {
+    EXPECT_EQ(format_rate(10, 1'000'000'000), "10/s");
+    EXPECT_EQ(format_rate(30, 60'000'000'000), "30/min");
+    EXPECT_EQ(format_rate(1, 3'600'000'000'000), "1/h");
+    EXPECT_EQ(format_rate(3, 600'000'000'000), "3/10min");
+    EXPECT_EQ(format_rate(10000, 86'400'000'000'000), "10000/d");
+    EXPECT_EQ(format_rate(5, 90'000'000'000), "5/90s");
+    EXPECT_EQ(format_rate(1, 500'000'000), "1/500ms");
 }
 
 TEST(ConfigErrors, BadBurst) {
@@ -781,6 +877,12 @@ TEST(Config, Rates) {
         {"3/s", 3, 1'000'000'000, 333'333'333},  // rounded down: never below the rate
         {"1000000000/s", 1'000'000'000, 1'000'000'000, 1},
         {"3600000000000/h", 3'600'000'000'000, 3'600'000'000'000, 1},
+        {"3/10m", 3, 600'000'000'000, 200'000'000'000},
+        {"3/10min", 3, 600'000'000'000, 200'000'000'000},
+        {"10000/d", 10000, 86'400'000'000'000, 8'640'000'000},
+        {"1/500ms", 1, 500'000'000, 500'000'000},
+        {"2/1s", 2, 1'000'000'000, 500'000'000},
+        {"1/366d", 1, 366 * 86'400'000'000'000ull, 366 * 86'400'000'000'000ull},
     };
     for (const RateCase &c : cases) {
         SCOPED_TRACE(c.rate);
@@ -909,7 +1011,9 @@ TEST(ShippedConfig, ExampleFullLoads) {
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
     bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false;
+    bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
+        algorithms[static_cast<unsigned>(r.algorithm)] = true;
         shadow = shadow || r.mode == RuleMode::shadow;
         table_full_pass = table_full_pass || r.on_table_full == TableFullPolicy::pass;
         table_full_drop = table_full_drop || r.on_table_full == TableFullPolicy::drop;
@@ -919,6 +1023,7 @@ TEST(ShippedConfig, ExampleFullLoads) {
     EXPECT_TRUE(table_full_pass);
     EXPECT_TRUE(table_full_drop);
     EXPECT_TRUE(port_list);
+    for (bool used : algorithms) EXPECT_TRUE(used);  // every algorithm appears
     EXPECT_FALSE(cfg.allow.empty());
     EXPECT_FALSE(cfg.block.empty());
     EXPECT_NE(find_rule(cfg, "web-from-partners"), nullptr);

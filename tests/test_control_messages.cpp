@@ -119,6 +119,44 @@ answers:
     EXPECT_TRUE(diff_rules(a, a).changes.empty());
 }
 
+TEST(RulesDiff, NamesTheAlgorithm) {
+    const Config a = parse_config(R"(
+rules:
+  - name: login
+    limit: { rate: 3/10m, burst: 3 }
+  - name: daily
+    algorithm: fixed-window
+    limit: { rate: 10000/d }
+  - name: api
+    limit: { rate: 100/s, burst: 20 }
+)");
+    const Config b = parse_config(R"(
+rules:
+  - name: login
+    algorithm: fixed-window
+    limit: { rate: 3/10m }
+  - name: daily
+    algorithm: fixed-window
+    limit: { rate: 20000/d }
+  - name: api
+    algorithm: token-bucket
+    limit: { rate: 100/s, burst: 20 }
+)");
+    EXPECT_EQ(describe_limit(a.rules[0]), "3/10min burst 3");
+    EXPECT_EQ(describe_limit(b.rules[0]), "fixed-window 3/10min");
+    EXPECT_EQ(describe_limit(b.rules[2]), "token-bucket 100/s burst 20");
+    const RulesDiff d = diff_rules(a, b);
+    const std::vector<std::string> want = {
+        "rule login: limit 3/10min burst 3 -> fixed-window 3/10min (its limiter state starts "
+        "afresh)",
+        "rule daily: limit fixed-window 10000/d -> fixed-window 20000/d",
+        "rule api: limit 100/s burst 20 -> token-bucket 100/s burst 20",
+    };
+    EXPECT_EQ(d.changes, want);
+    EXPECT_EQ(d.kept, (std::vector<std::string>{"daily", "api"}));
+    EXPECT_EQ(d.reset, std::vector<std::string>{"login"});
+}
+
 TEST(RulesDiff, DescribesMatches) {
     Config c = parse_config(R"(
 rules:

@@ -107,6 +107,52 @@ TEST_F(ReloadTest, RekeyedOrRemovedRuleStartsAfresh) {
     EXPECT_EQ(send(p, "198.18.0.1", 53, 8, t), 5u);
 }
 
+// A key's state word means what its algorithm says (window.h): it is kept only while it
+// still reads the same. GCRA and token-bucket share their TATs; a window's state starts
+// afresh when the window, or a sliding window's N, changes.
+TEST_F(ReloadTest, AlgorithmChangeKeepsStateOnlyWhereItReadsTheSame) {
+    auto v1 = build({rule("dns", 53, 5)}, nullptr);
+    Pipeline p(v1.get(), &table_);
+    const uint64_t t = 1000000000;
+    EXPECT_EQ(send(p, "198.18.0.1", 53, 8, t), 5u);
+
+    Rule bucket = rule("dns", 53, 5);
+    bucket.algorithm = RuleAlgorithm::token_bucket;
+    auto v2 = build({bucket}, v1.get());
+    EXPECT_TRUE(v2->kept_state(0));
+    p.set_rules(v2.get());
+    EXPECT_EQ(send(p, "198.18.0.1", 53, 2, t), 0u);  // the same TAT: still empty
+
+    Rule fixed = rule("dns", 53, 0);  // 1 per hour, as a fixed window
+    fixed.algorithm = RuleAlgorithm::fixed_window;
+    auto v3 = build({fixed}, v2.get());
+    EXPECT_FALSE(v3->kept_state(0));
+    p.set_rules(v3.get());
+    EXPECT_EQ(send(p, "198.18.0.1", 53, 3, t), 1u);  // a fresh window of 1
+
+    Rule fixed_n = fixed;  // same W, another N: a fixed window's count reads the same
+    fixed_n.rate_count = 2;
+    auto v4 = build({fixed_n}, v3.get());
+    EXPECT_TRUE(v4->kept_state(0));
+    p.set_rules(v4.get());
+    EXPECT_EQ(send(p, "198.18.0.1", 53, 3, t), 1u);  // 1 of 2 already spent
+
+    Rule sliding = fixed_n;
+    sliding.algorithm = RuleAlgorithm::sliding_window;
+    auto v5 = build({sliding}, v4.get());
+    EXPECT_FALSE(v5->kept_state(0));
+    Rule sliding_n = sliding;
+    sliding_n.rate_count = 3;
+    auto v6 = build({sliding_n}, v5.get());
+    EXPECT_FALSE(v6->kept_state(0));  // p * (N + 1) + c reads differently with another N
+    Rule sliding_w = sliding_n;
+    sliding_w.rate_period_ns *= 2;
+    auto v7 = build({sliding_w}, v6.get());
+    EXPECT_FALSE(v7->kept_state(0));
+    auto v8 = build({sliding_w}, v7.get());
+    EXPECT_TRUE(v8->kept_state(0));
+}
+
 TEST_F(ReloadTest, ShadowSwitchKeepsState) {
     auto v1 = build({rule("dns", 53, 5)}, nullptr);
     Pipeline p(v1.get(), &table_);

@@ -57,6 +57,52 @@ inline const char *rule_action_name(RuleAction a) {
     }
 }
 
+// How a rule counts: GCRA (the default), a fixed or a sliding window (the two-counter
+// approximation), or a token bucket (the same admissions as GCRA, stated in tokens).
+enum class RuleAlgorithm : uint8_t { gcra, fixed_window, sliding_window, token_bucket };
+// As the rules file spells it.
+inline const char *rule_algorithm_name(RuleAlgorithm a) {
+    switch (a) {
+        case RuleAlgorithm::fixed_window:
+            return "fixed-window";
+        case RuleAlgorithm::sliding_window:
+            return "sliding-window";
+        case RuleAlgorithm::token_bucket:
+            return "token-bucket";
+        case RuleAlgorithm::gcra:
+        default:
+            return "gcra";
+    }
+}
+inline bool is_window(RuleAlgorithm a) {
+    return a == RuleAlgorithm::fixed_window || a == RuleAlgorithm::sliding_window;
+}
+
+// Rate units: a rate is "N/unit" or "N/Munit", N packets per M units ("3/10min", "10000/d").
+// "m" is another spelling of "min"; rates are printed with the first name of a unit.
+struct RateUnit {
+    const char *name;
+    uint64_t period_ns;
+};
+inline constexpr RateUnit kRateUnits[] = {
+    {"ms", 1'000'000ull},     {"s", 1'000'000'000ull},     {"min", 60'000'000'000ull},
+    {"m", 60'000'000'000ull}, {"h", 3'600'000'000'000ull}, {"d", 86'400'000'000'000ull},
+};
+// The longest period a rate may have: 366 days.
+inline constexpr uint64_t kMaxRatePeriodNs = 366 * 86'400'000'000'000ull;
+
+// "10/s", "3/10min", "10000/d": the largest unit that divides the period.
+inline std::string format_rate(uint64_t count, uint64_t period_ns) {
+    static constexpr RateUnit kByLength[] = {kRateUnits[5], kRateUnits[4], kRateUnits[2],
+                                             kRateUnits[1], kRateUnits[0]};
+    for (const RateUnit &u : kByLength)
+        if (period_ns % u.period_ns == 0) {
+            const uint64_t m = period_ns / u.period_ns;
+            return std::to_string(count) + "/" + (m == 1 ? "" : std::to_string(m)) + u.name;
+        }
+    return std::to_string(count) + "/" + std::to_string(period_ns) + "ns";  // not from a file
+}
+
 // A GCRA limit as written: count packets per period_ns, bursts of burst.
 struct RateLimit {
     uint64_t count = 0;
@@ -145,7 +191,9 @@ struct Rule {
     uint8_t dst_key_ipv4_len = 32;  // the destination prefix (dst and src_dst keys)
     uint8_t dst_key_ipv6_len = 64;
     ClassReserve reserve;  // aggregate keys (dst, none) only
-    // The limit as written: rate_count packets per rate_period_ns, bursts of burst_pkts.
+    RuleAlgorithm algorithm = RuleAlgorithm::gcra;
+    // The limit as written: rate_count packets per rate_period_ns, bursts of burst_pkts (0 for
+    // a window algorithm: its window W is rate_period_ns and its limit N is rate_count).
     uint64_t rate_count = 0;
     uint64_t rate_period_ns = 0;
     uint32_t burst_pkts = 0;
@@ -161,6 +209,19 @@ struct Rule {
     // enforced rate is never below the configured one). Validation guarantees it is >= 1.
     uint64_t interval_ns() const { return rate_period_ns / rate_count; }
 };
+
+// Whether a key's state under rule a still means the same under rule b (a reload keeps it only
+// then): GCRA and token-bucket share one reading of it (a TAT), whatever the rate; a window's
+// state is read with its W, and a sliding window's also with its N (window.h).
+inline bool limit_state_compatible(const Rule &a, const Rule &b) {
+    const auto family = [](RuleAlgorithm x) {
+        return x == RuleAlgorithm::token_bucket ? RuleAlgorithm::gcra : x;
+    };
+    if (family(a.algorithm) != family(b.algorithm)) return false;
+    if (!is_window(a.algorithm)) return true;
+    return a.rate_period_ns == b.rate_period_ns &&
+           (a.algorithm == RuleAlgorithm::fixed_window || a.rate_count == b.rate_count);
+}
 
 struct Config {
     std::string path;  // file it came from ("<string>" when parsed from text)
@@ -182,5 +243,8 @@ inline constexpr uint32_t kMaxSlip = 100;
 inline constexpr uint64_t kMaxVerifiedTtlNs = 86'400'000'000'000ull;  // a day
 inline constexpr uint64_t kMaxEstablishedTtlNs = 86'400'000'000'000ull;
 inline constexpr unsigned kMaxReserveTotal = 90;  // percent: new sources keep a tenth at least
+// A window rule's N: what the cross-core merge record carries in 30 bits (Consumption).
+inline constexpr uint64_t kMaxWindowPkts = (1u << 30) - 1;
+inline constexpr uint64_t kMinWindowNs = 1'000'000;  // 1 ms
 
 }  // namespace floodgate

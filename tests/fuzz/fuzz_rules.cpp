@@ -42,7 +42,8 @@ bool same_config(const Config &a, const Config &b) {
         if (x.name != y.name || !same_match(x.match, y.match) || x.key_ipv4_len != y.key_ipv4_len ||
             x.key_ipv6_len != y.key_ipv6_len || x.rate_count != y.rate_count ||
             x.rate_period_ns != y.rate_period_ns || x.burst_pkts != y.burst_pkts ||
-            x.action != y.action || x.mode != y.mode || x.on_table_full != y.on_table_full)
+            x.algorithm != y.algorithm || x.action != y.action || x.mode != y.mode ||
+            x.on_table_full != y.on_table_full)
             return false;
     }
     return true;
@@ -56,7 +57,18 @@ void check_limits(const Config &c) {
     for (const Rule &r : c.rules) {
         FUZZ_CHECK(!r.name.empty() && r.name.size() <= kMaxRuleNameLen);
         FUZZ_CHECK(r.rate_count >= 1 && r.interval_ns() >= 1);
-        FUZZ_CHECK(r.burst_pkts >= 1 && r.burst_pkts <= kMaxBurstPkts);
+        FUZZ_CHECK(r.rate_period_ns <= kMaxRatePeriodNs);
+        if (!is_window(r.algorithm)) {
+            FUZZ_CHECK(r.burst_pkts >= 1 && r.burst_pkts <= kMaxBurstPkts);
+        } else {
+            // The encodings of dataplane/window.h: the count must fit below W.
+            FUZZ_CHECK(r.burst_pkts == 0 && r.rate_count <= kMaxWindowPkts);
+            FUZZ_CHECK(r.rate_period_ns >= kMinWindowNs);
+            if (r.algorithm == RuleAlgorithm::fixed_window)
+                FUZZ_CHECK(r.rate_count < r.rate_period_ns);
+            else
+                FUZZ_CHECK((r.rate_count + 1) * (r.rate_count + 1) <= r.rate_period_ns);
+        }
         FUZZ_CHECK(r.key_ipv4_len <= 32 && r.key_ipv6_len <= 128);
         for (const PortRange &p : r.match.dst_ports) FUZZ_CHECK(p.lo <= p.hi);
         for (const PortRange &p : r.match.src_ports) FUZZ_CHECK(p.lo <= p.hi);
