@@ -197,22 +197,31 @@ TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
 namespace floodgate {
 namespace {
 
+// One aggregate rule (key dst) on proto: 10/s, burst 10, 30% of it reserved for established
+// sources only, so new ones may run 7 packets ahead.
+class AggregateTest : public PipelineTest {
+  protected:
+    void build_aggregate(const char *name, uint8_t proto) {
+        Rule r;
+        r.name = name;
+        r.match.proto = proto;
+        r.key_kind = KeyKind::dst;
+        r.rate_count = 10;
+        r.rate_period_ns = 1000000000;
+        r.burst_pkts = 10;
+        r.reserve = ClassReserve{30, 0, 0};
+        Config c;
+        c.rules = {r};
+        build(c);
+    }
+};
+
 // An aggregate rule (key dst) with a reserve: under a flood of new sources that keeps the
 // destination's TAT at the new sources' tolerance, an established source still passes from
 // its reserve, and a destination nobody floods is untouched. Burst 10 at 10/s, reserve 30%
 // for established only: new sources may run 7 packets ahead, established ones 10.
-TEST_F(PipelineTest, AggregateKeyShedsNewSourcesFirst) {
-    Rule r;
-    r.name = "per-destination";
-    r.match.proto = kProtoUdp;
-    r.key_kind = KeyKind::dst;
-    r.rate_count = 10;
-    r.rate_period_ns = 1000000000;
-    r.burst_pkts = 10;
-    r.reserve = ClassReserve{30, 0, 0};
-    Config c;
-    c.rules = {r};
-    build(c);
+TEST_F(AggregateTest, KeyShedsNewSourcesFirst) {
+    build_aggregate("per-destination", kProtoUdp);
     auto udp = [](const std::string &src, const std::string &dst) {
         return test::PacketBuilder().ipv4(src, dst).udp(1000, 53).build();
     };
@@ -251,18 +260,8 @@ TEST_F(PipelineTest, AggregateKeyShedsNewSourcesFirst) {
 // 4,112 keys) would make its own sources established and take the reserve from the real
 // clients. A source is established by what only a real peer gets: the server's ACK of its
 // data or handshake (an ACK without SYN), or a DNS response.
-TEST_F(PipelineTest, ASynAckDoesNotMakeItsDestinationEstablished) {
-    Rule r;
-    r.name = "web-total";
-    r.match.proto = kProtoTcp;
-    r.key_kind = KeyKind::dst;
-    r.rate_count = 10;
-    r.rate_period_ns = 1000000000;
-    r.burst_pkts = 10;
-    r.reserve = ClassReserve{30, 0, 0};
-    Config c;
-    c.rules = {r};
-    build(c);
+TEST_F(AggregateTest, ASynAckDoesNotMakeItsDestinationEstablished) {
+    build_aggregate("web-total", kProtoTcp);
     auto from = [](const std::string &src, uint8_t flags) {
         return test::PacketBuilder().ipv4(src, "198.18.1.1").tcp(40000, 80, flags).build();
     };

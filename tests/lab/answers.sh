@@ -68,11 +68,7 @@ cleanup() {
   done
   [ -n "$tx_pid" ] && stop "$tx_pid"
   [ -n "$fg_pid" ] && stop "$fg_pid"
-  ip netns del "$out_ns" 2>/dev/null || true
-  ip netns del "$in_ns" 2>/dev/null || true
-  ip link del "$tag-o" 2>/dev/null || true
-  ip link del "$tag-i" 2>/dev/null || true
-  rm -rf "/var/run/dpdk/$tag" "/var/run/dpdk/$tag-tx"
+  remove_wire "$tag" "$out_ns" "$in_ns"
   if [ -n "${FG_LAB_KEEP:-}" ]; then echo "answers: kept $work"; else rm -rf "$work"; fi
   # Give back the hugepages scripts/hugepages.sh reserved for this run.
   [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
@@ -84,14 +80,6 @@ in_out() { ip netns exec "$out_ns" "$@"; }
 in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/answers.py")  # tests/lab/answers.py, run in either namespace
 
-wait_for() {  # wait_for FILE PATTERN SECONDS PID: bounded wait for a line PID prints
-  local deadline=$(( $(date +%s) + $3 ))
-  until grep -q "$2" "$1" 2>/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then echo "answers: timed out waiting for '$2' in $1"; cat "$1"; return 1; fi
-    if ! kill -0 "$4" 2>/dev/null; then echo "answers: the process writing $1 exited"; cat "$1"; return 1; fi
-    sleep 0.1
-  done
-}
 
 # --- the rules: the answers run's config, and the baseline's derived from it ----------------
 cat >"$work/answers.yaml" <<'EOF'
