@@ -302,5 +302,52 @@ TEST_F(AggregateTest, ASynAckDoesNotMakeItsDestinationEstablished) {
     EXPECT_EQ(counters(0).refused_new, 1u);
 }
 
+// The verified class: a source that answered a syn-auth rule's cookie keeps the verified
+// reserve of an aggregate rule on its other packets. syn-auth on SYNs to port 80 (per source);
+// the aggregate on every TCP packet to port 80 but SYNs, 10/s burst 10, 30% kept for verified
+// sources (and established ones): new sources may run 7 ahead.
+TEST_F(AggregateTest, VerifiedSourcesKeepTheVerifiedReserve) {
+    Rule syn = rule("syn", kProtoTcp, TableFullPolicy::shared);
+    syn.match.tcp_flags = {kTcpSyn, kTcpAck};
+    syn.match.dst_ports = {PortRange{80, 80}};
+    syn.action = RuleAction::syn_auth;
+    Rule total;
+    total.name = "web-total";
+    total.match.proto = kProtoTcp;
+    total.match.dst_ports = {PortRange{80, 80}};
+    total.match.tcp_flags.must_clear = kTcpSyn;
+    total.key_kind = KeyKind::dst;
+    total.rate_count = 10;
+    total.rate_period_ns = 1000000000;
+    total.burst_pkts = 10;
+    total.reserve = ClassReserve{0, 30, 0};
+    Config c;
+    c.rules = {syn, total};
+    build(c);
+    const uint64_t t0 = 1'000'000'000'000ull;
+    auto from = [](const std::string &src, uint8_t flags, uint32_t seq = 0) {
+        test::Frame f = test::PacketBuilder().ipv4(src, "198.18.1.1").tcp(40000, 80, flags).build();
+        for (int b = 0; b < 4; ++b) f[14 + 20 + 4 + b] = static_cast<uint8_t>(seq >> (24 - 8 * b));
+        return f;
+    };
+    // The client's SYN is answered with a cookie; its RST carrying it verifies the source.
+    ASSERT_EQ(send(from("198.18.0.10", kTcpSyn), t0), Verdict::answer);
+    const uint32_t cookie = pipeline_->answer_plan(0).cookie;
+    EXPECT_EQ(send(from("198.18.0.10", kTcpRst, cookie), t0), Verdict::drop);
+    ASSERT_EQ(counters(0).verified, 1u);
+    // New sources' ACKs fill the aggregate to the new class's 7; the rest are refused as new.
+    unsigned passed = 0;
+    for (int i = 0; i < 20; ++i)
+        passed += send(from("198.19.0." + std::to_string(i + 1), kTcpAck), t0) == Verdict::pass;
+    EXPECT_EQ(passed, 7u);
+    EXPECT_EQ(counters(1).refused_new, 13u);
+    // The verified client's ACKs: 3 from the reserve, the 4th refused as verified.
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(send(from("198.18.0.10", kTcpAck), t0), i < 3 ? Verdict::pass : Verdict::drop)
+            << i;
+    EXPECT_EQ(counters(1).reserve_verified, 3u);
+    EXPECT_EQ(counters(1).refused_verified, 1u);
+}
+
 }  // namespace
 }  // namespace floodgate
