@@ -14,6 +14,7 @@
 #include "control/daemon.h"
 #include "control/listen_address.h"
 #include "control/rules_diff.h"
+#include "control/xdp_cli.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/unix_socket.h"
 #include "rules/load.h"
@@ -51,7 +52,7 @@ struct Cli {
 };
 
 int usage_error(const std::string &why) {
-    std::fprintf(stderr, "floodctl: %s\n%s", why.c_str(), kUsage);
+    std::fprintf(stderr, "floodctl: %s\n%s%s", why.c_str(), kUsage, kXdpUsage);
     return 2;
 }
 
@@ -447,6 +448,7 @@ int floodctl_main(int argc, char **argv) {
             cli.socket = argv[i];
         } else if (a == "-h" || a == "--help" || a == "help") {
             std::fputs(kUsage, stdout);
+            std::fputs(kXdpUsage, stdout);
             return 0;
         } else {
             cli.args.push_back(a);
@@ -491,6 +493,8 @@ int floodctl_main(int argc, char **argv) {
         if (cmd == "block" || cmd == "allow")
             return cmd_override(cli, cmd, std::vector<std::string>(a.begin() + 1, a.end()));
         if (cmd == "rule" && a.size() == 3) return cmd_rule_mode(cli, a[1], a[2]);
+        if (cmd == "xdp")
+            return cmd_xdp(std::vector<std::string>(a.begin() + 1, a.end()), cli.json_out);
     } catch (const std::exception &e) {
         return failed(e.what());
     }

@@ -1,0 +1,151 @@
+// The XDP program itself, run by the kernel on crafted frames (BPF_PROG_TEST_RUN): each header
+// variant, truncated frames, blocked and unblocked sources, expired entries, each with its
+// verdict and counter. Needs root (CAP_BPF); without it every test skips, saying why. Maps are
+// not pinned: nothing here touches /sys/fs/bpf.
+#include <bpf/bpf.h>
+#include <gtest/gtest.h>
+#include <linux/bpf.h>
+
+#include <memory>
+#include <string>
+
+#include "bpf/xdp_tier.h"
+#include "dataplane/parse.h"
+#include "tests/pkt_builder.h"
+
+namespace floodgate {
+namespace {
+
+Prefix prefix(const char *text) {
+    std::string why;
+    const std::optional<Prefix> p = parse_prefix(text, &why);
+    EXPECT_TRUE(p) << why;
+    return p.value_or(Prefix{});
+}
+
+class XdpProgram : public ::testing::Test {
+  protected:
+    void SetUp() override { load(true); }
+    void load(bool standalone) {
+        XdpOptions o;
+        o.standalone = standalone;
+        o.pin_dir.clear();
+        std::string error;
+        tier_ = XdpTier::load(o, &error);
+        if (!tier_) GTEST_SKIP() << "the kernel does not load BPF programs here: " << error;
+    }
+    // The program's verdict on one frame (XDP_DROP, XDP_PASS, ...).
+    int run(const test::Frame &f) {
+        test::Frame data = f;
+        LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = data.data(),
+                    .data_size_in = static_cast<__u32>(data.size()), .repeat = 1);
+        const int rc = bpf_prog_test_run_opts(tier_->program_fd(), &opts);
+        EXPECT_EQ(rc, 0) << "BPF_PROG_TEST_RUN";
+        return static_cast<int>(opts.retval);
+    }
+    uint64_t counter(fg_xdp_counter c) { return tier_->counters()[c]; }
+    void block(const char *p, uint64_t expires_ns = 0,
+               fg_xdp_block_reason reason = FG_XDP_block_hits) {
+        std::string error;
+        ASSERT_TRUE(tier_->add(XdpBlock{prefix(p), reason, expires_ns}, &error)) << error;
+    }
+
+    std::unique_ptr<XdpTier> tier_;
+};
+
+test::Frame udp4(const std::string &src) {
+    return test::PacketBuilder().ipv4(src, "198.18.1.1").udp(1000, 53).build();
+}
+test::Frame udp6(const std::string &src) {
+    return test::PacketBuilder().ipv6(src, "2001:db8:1::1").udp(1000, 53).build();
+}
+
+TEST_F(XdpProgram, BlockedPrefixesDropAndTheRestPass) {
+    block("198.19.0.0/16");
+    block("2001:db8:bad::/48");
+    EXPECT_EQ(run(udp4("198.19.5.5")), XDP_DROP);
+    EXPECT_EQ(run(udp4("198.18.0.10")), XDP_PASS);
+    EXPECT_EQ(run(udp6("2001:db8:bad:1::7")), XDP_DROP);
+    EXPECT_EQ(run(udp6("2001:db8:1::10")), XDP_PASS);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_packets), 4u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 2u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_passed), 2u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_unparsed), 0u);
+}
+
+TEST_F(XdpProgram, TheLongestPrefixDecidesItsReason) {
+    block("198.19.0.0/16");
+    block("198.19.7.7/32", 0, FG_XDP_escalated_hits);
+    EXPECT_EQ(run(udp4("198.19.7.7")), XDP_DROP);
+    EXPECT_EQ(run(udp4("198.19.7.8")), XDP_DROP);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 1u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 1u);
+}
+
+TEST_F(XdpProgram, EveryHeaderVariantFindsTheSource) {
+    block("198.19.0.0/16");
+    block("2001:db8:bad::/48");
+    const std::string bad4 = "198.19.0.1", bad6 = "2001:db8:bad::1";
+    EXPECT_EQ(run(test::PacketBuilder().vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build()),
+              XDP_DROP);
+    EXPECT_EQ(
+        run(test::PacketBuilder().qinq(20).vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build()),
+        XDP_DROP);
+    EXPECT_EQ(run(test::PacketBuilder()
+                      .ipv4(bad4, "198.18.1.1")
+                      .ipv4_options({1, 1, 1, 1})
+                      .tcp(1, 80, kTcpSyn)
+                      .build()),
+              XDP_DROP);
+    EXPECT_EQ(run(test::PacketBuilder().vlan(10).ipv6(bad6, "2001:db8:1::1").udp(1, 53).build()),
+              XDP_DROP);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 4u);
+}
+
+TEST_F(XdpProgram, FramesWithoutAReadableSourcePassUnjudged) {
+    block("0.0.0.0/0");  // every IPv4 source: only an unparsed frame can pass
+    test::Frame short_ip = udp4("198.19.0.1");
+    short_ip.resize(14 + 19);  // one byte short of an IPv4 header
+    EXPECT_EQ(run(short_ip), XDP_PASS);
+    // Cut inside its VLAN tag (a test run needs 14 bytes at least, as a NIC delivers).
+    test::Frame short_vlan =
+        test::PacketBuilder().vlan(10).ipv4("198.19.0.1", "198.18.1.1").udp(1, 53).build();
+    short_vlan.resize(16);
+    EXPECT_EQ(run(short_vlan), XDP_PASS);
+    test::Frame bad_version = udp4("198.19.0.1");
+    bad_version[14] = 0x65;  // version 6 in an IPv4 ethertype
+    EXPECT_EQ(run(bad_version), XDP_PASS);
+    EXPECT_EQ(run(test::PacketBuilder().eth(0x0806).payload(28).build()), XDP_PASS);  // ARP
+    EXPECT_EQ(counter(FG_XDP_COUNTER_unparsed), 4u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 0u);
+}
+
+TEST_F(XdpProgram, ExpiredEntriesAreAbsentAndExpireRemovesThem) {
+    const uint64_t now = XdpTier::monotonic_ns();
+    block("198.19.1.0/24", now - 1);  // expired a nanosecond ago
+    block("198.19.2.0/24", now + 3'600'000'000'000ull);
+    EXPECT_EQ(run(udp4("198.19.1.1")), XDP_PASS);
+    EXPECT_EQ(run(udp4("198.19.2.1")), XDP_DROP);
+    EXPECT_EQ(tier_->list().size(), 2u);
+    EXPECT_EQ(tier_->expire(XdpTier::monotonic_ns()), 1u);
+    ASSERT_EQ(tier_->list().size(), 1u);
+    EXPECT_EQ(format_prefix(tier_->list()[0].prefix), "198.19.2.0/24");
+    std::string error;
+    EXPECT_TRUE(tier_->remove(prefix("198.19.2.0/24"), &error)) << error;
+    EXPECT_FALSE(tier_->remove(prefix("198.19.2.0/24"), &error));
+    EXPECT_NE(error.find("not in the block map"), std::string::npos) << error;
+    EXPECT_EQ(run(udp4("198.19.2.1")), XDP_PASS);
+}
+
+// For net_af_xdp the program redirects to its queue's socket; with none there (no socket in
+// xsks_map at index 0) the frame falls back to the kernel: what a test run can see.
+TEST_F(XdpProgram, WithoutAnAfXdpSocketFramesFallBackToTheKernel) {
+    tier_.reset();
+    load(false);
+    block("198.19.0.0/16");
+    EXPECT_EQ(run(udp4("198.19.0.1")), XDP_DROP);
+    EXPECT_EQ(run(udp4("198.18.0.1")), XDP_PASS);
+}
+
+}  // namespace
+}  // namespace floodgate
