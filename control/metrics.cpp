@@ -54,6 +54,9 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"established_full",
      "Sources that could not be remembered as established (a reply going out) or known (admitted "
      "by an aggregate rule): the limit table was full."},
+    {"marks_over_budget",
+     "Source marks (established, known) not written because the core's mark budget (a quarter "
+     "of the limit table over the established TTL) was spent."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {

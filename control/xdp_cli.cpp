@@ -53,9 +53,10 @@ int list(XdpTier &tier, bool json_out) {
     nlohmann::json out = nlohmann::json::array();
     for (const XdpBlock &b : tier.list()) {
         nlohmann::json e = {{"prefix", format_prefix(b.prefix)}, {"reason", reason_name(b.reason)}};
-        e["expires_in_s"] = b.expires_ns == 0
-                                ? nlohmann::json()
-                                : nlohmann::json((b.expires_ns - now) / 1'000'000'000);
+        e["expires_in_s"] =
+            b.expires_ns == 0
+                ? nlohmann::json()
+                : nlohmann::json(b.expires_ns > now ? (b.expires_ns - now) / 1'000'000'000 : 0);
         out.push_back(e);
     }
     if (json_out) {

@@ -79,6 +79,9 @@ void Pipeline::publish(std::vector<Consumption> *out) {
 }
 
 void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
+    // Never before the other core published it: a window's packets admitted just past a
+    // boundary are charged to the new window, not to the one this core's clock still reads.
+    now_ns = std::max(now_ns, c.published_ns);
     uint64_t tat_ns;
     LimitEntry *e = table_->acquire(c.hash, now_ns, &tat_ns);
     if (e == nullptr) {
@@ -325,11 +328,14 @@ Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
-        if (c.known_hash != 0) known = c.known_hash;
+        // Admitted by the aggregate's own limit (not by a table-full pass, not a shadow rule's
+        // would-be refusal).
+        if (c.known_hash != 0 && c.admitted && c.entry != nullptr) known = c.known_hash;
     }
     // Admitted by an aggregate limit and every other rule: from now on the source is known
     // (for the established TTL), so that under a flood it is shed after the new ones.
-    if (known != 0 && !remember_until(known, rules_->established().ttl_ns, now_ns)) [[unlikely]]
+    if (known != 0 && remember_until(known, rules_->established().ttl_ns, now_ns, true) ==
+                          Remembered::no_room) [[unlikely]]
         ++counters_.established_full;
     return Verdict::pass;
 }
@@ -450,21 +456,33 @@ bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &sour
 // for more than half its TTL still is left as it is: a RST replayed at line rate then costs
 // a lookup, not a table write and a merge record each.
 bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
-    return remember_until(table_->hash(verified_key(r, info)), r.verified_ttl_ns, now_ns);
+    return remember_until(table_->hash(verified_key(r, info)), r.verified_ttl_ns, now_ns, false) ==
+           Remembered::yes;
 }
 
 // Keeps key h live until at least now + ttl on every core (a verification, in the merge's
 // terms); false if the table had no room for it. A key with more than half its ttl left is
 // left as it is: a RST or a reply stream at line rate then costs a lookup, not a table write
 // and a merge record each.
-bool Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns) {
+Pipeline::Remembered Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns,
+                                              bool budgeted) {
     const uint64_t until_ns = tat_add(now_ns, ttl_ns);
     if (const LimitEntry *e = table_->find(h);
         e != nullptr && e->tat_ns != kReservedTat && e->tat_ns > now_ns + ttl_ns / 2)
-        return true;
+        return Remembered::yes;
+    // A source mark (budgeted) is written at most at the mark budget's rate.
+    if (budgeted) {
+        uint64_t budget_tat_ns;
+        if (!gcra_admit(rules_->established().mark_budget, mark_budget_tat_ns_, now_ns,
+                        &budget_tat_ns)) {
+            ++counters_.marks_over_budget;
+            return Remembered::over_budget;
+        }
+        mark_budget_tat_ns_ = budget_tat_ns;
+    }
     uint64_t tat_ns;
     LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
-    if (e == nullptr) return false;
+    if (e == nullptr) return Remembered::no_room;
     table_->commit(e, h, std::max(tat_ns, until_ns));
     if (merging_) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
@@ -472,19 +490,19 @@ bool Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns) {
         else
             ++counters_.merge_unshared_keys;
     }
-    return true;
+    return Remembered::yes;
 }
 
 namespace {
 // What counts as the protected side answering a source: TCP with ACK and without SYN or RST
-// (data, a bare ACK, a FIN: the source completed a handshake, so it saw the server's SYN-ACK
-// and is no spoofer), or a UDP datagram from port 53 (a DNS response). Not a SYN-ACK: the
-// server sends one for every SYN that gets through, from any source, so a spoofed flood whose
-// sources recur would make them established and take the reserve from the real clients.
+// (data, a bare ACK, a FIN), which a server sends only once the handshake is complete (the
+// source received its SYN-ACK, so it is no spoofer). Not a SYN-ACK, and not a UDP response
+// (DNS): a server sends those for every SYN or query that gets through, from any source, so a
+// spoofed flood whose sources recur would make them established and take the reserve from the
+// real clients. A DNS client becomes established over TCP (for one, after dns-truncate).
 bool is_reply(const PacketInfo &p) {
-    if (!p.has_l4) return false;
-    if (p.l4_proto == kProtoTcp) return (p.tcp_flags & (kTcpAck | kTcpSyn | kTcpRst)) == kTcpAck;
-    return p.l4_proto == kProtoUdp && p.src_port == 53;
+    return p.has_l4 && p.l4_proto == kProtoTcp &&
+           (p.tcp_flags & (kTcpAck | kTcpSyn | kTcpRst)) == kTcpAck;
 }
 }  // namespace
 
@@ -492,10 +510,16 @@ void Pipeline::mark_established(const PacketInfo &reply, uint64_t now_ns) {
     const EstablishedProfile &est = rules_->established();
     const LimitKey k =
         destination_key(reply, est.mask_hi, est.mask_lo, kTagEstablished | reply.family);
-    if (remember_until(table_->hash(k), est.ttl_ns, now_ns))
-        ++counters_.established_marked;
-    else
-        ++counters_.established_full;
+    switch (remember_until(table_->hash(k), est.ttl_ns, now_ns, true)) {
+        case Remembered::yes:
+            ++counters_.established_marked;
+            break;
+        case Remembered::no_room:
+            ++counters_.established_full;
+            break;
+        case Remembered::over_budget:  // counted in marks_over_budget
+            break;
+    }
 }
 
 void Pipeline::observe_returning(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,

@@ -197,7 +197,8 @@ class Pipeline {
         const LimitEntry *e = table_->find(h);
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
     }
-    bool remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns);
+    enum class Remembered : uint8_t { yes, no_room, over_budget };
+    Remembered remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns, bool budgeted);
     // The hash of the mark that says the packet's source is established (tag kTagEstablished)
     // or known (kTagKnown).
     uint64_t mark_hash(const PacketInfo &p, uint32_t tag) const {
@@ -231,6 +232,7 @@ class Pipeline {
     CookieKey cookie_key_;
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
+    uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
     AnswerPlan plans_[kMaxBurst];
     PacketInfo infos_[kMaxBurst];
     ParseStatus status_[kMaxBurst];

@@ -82,6 +82,11 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         rs->has_aggregate_ |= is_aggregate(r.key_kind);
     }
     rs->established_.ttl_ns = config.established.ttl_ns;
+    rs->established_.mark_budget = gcra_profile(
+        std::max<uint64_t>(
+            1, static_cast<uint64_t>(static_cast<unsigned __int128>(config.established.ttl_ns) * 4 *
+                                     options.cores / config.table_entries_per_core)),
+        kMarkBudgetBurst);
     key_masks(config.established.ipv4_len, &rs->established_.mask_hi[0],
               &rs->established_.mask_lo[0]);
     key_masks(config.established.ipv6_len, &rs->established_.mask_hi[1],

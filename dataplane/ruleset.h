@@ -40,8 +40,14 @@ struct AnswerCapProfiles {
 
 // Where a source the protected side answered is remembered (Config::established): the masks
 // of its prefix per family, like AnswerCapProfiles', and for how long.
+inline constexpr uint32_t kMarkBudgetBurst = 1024;
+
 struct EstablishedProfile {
     uint64_t ttl_ns = 0;
+    // How fast one core may write new marks (established and known): a quarter of the table
+    // over a TTL, shared by the cores (each applies the others' marks), in bursts of 1024; so
+    // a flood of new sources can never fill the table with marks.
+    GcraProfile mark_budget;
     uint64_t mask_hi[2] = {};
     uint64_t mask_lo[2] = {};
 };

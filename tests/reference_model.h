@@ -128,6 +128,7 @@ struct ModelCounters {
     uint64_t inside_frames = 0;
     uint64_t established_marked = 0;  // replies that marked (or found marked) their destination
     uint64_t established_full = 0;    // ... that found no room for the mark
+    uint64_t marks_over_budget = 0;   // marks not written: the budget was spent
     std::map<std::string, uint64_t> malformed_reasons;  // only reasons seen
     std::vector<ModelRuleCounters> rules;               // in file order
 };
@@ -316,9 +317,11 @@ class ReferenceModel {
                     overflow_tat_ns_[c.rule] = c.tat_ns + r.interval_ns();
             }
         }
-        // Passed an aggregate rule (and every other): the source is known from now on.
+        // Admitted by an aggregate rule's own limit (not a table-full pass, not a shadow rule's
+        // would-be refusal), and by every other: the source is known from now on.
         bool aggregate = false;
-        for (const Check &c : checks) aggregate |= is_aggregate_key(cfg_.rules[c.rule].key_kind);
+        for (const Check &c : checks)
+            aggregate |= is_aggregate_key(cfg_.rules[c.rule].key_kind) && c.admit && !c.table_full;
         if (d.pass && aggregate)
             remember(&known_until_ns_, established_key(p.family, p.src), p.ts_ns);
         if (!d.pass) {
@@ -492,13 +495,11 @@ class ReferenceModel {
                            [](const Rule &r) { return is_aggregate_key(r.key_kind); });
     }
 
-    // What the protected side answering a source looks like: TCP with ACK and not RST, or UDP
-    // from port 53.
+    // What the protected side answering a source looks like: TCP with ACK, without SYN or RST.
     static bool is_reply(const ModelPacket &p) {
         if (!p.has_l4) return false;
-        // ACK without SYN or RST: a SYN-ACK goes to spoofed sources too.
-        if (p.proto == 6) return (p.tcp_flags & 0x16) == 0x10;
-        return p.proto == 17 && p.src_port == 53;
+        // ACK without SYN or RST; no UDP: a SYN-ACK or a DNS response goes to spoofed sources too.
+        return p.proto == 6 && (p.tcp_flags & 0x16) == 0x10;
     }
 
     SourceKey established_key(uint8_t family, const IpAddr &addr) const {
@@ -523,6 +524,16 @@ class ReferenceModel {
         uint64_t &until_ns = (*marks)[k];
         const uint64_t ttl_ns = cfg_.established.ttl_ns;
         if (until_ns > now_ns + ttl_ns / 2) return true;
+        // The mark budget: a quarter of the table over a TTL (one core), bursts of 1024.
+        const uint64_t t_ns =
+            std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<unsigned __int128>(ttl_ns) * 4 /
+                                                        cfg_.table_entries_per_core));
+        const uint64_t next_ns = std::max(mark_budget_tat_ns_, now_ns) + t_ns;
+        if (next_ns - now_ns > t_ns * 1024) {
+            ++counters_.marks_over_budget;
+            return false;
+        }
+        mark_budget_tat_ns_ = next_ns;
         if (until_ns <= now_ns && live_keys(now_ns) >= table_live_keys_) {
             ++counters_.established_full;
             return false;
@@ -611,6 +622,7 @@ class ReferenceModel {
     // each until when.
     std::map<SourceKey, uint64_t> established_until_ns_;
     std::map<SourceKey, uint64_t> known_until_ns_;
+    uint64_t mark_budget_tat_ns_ = 0;
 };
 
 }  // namespace floodgate::test

@@ -234,7 +234,7 @@ TEST_F(AggregateTest, KeyShedsNewSourcesFirst) {
     EXPECT_EQ(counters(0).refused_new, 13u);
     // The server answers 198.18.0.10 (a reply going out): it is established from now on.
     const test::Frame reply =
-        test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.10").udp(53, 1000).build();
+        test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.10").tcp(53, 1000, kTcpAck).build();
     const uint8_t *frame = reply.data();
     uint32_t len = static_cast<uint32_t>(reply.size());
     pipeline_->observe_returning(&frame, &len, 1, &t0);
@@ -291,9 +291,16 @@ TEST_F(AggregateTest, ASynAckDoesNotMakeItsDestinationEstablished) {
     EXPECT_EQ(counters(0).reserve_established, 0u);
     EXPECT_EQ(counters(0).refused_established, 0u);
     // A real client: the server ACKs its data (ACK, no SYN): established, it passes from the
-    // reserve; a RST toward another source marks nothing either.
+    // reserve; a RST toward another source marks nothing, nor a UDP response.
     reply("198.18.0.10", kTcpAck, t0);
     reply("198.18.0.11", kTcpRst | kTcpAck, t0);
+    {  // nor does a DNS response over UDP: a resolver answers spoofed queries too
+        const test::Frame f =
+            test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.12").udp(53, 40000).build();
+        const uint8_t *frame = f.data();
+        uint32_t len = static_cast<uint32_t>(f.size());
+        pipeline_->observe_returning(&frame, &len, 1, &t0);
+    }
     ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
     EXPECT_EQ(stats.counters.established_marked, 1u);
     EXPECT_EQ(send(from("198.18.0.10", kTcpAck), t0), Verdict::pass);
@@ -347,6 +354,35 @@ TEST_F(AggregateTest, VerifiedSourcesKeepTheVerifiedReserve) {
             << i;
     EXPECT_EQ(counters(1).reserve_verified, 3u);
     EXPECT_EQ(counters(1).refused_verified, 1u);
+}
+
+// Known marks are budgeted: a flood of new sources that an aggregate rule admits never fills
+// the table with them. 4,096 entries and a 1 s TTL: one core may write 4096 / 4 marks per TTL,
+// T = 976,562 ns, in bursts of 1,024: 5,000 new sources at one instant leave 1,024 marks.
+TEST_F(AggregateTest, KnownMarksStayWithinTheirBudget) {
+    Rule r;
+    r.name = "total";
+    r.match.proto = kProtoUdp;
+    r.key_kind = KeyKind::none;
+    r.rate_count = 1'000'000'000;  // admits all of them
+    r.rate_period_ns = 1'000'000'000;
+    r.burst_pkts = 1'000'000;
+    Config c;
+    c.table_entries_per_core = 4096;
+    c.established.ttl_ns = 1'000'000'000;
+    c.rules = {r};
+    build(c);
+    const uint64_t t0 = 1'000'000'000'000ull;
+    for (uint32_t i = 0; i < 5000; ++i) {
+        const std::string src = "10." + std::to_string(i >> 16) + "." +
+                                std::to_string(i >> 8 & 255) + "." + std::to_string(i & 255);
+        ASSERT_EQ(send(udp_from(src), t0), Verdict::pass) << src;
+    }
+    Pipeline::Stats stats;
+    ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
+    EXPECT_EQ(stats.counters.marks_over_budget, 5000u - 1024);
+    EXPECT_EQ(stats.counters.established_full, 0u);
+    EXPECT_EQ(table_->stats().occupancy, 1024u + 1) << "the marks and the rule's one key";
 }
 
 }  // namespace

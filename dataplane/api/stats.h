@@ -41,7 +41,8 @@ namespace floodgate {
     X(merge_unshared_keys) /* admitted packets not shared: the publish list was full */ \
     X(merge_table_full)    /* another core's consumption found this table full */       \
     X(established_marked)  /* replies going out that (re)marked their destination */    \
-    X(established_full)    /* source marks (established, known) that found no room */
+    X(established_full)    /* source marks (established, known) that found no room */   \
+    X(marks_over_budget)   /* ... not written: the core's mark budget was spent */
 
 // Per rule, per worker core.
 #define FG_RULE_COUNTERS(X)                                                                   \

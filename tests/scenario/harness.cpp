@@ -193,6 +193,7 @@ void Scenario::check_stats() {
     EXPECT_EQ(u64(stats_, "block_hits"), c.block_hits);
     EXPECT_EQ(u64(stats_, "established_marked"), c.established_marked);
     EXPECT_EQ(u64(stats_, "established_full"), c.established_full);
+    EXPECT_EQ(u64(stats_, "marks_over_budget"), c.marks_over_budget);
     // Every reason is listed, zeros included; the model lists those it counted.
     using ReasonCounts = std::map<std::string, uint64_t>;
     ReasonCounts reasons = stats_.value("malformed_reasons", json::object()).get<ReasonCounts>();

@@ -184,7 +184,8 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
     };
     uint64_t replies = 0;
     // C1-C3: DNS clients, C4-C5: TCP clients, 20/s each for 8 s, 10 ms apart; the server
-    // answers every query 500 us later, which makes them established before the flood.
+    // answers every query 500 us later over TCP (as after a truncated answer), which makes
+    // them established before the flood.
     for (int c = 1; c <= 5; ++c) {
         const uint64_t start = s + ms(7 + 10 * (c - 1)) + off;
         const auto port = static_cast<uint16_t>(40000 + c);
@@ -192,9 +193,9 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
         tr.every(
             start, ms(50), 160,
             dns ? udp(client(c), server, port, 53) : tcp(client(c), server, port, 443, kTcpAck));
-        tr.every(
-            start + 500 * kNsPerUs, ms(50), 160,
-            dns ? udp(server, client(c), 53, port) : tcp(server, client(c), 443, port, kTcpAck));
+        tr.every(start + 500 * kNsPerUs, ms(50), 160,
+                 dns ? tcp(server, client(c), 53, port, kTcpAck)
+                     : tcp(server, client(c), 443, port, kTcpAck));
         count_in_flood(start, ms(50), 160);
         replies += 160;
     }
@@ -202,25 +203,28 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
     // speaks to it (3.15 s) and answers its later ones, and it passes from its reserve.
     const uint64_t c6 = s + ms(3003) + off;
     tr.every(c6, ms(50), 80, udp(client(6), server, 40006, 53));
-    tr.every(s + ms(3150), sec(1), 1, udp(server, client(6), 53, 40006));
-    tr.every(c6 + ms(150) + 500 * kNsPerUs, ms(50), 77, udp(server, client(6), 53, 40006));
+    tr.every(s + ms(3150), sec(1), 1, tcp(server, client(6), 53, 40006, kTcpAck));
+    tr.every(c6 + ms(150) + 500 * kNsPerUs, ms(50), 77, tcp(server, client(6), 53, 40006, kTcpAck));
     count_in_flood(c6 + ms(150), ms(50), 77);
     replies += 78;
     // C7 was answered at 0.1 s, and sends after its mark expired (2.1 s): new, refused.
-    tr.every(s + ms(100), sec(1), 1, udp(server, client(7), 53, 40007));
+    tr.every(s + ms(100), sec(1), 1, tcp(server, client(7), 53, 40007, kTcpAck));
     tr.every(s + ms(2200) + off, ms(100), 10, udp(client(7), server, 40007, 53));
     // C8 was answered at 0.5 s (until 2.5 s) and at 1.0 s, with 1.5 s of its 2 s left: not
     // refreshed, so from 2.5 s it is new again. C9 was answered at 0.5 s and at 1.6 s, with
     // 0.9 s left: refreshed, until 3.6 s.
-    tr.every(s + ms(500), ms(500), 2, udp(server, client(8), 53, 40008));
+    tr.every(s + ms(500), ms(500), 2, tcp(server, client(8), 53, 40008, kTcpAck));
     tr.every(s + ms(2550) + off, ms(100), 5, udp(client(8), server, 40008, 53));
-    tr.every(s + ms(500), ms(1100), 2, udp(server, client(9), 53, 40009));
+    tr.every(s + ms(500), ms(1100), 2, tcp(server, client(9), 53, 40009, kTcpAck));
     tr.every(s + ms(2560) + off, ms(100), 5, udp(client(9), server, 40009, 53));
     count_in_flood(s + ms(2560) + off, ms(100), 5);
     replies += 5;  // C7 1, C8 2, C9 2
-    // C10 got a RST from the server, which is no reply: new, refused.
+    // C10 got a RST from the server, which is no reply: new, refused. C11 got DNS responses
+    // over UDP, which a server sends to spoofed sources as well: no reply either.
     tr.every(s + ms(300), sec(1), 1, tcp(server, client(10), 80, 40010, kTcpRst | kTcpAck));
     tr.every(s + ms(2010) + off, ms(100), 5, tcp(client(10), server, 40010, 80, kTcpAck));
+    tr.every(s + ms(400), ms(300), 3, udp(server, client(11), 53, 40011));
+    tr.every(s + ms(2020) + off, ms(100), 5, udp(client(11), server, 40011, 53));
     // The flood: 60,000 new sources toward the server, one packet each, every 100 us for 6 s
     // (a source that passed once would be known when it came back).
     constexpr uint64_t kFloodP = 100 * kNsPerUs;
@@ -232,7 +236,7 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
     });
 
     uint64_t flood_passed = 0, client_dropped = 0, inside = 0, frames = 0;
-    uint64_t refused_by_client[11] = {};
+    uint64_t refused_by_client[12] = {};
     const Observer obs = [&](const GenPacket &p, const ModelDecision &d) {
         ++frames;
         if (d.inside) {
@@ -257,6 +261,7 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
     EXPECT_EQ(refused_by_client[8], 5u) << "a mark with more than half its TTL left is kept";
     EXPECT_EQ(refused_by_client[9], 0u) << "a mark with less than half its TTL left is renewed";
     EXPECT_EQ(refused_by_client[10], 5u) << "a RST is no reply";
+    EXPECT_EQ(refused_by_client[11], 5u) << "nor is a UDP response";
     // Each established packet during the flood came from the reserve and took a flood slot.
     EXPECT_EQ(established_in_flood, 5u * 120 + 77 + 5);
     const uint64_t total = flood_admits((flood - 1) * kFloodP, kFloodP, t, tau_new);
@@ -265,12 +270,12 @@ TEST_F(Scenario, EstablishedSourcesKeepTheirShareThroughAFlood) {
 
     const ModelRuleCounters &r = model_->counters().rules[0];
     EXPECT_EQ(r.reserve_established, established_in_flood);
-    EXPECT_EQ(r.refused_new, flood - flood_passed + 3 + 10 + 5 + 5);
+    EXPECT_EQ(r.refused_new, flood - flood_passed + 3 + 10 + 5 + 5 + 5);
     EXPECT_EQ(r.refused_established, 0u);
     EXPECT_EQ(r.refused, r.refused_new);
     const ModelCounters &c = model_->counters();
     EXPECT_EQ(c.inside_frames, inside);
-    EXPECT_EQ(c.inside_frames, replies + 1);  // and the RST
+    EXPECT_EQ(c.inside_frames, replies + 1 + 3);  // and the RST and the UDP responses
     EXPECT_EQ(c.established_marked, replies);
     EXPECT_EQ(c.packets, frames - inside) << "frames from the inside are no decided packets";
 }
