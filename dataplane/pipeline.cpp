@@ -79,9 +79,6 @@ void Pipeline::publish(std::vector<Consumption> *out) {
 }
 
 void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
-    // Never before the other core published it: a window's packets admitted just past a
-    // boundary are charged to the new window, not to the one this core's clock still reads.
-    now_ns = std::max(now_ns, c.published_ns);
     uint64_t tat_ns;
     LimitEntry *e = table_->acquire(c.hash, now_ns, &tat_ns);
     if (e == nullptr) {
