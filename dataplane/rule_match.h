@@ -110,25 +110,25 @@ inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleB
 inline constexpr uint32_t kTagVerified = 0x80;
 inline constexpr uint32_t kTagAnswerCap = 0x40;
 
-// The packet's source address masked for its family (masks from key_masks(): [0] IPv4,
-// [1] IPv6), under tag.
-inline LimitKey source_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
+// An address of the packet (its source or destination, 16 bytes) masked for the packet's
+// family (masks from key_masks(): [0] IPv4, [1] IPv6), under tag.
+inline LimitKey masked_key(const PacketInfo &p, const uint8_t *addr, const uint64_t (&mask_hi)[2],
                            const uint64_t (&mask_lo)[2], uint32_t tag) {
     unsigned f = p.family == 6;
     uint64_t hi, lo;
-    std::memcpy(&hi, p.src, 8);
-    std::memcpy(&lo, p.src + 8, 8);
+    std::memcpy(&hi, addr, 8);
+    std::memcpy(&lo, addr + 8, 8);
     return LimitKey{hi & mask_hi[f], lo & mask_lo[f], tag};
 }
 
-// The packet's destination address masked the same way.
+inline LimitKey source_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
+                           const uint64_t (&mask_lo)[2], uint32_t tag) {
+    return masked_key(p, p.src, mask_hi, mask_lo, tag);
+}
+
 inline LimitKey destination_key(const PacketInfo &p, const uint64_t (&mask_hi)[2],
                                 const uint64_t (&mask_lo)[2], uint32_t tag) {
-    unsigned f = p.family == 6;
-    uint64_t hi, lo;
-    std::memcpy(&hi, p.dst, 8);
-    std::memcpy(&lo, p.dst + 8, 8);
-    return LimitKey{hi & mask_hi[f], lo & mask_lo[f], tag};
+    return masked_key(p, p.dst, mask_hi, mask_lo, tag);
 }
 
 // The address a rule's key names for this packet, as top offenders report it: the source

@@ -48,6 +48,20 @@ rte_eth_dev_tx_buffer *make_tx_buffer(Counter *failed, int socket) {
     rte_eth_tx_buffer_set_err_callback(b, count_unsent, failed);
     return b;
 }
+
+// What the pipeline reads of a burst of mbufs, each arriving at now. A chained mbuf has only
+// its first segment's bytes contiguous: the parser reads headers from those (captured) and
+// judges lengths by the whole frame.
+void frames_of(rte_mbuf *const *pkts, uint16_t n, uint64_t now, const uint8_t **frames,
+               uint32_t *lens, uint32_t *captured, uint64_t *now_ns) {
+    for (uint16_t i = 0; i < n; ++i) {
+        frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+        lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
+        captured[i] = rte_pktmbuf_data_len(pkts[i]);
+        now_ns[i] = now;
+        rte_prefetch0(frames[i]);
+    }
+}
 }  // namespace
 
 Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
@@ -137,16 +151,8 @@ void Worker::run(uint64_t tsc0) {
         }
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
         if (n > 0) {
-            // A chained mbuf has only its first segment's bytes contiguous: the parser reads
-            // headers from those and judges lengths by the whole frame.
             uint32_t captured[kMaxBurst];
-            for (uint16_t i = 0; i < n; ++i) {
-                frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-                lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
-                captured[i] = rte_pktmbuf_data_len(pkts[i]);
-                now_ns[i] = now;
-                rte_prefetch0(frames[i]);
-            }
+            frames_of(pkts, n, now, frames, lens, captured, now_ns);
             pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
             rte_mbuf *dropped[kMaxBurst];
             unsigned n_dropped = 0;
@@ -194,12 +200,7 @@ void Worker::run(uint64_t tsc0) {
                 returning_rx_ += m;
                 if (pipeline_->rules().has_aggregate()) {  // replies mark their destinations
                     uint32_t captured[kMaxBurst];
-                    for (uint16_t i = 0; i < m; ++i) {
-                        frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-                        lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
-                        captured[i] = rte_pktmbuf_data_len(pkts[i]);
-                        now_ns[i] = now;
-                    }
+                    frames_of(pkts, m, now, frames, lens, captured, now_ns);
                     pipeline_->observe_returning(frames, lens, m, now_ns, captured);
                 }
                 for (uint16_t i = 0; i < m; ++i)

@@ -201,7 +201,7 @@ namespace {
 // sources only, so new ones may run 7 packets ahead.
 class AggregateTest : public PipelineTest {
   protected:
-    void build_aggregate(const char *name, uint8_t proto) {
+    static Rule aggregate(const char *name, uint8_t proto, ClassReserve reserve) {
         Rule r;
         r.name = name;
         r.match.proto = proto;
@@ -209,10 +209,19 @@ class AggregateTest : public PipelineTest {
         r.rate_count = 10;
         r.rate_period_ns = 1000000000;
         r.burst_pkts = 10;
-        r.reserve = ClassReserve{30, 0, 0};
+        r.reserve = reserve;
+        return r;
+    }
+    void build_aggregate(const char *name, uint8_t proto) {
         Config c;
-        c.rules = {r};
+        c.rules = {aggregate(name, proto, ClassReserve{30, 0, 0})};
         build(c);
+    }
+    // A frame going inside to outside at now.
+    void returning(const test::Frame &f, uint64_t now) {
+        const uint8_t *frame = f.data();
+        uint32_t len = static_cast<uint32_t>(f.size());
+        pipeline_->observe_returning(&frame, &len, 1, &now);
     }
 };
 
@@ -233,11 +242,8 @@ TEST_F(AggregateTest, KeyShedsNewSourcesFirst) {
     EXPECT_EQ(passed, 7u);
     EXPECT_EQ(counters(0).refused_new, 13u);
     // The server answers 198.18.0.10 (a reply going out): it is established from now on.
-    const test::Frame reply =
-        test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.10").tcp(53, 1000, kTcpAck).build();
-    const uint8_t *frame = reply.data();
-    uint32_t len = static_cast<uint32_t>(reply.size());
-    pipeline_->observe_returning(&frame, &len, 1, &t0);
+    returning(
+        test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.10").tcp(53, 1000, kTcpAck).build(), t0);
     Pipeline::Stats stats;
     ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
     EXPECT_EQ(stats.counters.established_marked, 1u);
@@ -266,11 +272,7 @@ TEST_F(AggregateTest, ASynAckDoesNotMakeItsDestinationEstablished) {
         return test::PacketBuilder().ipv4(src, "198.18.1.1").tcp(40000, 80, flags).build();
     };
     auto reply = [&](const std::string &dst, uint8_t flags, uint64_t now) {
-        const test::Frame f =
-            test::PacketBuilder().ipv4("198.18.1.1", dst).tcp(80, 40000, flags).build();
-        const uint8_t *frame = f.data();
-        uint32_t len = static_cast<uint32_t>(f.size());
-        pipeline_->observe_returning(&frame, &len, 1, &now);
+        returning(test::PacketBuilder().ipv4("198.18.1.1", dst).tcp(80, 40000, flags).build(), now);
     };
     const uint64_t t0 = 1'000'000'000'000ull;
     // 7 spoofed SYNs pass (the new sources' share of the burst); the server SYN-ACKs each.
@@ -294,13 +296,8 @@ TEST_F(AggregateTest, ASynAckDoesNotMakeItsDestinationEstablished) {
     // reserve; a RST toward another source marks nothing, nor a UDP response.
     reply("198.18.0.10", kTcpAck, t0);
     reply("198.18.0.11", kTcpRst | kTcpAck, t0);
-    {  // nor does a DNS response over UDP: a resolver answers spoofed queries too
-        const test::Frame f =
-            test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.12").udp(53, 40000).build();
-        const uint8_t *frame = f.data();
-        uint32_t len = static_cast<uint32_t>(f.size());
-        pipeline_->observe_returning(&frame, &len, 1, &t0);
-    }
+    // nor does a DNS response over UDP: a resolver answers spoofed queries too
+    returning(test::PacketBuilder().ipv4("198.18.1.1", "198.18.0.12").udp(53, 40000).build(), t0);
     ASSERT_TRUE(pipeline_->read_stats(*rules_, &stats));
     EXPECT_EQ(stats.counters.established_marked, 1u);
     EXPECT_EQ(send(from("198.18.0.10", kTcpAck), t0), Verdict::pass);
@@ -318,16 +315,9 @@ TEST_F(AggregateTest, VerifiedSourcesKeepTheVerifiedReserve) {
     syn.match.tcp_flags = {kTcpSyn, kTcpAck};
     syn.match.dst_ports = {PortRange{80, 80}};
     syn.action = RuleAction::syn_auth;
-    Rule total;
-    total.name = "web-total";
-    total.match.proto = kProtoTcp;
+    Rule total = aggregate("web-total", kProtoTcp, ClassReserve{0, 30, 0});
     total.match.dst_ports = {PortRange{80, 80}};
     total.match.tcp_flags.must_clear = kTcpSyn;
-    total.key_kind = KeyKind::dst;
-    total.rate_count = 10;
-    total.rate_period_ns = 1000000000;
-    total.burst_pkts = 10;
-    total.reserve = ClassReserve{0, 30, 0};
     Config c;
     c.rules = {syn, total};
     build(c);

@@ -8,7 +8,7 @@
 
 /* Why a source is in the block maps; the counters of dropped frames are kept per reason, with
  * the dataplane's names where it has the same one (block_hits). */
-#define FG_XDP_BLOCK_REASONS(X)                                                   \
+#define FG_XDP_BLOCK_REASONS(X)                                                         \
     X(block_hits)     /* the rules file's block list or an operator's block override */ \
     X(escalated_hits) /* a source a rule kept refusing, pushed down with a TTL */
 
@@ -16,24 +16,24 @@ enum fg_xdp_block_reason {
 #define FG_X(name) FG_XDP_##name,
     FG_XDP_BLOCK_REASONS(FG_X)
 #undef FG_X
-    FG_XDP_BLOCK_REASON_COUNT
+        FG_XDP_BLOCK_REASON_COUNT
 };
 
 /* Per-CPU counters, by index: every frame is one of passed (to the AF_XDP socket, or to the
  * kernel when the program runs standalone), unparsed (not IPv4/IPv6, or too short to read a
  * source: passed, for the dataplane to judge and count), or one of the block reasons. */
-#define FG_XDP_COUNTERS(X)                                                             \
-    X(packets)  /* frames the program saw */                                           \
+#define FG_XDP_COUNTERS(X)                                                               \
+    X(packets)  /* frames the program saw */                                             \
     X(passed)   /* IP frames whose source is in no block map (or whose entry expired) */ \
-    X(unparsed) /* frames without a readable IPv4/IPv6 source: passed unjudged */      \
-    X(block_hits)                                                                      \
+    X(unparsed) /* frames without a readable IPv4/IPv6 source: passed unjudged */        \
+    X(block_hits)                                                                        \
     X(escalated_hits)
 
 enum fg_xdp_counter {
 #define FG_X(name) FG_XDP_COUNTER_##name,
     FG_XDP_COUNTERS(FG_X)
 #undef FG_X
-    FG_XDP_COUNTER_COUNT
+        FG_XDP_COUNTER_COUNT
 };
 
 /* The LPM tries' keys: prefix length, then the address in network order. */

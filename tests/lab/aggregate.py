@@ -25,7 +25,6 @@ namespace. Every loop is bounded in packets and in time. Addresses are the lab's
 import http.client
 import http.server
 import ipaddress
-import json
 import signal
 import socket
 import socketserver
@@ -34,6 +33,8 @@ import sys
 import threading
 import time
 
+from answers import dump, family  # tests/lab/answers.py, beside this file
+
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -41,15 +42,6 @@ SO_TIMESTAMPNS = 35
 # The spoofed flood (perf/floodgate_gen.cpp syn-flood).
 SPOOFED = [ipaddress.ip_network("198.19.0.0/20"), ipaddress.ip_network("2001:db8:66::/48")]
 BODY = b"floodgate aggregate lab\n"
-
-
-def family(addr):
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
-
-
-def dump(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 def spoofed(src):
