@@ -106,9 +106,9 @@ merge = stats["merge"]
 check(merge["records_lost"] == 0 and stats["merge_unshared_keys"] == 0 and stats["merge_table_full"] == 0,
       f"merge complete: {merge['records_lost']} records lost, {stats['merge_unshared_keys']} unshared, "
       f"{stats['merge_table_full']} table full (the bound assumes none)")
-check(workers == 1 or merge["max_lag_ns"] <= 50 * MS,
-      f"merge lag {merge['max_lag_ns'] / MS:.3f} ms, the L of the bounds above (at most 50 ms expected; "
-      f"workers may share CPUs)")
+# Not asserted: how long a merge takes is a timing (this machine is shared); the bounds above
+# already use the lag floodgate measured, so a slow merge widens them instead of hiding a leak.
+print(f"info merge lag {merge['max_lag_ns'] / MS:.3f} ms, the L of the bounds above")
 check(stats["packets"] >= sent["sent"], f"floodgate saw all {sent['sent']} frames sent (saw {stats['packets']})")
 arrived = sum(received.values())
 check(0 <= stats["passed"] - arrived <= 3,
