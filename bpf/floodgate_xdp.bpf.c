@@ -1,8 +1,9 @@
-// floodgate's XDP tier: drops frames whose source is in a block map (the rules file's block
-// list, the operator's block overrides, sources escalated by the dataplane), in the driver,
-// before they cost a copy to user space. Everything else goes on: into the AF_XDP socket of
-// its queue when the dataplane reads the interface through net_af_xdp (xsks_map), or to the
-// kernel when attached standalone (`floodctl xdp attach`).
+// floodgate's XDP tier: drops frames whose source's longest prefix in the maps is a block (the
+// rules file's block list, the operator's block overrides, sources escalated by the dataplane;
+// the allow list and allow overrides are entries too, so the longest prefix decides as in the
+// dataplane), in the driver, before they cost a copy to user space. Everything else goes on:
+// into the AF_XDP socket of its queue when the dataplane reads the interface through
+// net_af_xdp (xsks_map), or to the kernel when attached standalone (`floodctl xdp attach`).
 //
 // It reads only what it needs to find the source: Ethernet, up to four 802.1Q/802.1ad tags,
 // the IPv4 or IPv6 header (an IPv6 extension chain comes after the source and changes
@@ -62,14 +63,30 @@ static __always_inline int pass_on(struct xdp_md *ctx) {
     return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }
 
-// An entry that holds now: dropped and counted by its reason; expired entries are the same
-// as absent ones (the control side removes them).
+// The longest entry that holds now, looking past up to FG_XDP_EXPIRED_LOOKAHEAD expired ones
+// to the shorter prefixes around them (an LPM key's prefixlen bounds the match's length), so
+// that an expired /32 inside a live /16 does not let the address through.
+static __always_inline const struct fg_xdp_entry *holding(void *map, void *key, __u32 *len,
+                                                          __u64 now) {
+#pragma unroll
+    for (int i = 0; i <= FG_XDP_EXPIRED_LOOKAHEAD; ++i) {
+        const struct fg_xdp_entry *e = bpf_map_lookup_elem(map, key);
+        if (!e) return 0;
+        if (e->expires_ns == 0 || e->expires_ns > now) return e;
+        if (e->prefixlen == 0) return 0;
+        *len = e->prefixlen - 1;
+    }
+    return 0;
+}
+
+// Dropped, counted by who blocked it, or passed (an allow entry counted as such).
 static __always_inline int judge(struct xdp_md *ctx, const struct fg_xdp_entry *e) {
-    if (e && (e->expires_ns == 0 || e->expires_ns > bpf_ktime_get_ns())) {
-        count(e->reason == FG_XDP_escalated_hits ? FG_XDP_COUNTER_escalated_hits
-                                                 : FG_XDP_COUNTER_block_hits);
+    if (e && !e->allow) {
+        count(e->origin == FG_XDP_ORIGIN_escalated ? FG_XDP_COUNTER_escalated_hits
+                                                   : FG_XDP_COUNTER_block_hits);
         return XDP_DROP;
     }
+    if (e) count(FG_XDP_COUNTER_allow_hits);
     count(FG_XDP_COUNTER_passed);
     return pass_on(ctx);
 }
@@ -99,14 +116,14 @@ int floodgate_xdp(struct xdp_md *ctx) {
         if ((void *)(ip + 20) > end || (ip[0] >> 4) != 4 || (ip[0] & 0xf) < 5) goto unparsed;
         struct fg_xdp_key4 key = {.prefixlen = 32};
         __builtin_memcpy(key.addr, ip + 12, 4);
-        return judge(ctx, bpf_map_lookup_elem(&block4, &key));
+        return judge(ctx, holding(&block4, &key, &key.prefixlen, bpf_ktime_get_ns()));
     }
     if (proto == bpf_htons(ETH_P_IPV6)) {
         __u8 *ip = at;
         if ((void *)(ip + 40) > end || (ip[0] >> 4) != 6) goto unparsed;
         struct fg_xdp_key6 key = {.prefixlen = 128};
         __builtin_memcpy(key.addr, ip + 8, 16);
-        return judge(ctx, bpf_map_lookup_elem(&block6, &key));
+        return judge(ctx, holding(&block6, &key, &key.prefixlen, bpf_ktime_get_ns()));
     }
 unparsed:
     count(FG_XDP_COUNTER_unparsed);

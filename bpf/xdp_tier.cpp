@@ -7,8 +7,11 @@
 #include <net/if.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "bpf/floodgate_xdp.skel.h"
 
@@ -20,7 +23,7 @@ std::string errno_text(int err) {
     return std::strerror(err < 0 ? -err : err);
 }
 
-// The block map of the prefix's family, and its key.
+// A prefix's key in the map of its family.
 struct MapKey {
     int fd;
     fg_xdp_key4 k4;
@@ -31,19 +34,114 @@ struct MapKey {
     }
 };
 
-MapKey map_key(floodgate_xdp *skel, const Prefix &p) {
+MapKey map_key(int fd4, int fd6, const Prefix &p) {
     MapKey m{};
     m.is6 = p.family == 6;
     if (m.is6) {
-        m.fd = bpf_map__fd(skel->maps.block6);
+        m.fd = fd6;
         m.k6.prefixlen = p.len;
         std::memcpy(m.k6.addr, p.addr.data(), 16);
     } else {
-        m.fd = bpf_map__fd(skel->maps.block4);
+        m.fd = fd4;
         m.k4.prefixlen = p.len;
         std::memcpy(m.k4.addr, p.addr.data(), 4);
     }
     return m;
+}
+
+XdpEntry entry_of(const Prefix &p, const fg_xdp_entry &e) {
+    XdpEntry x;
+    x.prefix = p;
+    x.origin = e.origin < FG_XDP_ORIGIN_COUNT ? static_cast<fg_xdp_origin>(e.origin)
+                                              : FG_XDP_ORIGIN_operator;
+    x.allow = e.allow != 0;
+    x.expires_ns = e.expires_ns;
+    return x;
+}
+
+bool dataplane_owned(fg_xdp_origin o) {
+    return o == FG_XDP_ORIGIN_rules || o == FG_XDP_ORIGIN_override;
+}
+
+int ifindex_of(const std::string &iface, std::string *error) {
+    const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+    if (ifindex == 0) *error = iface + ": no such interface";
+    return ifindex;
+}
+
+// The program attached to ifindex (its fd, name and attach mode); fd -1 when there is none.
+struct Attached {
+    int fd = -1;
+    std::string name;
+    uint8_t mode = XDP_ATTACHED_NONE;
+    std::vector<uint32_t> map_ids;
+};
+
+Attached attached(int ifindex) {
+    Attached a;
+    bpf_xdp_query_opts q{};
+    q.sz = sizeof q;
+    if (bpf_xdp_query(ifindex, 0, &q) != 0 || q.prog_id == 0) return a;
+    a.mode = q.attach_mode;
+    a.fd = bpf_prog_get_fd_by_id(q.prog_id);
+    if (a.fd < 0) return a;
+    bpf_prog_info info{};
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(a.fd, &info, &len) != 0) return a;
+    a.name = info.name;
+    a.map_ids.resize(info.nr_map_ids);
+    bpf_prog_info again{};
+    again.nr_map_ids = static_cast<__u32>(a.map_ids.size());
+    again.map_ids = reinterpret_cast<uintptr_t>(a.map_ids.data());
+    len = sizeof again;
+    if (bpf_obj_get_info_by_fd(a.fd, &again, &len) != 0) a.map_ids.clear();
+    a.map_ids.resize(std::min<size_t>(a.map_ids.size(), again.nr_map_ids));
+    return a;
+}
+
+// The fd of the map named `name` among ids; -1 if none.
+int map_named(const std::vector<uint32_t> &ids, const char *name) {
+    for (uint32_t id : ids) {
+        const int fd = bpf_map_get_fd_by_id(id);
+        if (fd < 0) continue;
+        bpf_map_info info{};
+        __u32 len = sizeof info;
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, name) == 0)
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
+// Opens the skeleton with pinned maps (found again in pin_dir, pinned there after the load).
+floodgate_xdp *open_skeleton(const std::string &pin_dir, bool standalone, std::string *error) {
+    floodgate_xdp *skel = floodgate_xdp__open();
+    if (skel == nullptr) {
+        *error = "cannot open the XDP program: " + errno_text(errno);
+        return nullptr;
+    }
+    skel->rodata->standalone = standalone ? 1 : 0;
+    if (pin_dir.empty()) return skel;
+    if (mkdir(pin_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+        *error = pin_dir + ": " + errno_text(errno) +
+                 " (is the BPF filesystem mounted? mount -t bpf bpf /sys/fs/bpf)";
+        floodgate_xdp__destroy(skel);
+        return nullptr;
+    }
+    for (bpf_map *m : {skel->maps.block4, skel->maps.block6, skel->maps.counters}) {
+        const std::string path = pin_dir + "/" + bpf_map__name(m);
+        if (int rc = bpf_map__set_pin_path(m, path.c_str()); rc != 0) {
+            *error = path + ": " + errno_text(rc);
+            floodgate_xdp__destroy(skel);
+            return nullptr;
+        }
+    }
+    return skel;
+}
+
+std::string load_error(int rc) {
+    return "the kernel refused the XDP program: " + errno_text(rc) +
+           (rc == -EPERM ? " (needs CAP_BPF and CAP_NET_ADMIN, or root)" : "");
 }
 
 }  // namespace
@@ -57,6 +155,15 @@ const char *xdp_counter_name(unsigned i) {
     return i < FG_XDP_COUNTER_COUNT ? kNames[i] : "?";
 }
 
+const char *xdp_origin_name(fg_xdp_origin o) {
+    static constexpr const char *kNames[] = {
+#define FG_X(name) #name,
+        FG_XDP_ORIGINS(FG_X)
+#undef FG_X
+    };
+    return o < FG_XDP_ORIGIN_COUNT ? kNames[o] : "?";
+}
+
 uint64_t XdpTier::monotonic_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -65,47 +172,102 @@ uint64_t XdpTier::monotonic_ns() {
 
 std::unique_ptr<XdpTier> XdpTier::load(const XdpOptions &options, std::string *error) {
     std::unique_ptr<XdpTier> t(new XdpTier());
-    t->skel_ = floodgate_xdp__open();
-    if (t->skel_ == nullptr) {
-        *error = "cannot open the XDP program: " + errno_text(errno);
+    t->skel_ = open_skeleton(options.pin_dir, options.standalone, error);
+    if (t->skel_ == nullptr) return nullptr;
+    if (int rc = floodgate_xdp__load(t->skel_); rc != 0) {
+        *error = load_error(rc);
         return nullptr;
     }
-    t->skel_->rodata->standalone = options.standalone ? 1 : 0;
-    if (!options.pin_dir.empty()) {
-        if (mkdir(options.pin_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-            *error = options.pin_dir + ": " + errno_text(errno) +
-                     " (is the BPF filesystem mounted? mount -t bpf bpf /sys/fs/bpf)";
+    t->block4_fd_ = bpf_map__fd(t->skel_->maps.block4);
+    t->block6_fd_ = bpf_map__fd(t->skel_->maps.block6);
+    t->counters_fd_ = bpf_map__fd(t->skel_->maps.counters);
+    return t;
+}
+
+std::unique_ptr<XdpTier> XdpTier::open_pinned(const std::string &pin_dir, std::string *error) {
+    std::unique_ptr<XdpTier> t(new XdpTier());
+    t->own_fds_ = true;
+    int *fds[] = {&t->block4_fd_, &t->block6_fd_, &t->counters_fd_};
+    const char *names[] = {"block4", "block6", "counters"};
+    for (int i = 0; i < 3; ++i) {
+        const std::string path = pin_dir + "/" + names[i];
+        *fds[i] = bpf_obj_get(path.c_str());
+        if (*fds[i] < 0) {
+            *error = path + ": " + errno_text(errno) +
+                     (errno == ENOENT ? " (no XDP tier here yet: floodctl xdp attach or "
+                                        "floodgate run on net_af_xdp pins its maps)"
+                                      : "");
             return nullptr;
         }
-        // Found again if pinned by an earlier process, pinned after the load otherwise.
-        for (bpf_map *m : {t->skel_->maps.block4, t->skel_->maps.block6, t->skel_->maps.counters}) {
-            const std::string path = options.pin_dir + "/" + bpf_map__name(m);
-            if (int rc = bpf_map__set_pin_path(m, path.c_str()); rc != 0) {
-                *error = path + ": " + errno_text(rc);
-                return nullptr;
-            }
-        }
     }
-    if (int rc = floodgate_xdp__load(t->skel_); rc != 0) {
-        *error = "the kernel refused the XDP program: " + errno_text(rc) +
-                 (rc == -EPERM ? " (needs CAP_BPF and CAP_NET_ADMIN, or root)" : "");
+    return t;
+}
+
+std::unique_ptr<XdpTier> XdpTier::adopt(const std::string &iface, const std::string &pin_dir,
+                                        std::string *error) {
+    const int ifindex = ifindex_of(iface, error);
+    if (ifindex == 0) return nullptr;
+    Attached old = attached(ifindex);
+    if (old.fd < 0 || old.name != kXdpProgramName) {
+        *error = iface + ": " +
+                 (old.fd < 0 ? std::string("runs no XDP program")
+                             : "runs the XDP program '" + old.name + "', not floodgate's") +
+                 " (give net_af_xdp xdp_prog=PATH/floodgate_xdp.bpf.o)";
+        if (old.fd >= 0) close(old.fd);
         return nullptr;
     }
+    const int xsks = map_named(old.map_ids, "xsks_map");
+    std::unique_ptr<XdpTier> t(new XdpTier());
+    t->skel_ = open_skeleton(pin_dir, false, error);
+    bool ok = t->skel_ != nullptr && xsks >= 0;
+    if (t->skel_ != nullptr && xsks < 0) *error = iface + ": the PMD's program has no xsks_map";
+    if (ok) {
+        if (int rc = bpf_map__reuse_fd(t->skel_->maps.xsks_map, xsks); rc != 0) {
+            *error = "cannot reuse the PMD's xsks_map: " + errno_text(rc);
+            ok = false;
+        } else if (rc = floodgate_xdp__load(t->skel_); rc != 0) {
+            *error = load_error(rc);
+            ok = false;
+        }
+    }
+    if (ok) {
+        bpf_xdp_attach_opts opts{};
+        opts.sz = sizeof opts;
+        opts.old_prog_fd = old.fd;
+        const uint32_t mode = old.mode == XDP_ATTACHED_SKB  ? XDP_FLAGS_SKB_MODE
+                              : old.mode == XDP_ATTACHED_HW ? XDP_FLAGS_HW_MODE
+                                                            : XDP_FLAGS_DRV_MODE;
+        if (int rc = bpf_xdp_attach(ifindex, t->program_fd(), XDP_FLAGS_REPLACE | mode, &opts);
+            rc != 0) {
+            *error = iface + ": cannot swap in the program with pinned maps: " + errno_text(rc);
+            ok = false;
+        }
+    }
+    if (xsks >= 0) close(xsks);
+    close(old.fd);
+    if (!ok) return nullptr;
+    t->block4_fd_ = bpf_map__fd(t->skel_->maps.block4);
+    t->block6_fd_ = bpf_map__fd(t->skel_->maps.block6);
+    t->counters_fd_ = bpf_map__fd(t->skel_->maps.counters);
     return t;
 }
 
 XdpTier::~XdpTier() {
     if (skel_ != nullptr) floodgate_xdp__destroy(skel_);  // pinned maps stay
+    if (own_fds_)
+        for (int fd : {block4_fd_, block6_fd_, counters_fd_})
+            if (fd >= 0) close(fd);
 }
 
 int XdpTier::program_fd() const {
-    return bpf_program__fd(skel_->progs.floodgate_xdp);
+    return skel_ != nullptr ? bpf_program__fd(skel_->progs.floodgate_xdp) : -1;
 }
 
 bool XdpTier::attach(const std::string &iface, std::string *error) {
-    const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
-    if (ifindex == 0) {
-        *error = iface + ": no such interface";
+    const int ifindex = ifindex_of(iface, error);
+    if (ifindex == 0) return false;
+    if (program_fd() < 0) {
+        *error = "no program loaded";
         return false;
     }
     // Native first; skb (generic) mode where the driver has none.
@@ -119,73 +281,138 @@ bool XdpTier::attach(const std::string &iface, std::string *error) {
 }
 
 bool XdpTier::detach(const std::string &iface, std::string *error) {
-    const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
-    if (ifindex == 0) {
-        *error = iface + ": no such interface";
+    const int ifindex = ifindex_of(iface, error);
+    if (ifindex == 0) return false;
+    Attached a = attached(ifindex);
+    if (a.fd >= 0) close(a.fd);
+    if (a.mode == XDP_ATTACHED_NONE) {
+        *error = iface + ": no XDP program attached";
         return false;
     }
-    int rc = bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, nullptr);
-    const int skb = bpf_xdp_detach(ifindex, XDP_FLAGS_SKB_MODE, nullptr);
-    if (rc != 0 && skb != 0) {
+    if (a.name != kXdpProgramName) {
+        *error = iface + ": runs the XDP program '" + a.name + "', not floodgate's: left alone";
+        return false;
+    }
+    const uint32_t mode = a.mode == XDP_ATTACHED_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+    if (int rc = bpf_xdp_detach(ifindex, mode, nullptr); rc != 0) {
         *error = iface + ": cannot detach: " + errno_text(rc);
         return false;
     }
     return true;
 }
 
-bool XdpTier::add(const XdpBlock &b, std::string *error) {
-    const MapKey m = map_key(skel_, b.prefix);
-    const fg_xdp_entry e{b.expires_ns, static_cast<__u32>(b.reason), 0};
+bool XdpTier::put(const XdpEntry &x, std::string *error) {
+    const MapKey m = map_key(block4_fd_, block6_fd_, x.prefix);
+    fg_xdp_entry e{};
+    e.expires_ns = x.expires_ns;
+    e.origin = static_cast<__u8>(x.origin);
+    e.allow = x.allow ? 1 : 0;
+    e.prefixlen = x.prefix.len;
     if (bpf_map_update_elem(m.fd, m.key(), &e, BPF_ANY) != 0) {
-        *error = format_prefix(b.prefix) + ": " + errno_text(errno) +
-                 (errno == E2BIG || errno == ENOMEM ? " (the block map is full)" : "");
+        *error = format_prefix(x.prefix) + ": " + errno_text(errno) +
+                 (errno == E2BIG || errno == ENOMEM || errno == ENOSPC ? " (the map is full)" : "");
         return false;
     }
     return true;
 }
 
 bool XdpTier::remove(const Prefix &p, std::string *error) {
-    const MapKey m = map_key(skel_, p);
+    const MapKey m = map_key(block4_fd_, block6_fd_, p);
     if (bpf_map_delete_elem(m.fd, m.key()) != 0) {
-        *error = format_prefix(p) + ": " +
-                 (errno == ENOENT ? "not in the block map" : errno_text(errno));
+        *error = format_prefix(p) + ": " + (errno == ENOENT ? "not in the map" : errno_text(errno));
         return false;
     }
     return true;
 }
 
-std::vector<XdpBlock> XdpTier::list() const {
-    std::vector<XdpBlock> out;
+bool XdpTier::find(const Prefix &p, XdpEntry *out) const {
+    // An LPM lookup would return a covering prefix's entry: walk to the exact key instead by
+    // asking for it with its own length and comparing the entry's.
+    const MapKey m = map_key(block4_fd_, block6_fd_, p);
+    fg_xdp_entry e{};
+    if (bpf_map_lookup_elem(m.fd, m.key(), &e) != 0 || e.prefixlen != p.len) return false;
+    *out = entry_of(p, e);
+    return true;
+}
+
+std::vector<XdpEntry> XdpTier::list() const {
+    std::vector<XdpEntry> out;
     auto walk = [&](int fd, auto key, uint8_t family, size_t addr_len) {
         decltype(key) next{};
         const void *prev = nullptr;
-        while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        size_t steps = 0;
+        while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps <= 2 * FG_XDP_MAX_ENTRIES) {
             fg_xdp_entry e{};
             if (bpf_map_lookup_elem(fd, &next, &e) == 0) {
-                XdpBlock b;
-                b.prefix.family = family;
-                b.prefix.len = static_cast<uint8_t>(next.prefixlen);
-                std::memcpy(b.prefix.addr.data(), next.addr, addr_len);
-                b.reason = static_cast<fg_xdp_block_reason>(e.reason);
-                b.expires_ns = e.expires_ns;
-                out.push_back(b);
+                Prefix p;
+                p.family = family;
+                p.len = static_cast<uint8_t>(next.prefixlen);
+                std::memcpy(p.addr.data(), next.addr, addr_len);
+                out.push_back(entry_of(p, e));
             }
             key = next;
             prev = &key;
-            if (out.size() > 2 * FG_XDP_MAX_ENTRIES) break;  // bounded whatever the kernel says
         }
     };
-    walk(bpf_map__fd(skel_->maps.block4), fg_xdp_key4{}, 4, 4);
-    walk(bpf_map__fd(skel_->maps.block6), fg_xdp_key6{}, 6, 16);
+    walk(block4_fd_, fg_xdp_key4{}, 4, 4);
+    walk(block6_fd_, fg_xdp_key6{}, 6, 16);
     return out;
 }
 
 size_t XdpTier::expire(uint64_t now_ns) {
     size_t n = 0;
     std::string ignored;
-    for (const XdpBlock &b : list())
-        if (b.expires_ns != 0 && b.expires_ns <= now_ns && remove(b.prefix, &ignored)) ++n;
+    for (const XdpEntry &e : list())
+        if (e.expires_ns != 0 && e.expires_ns <= now_ns && remove(e.prefix, &ignored)) ++n;
     return n;
+}
+
+XdpReconciled XdpTier::reconcile(const std::vector<XdpEntry> &owned) {
+    // The wanted entry per prefix: an override over a rules entry.
+    std::map<Prefix, XdpEntry> wanted;
+    for (const XdpEntry &e : owned) {
+        auto [it, fresh] = wanted.emplace(e.prefix, e);
+        if (!fresh && e.origin == FG_XDP_ORIGIN_override) it->second = e;
+    }
+    XdpReconciled r;
+    std::string ignored;
+    std::map<Prefix, XdpEntry> present;
+    for (const XdpEntry &e : list()) present.emplace(e.prefix, e);
+    for (const auto &[p, e] : present)
+        if (dataplane_owned(e.origin) && wanted.count(p) == 0 && remove(p, &ignored)) ++r.removed;
+    for (const auto &[p, e] : wanted) {
+        auto it = present.find(p);
+        if (it != present.end() && it->second == e) continue;
+        if (put(e, &ignored))
+            ++r.added;
+        else
+            ++r.failed;
+    }
+    return r;
+}
+
+bool XdpTier::add_operator(const XdpEntry &e, std::string *error) {
+    XdpEntry there;
+    if (find(e.prefix, &there) && dataplane_owned(there.origin)) {
+        *error = format_prefix(e.prefix) + ": held by " +
+                 (there.origin == FG_XDP_ORIGIN_rules ? "the rules file's " : "an override's ") +
+                 (there.allow ? "allow" : "block") + " entry; change it there";
+        return false;
+    }
+    XdpEntry x = e;
+    x.origin = FG_XDP_ORIGIN_operator;
+    return put(x, error);
+}
+
+bool XdpTier::add_escalated(const XdpEntry &e, uint64_t now_ns, std::string *error) {
+    XdpEntry there;
+    if (find(e.prefix, &there) && there.origin != FG_XDP_ORIGIN_escalated &&
+        (there.expires_ns == 0 || there.expires_ns > now_ns))
+        return false;
+    XdpEntry x = e;
+    x.origin = FG_XDP_ORIGIN_escalated;
+    x.allow = false;
+    return put(x, error);
 }
 
 std::vector<uint64_t> XdpTier::counters() const {
@@ -194,8 +421,7 @@ std::vector<uint64_t> XdpTier::counters() const {
     if (cpus <= 0) return out;
     std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
     for (__u32 i = 0; i < FG_XDP_COUNTER_COUNT; ++i) {
-        if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &i, per_cpu.data()) != 0)
-            continue;
+        if (bpf_map_lookup_elem(counters_fd_, &i, per_cpu.data()) != 0) continue;
         for (uint64_t v : per_cpu) out[i] += v;
     }
     return out;

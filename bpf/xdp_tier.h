@@ -1,7 +1,7 @@
 // The XDP tier from user space: loads bpf/floodgate_xdp.bpf.c through its libbpf skeleton,
 // keeps its maps pinned under a directory of the BPF filesystem (so blocks outlive either
-// process), attaches it to an interface, and writes and reads its block maps and counters.
-// Never on a worker's hot path: the control plane or a non-worker lcore calls it.
+// process), attaches it to an interface, and writes and reads its maps and counters.
+// Never on a worker's hot path: the control plane or a non-worker thread calls it.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@ struct floodgate_xdp;  // the skeleton (floodgate_xdp.skel.h)
 namespace floodgate {
 
 inline constexpr const char *kXdpPinDir = "/sys/fs/bpf/floodgate";
+inline constexpr const char *kXdpProgramName = "floodgate_xdp";  // as the kernel lists it
 
 struct XdpOptions {
     // true: frames not dropped go to the kernel (XDP_PASS); false: to the AF_XDP socket of
@@ -27,10 +28,21 @@ struct XdpOptions {
     std::string pin_dir = kXdpPinDir;
 };
 
-struct XdpBlock {
+// One entry of the maps (dataplane/api/xdp.h): a prefix, who wrote it, allow or block, and
+// until when.
+struct XdpEntry {
     Prefix prefix;
-    fg_xdp_block_reason reason = FG_XDP_block_hits;
+    fg_xdp_origin origin = FG_XDP_ORIGIN_operator;
+    bool allow = false;
     uint64_t expires_ns = 0;  // CLOCK_MONOTONIC; 0: never
+    bool operator==(const XdpEntry &) const = default;
+};
+
+// What reconcile() changed.
+struct XdpReconciled {
+    size_t added = 0;    // written or rewritten
+    size_t removed = 0;  // rules or override entries no longer wanted
+    size_t failed = 0;   // could not be written (map full)
 };
 
 class XdpTier {
@@ -38,21 +50,49 @@ class XdpTier {
     // Opens and loads the program (reusing maps already pinned in pin_dir); nullptr with
     // *error when the kernel refuses (no CAP_BPF, no BPF filesystem, ...).
     static std::unique_ptr<XdpTier> load(const XdpOptions &options, std::string *error);
+    // The maps an earlier load pinned in pin_dir, without loading a program (floodctl's
+    // read-only commands); nullptr with *error when nothing is pinned there.
+    static std::unique_ptr<XdpTier> open_pinned(const std::string &pin_dir, std::string *error);
+    // For the dataplane on net_af_xdp: iface runs the program that the PMD loaded from the
+    // object file (its xdp_prog device argument) with maps of its own. Loads the program again
+    // with the maps pinned in pin_dir and the PMD's xsks_map (so frames keep reaching its
+    // sockets), and swaps it in atomically (XDP_FLAGS_REPLACE). The PMD detaches it when it
+    // closes the port. nullptr with *error when iface runs no floodgate program.
+    static std::unique_ptr<XdpTier> adopt(const std::string &iface, const std::string &pin_dir,
+                                          std::string *error);
     ~XdpTier();
     XdpTier(const XdpTier &) = delete;
     XdpTier &operator=(const XdpTier &) = delete;
 
-    int program_fd() const;
-    // Attaches to (detaches from) the interface; skb mode where the driver has no native XDP
-    // (veth has it). Attaching replaces a program already there.
+    int program_fd() const;  // -1 for open_pinned()
+    // Attaches to the interface, replacing a program already there; skb (generic) mode where
+    // the driver has no native XDP (veth has it).
     bool attach(const std::string &iface, std::string *error);
+    // Detaches floodgate's program; refuses when the interface runs none, or another one.
     static bool detach(const std::string &iface, std::string *error);
 
-    bool add(const XdpBlock &b, std::string *error);
+    // Writes an entry whatever is there (the program reads the new value at once).
+    bool put(const XdpEntry &e, std::string *error);
     bool remove(const Prefix &p, std::string *error);  // false if it was not there
-    std::vector<XdpBlock> list() const;
+    // The entry of exactly this prefix, if any.
+    bool find(const Prefix &p, XdpEntry *out) const;
+    std::vector<XdpEntry> list() const;
     // Removes the entries whose time has passed; returns how many.
     size_t expire(uint64_t now_ns);
+
+    // Makes the rules and override entries exactly `owned` (each of origin rules or override;
+    // for the same prefix the override is kept): removes those no longer in it and writes the
+    // missing or changed ones, over an operator's or escalated entry of the same prefix.
+    // Entries of other origins are left alone.
+    XdpReconciled reconcile(const std::vector<XdpEntry> &owned);
+    // An operator's block (floodctl xdp add): refused for a prefix the rules file or an
+    // override holds (changing it there is what lasts); replaces an operator's or escalated
+    // entry.
+    bool add_operator(const XdpEntry &e, std::string *error);
+    // An escalated source: written unless an entry of the same prefix holds already (a block
+    // drops it, an allow must stay). Returns true when written.
+    bool add_escalated(const XdpEntry &e, uint64_t now_ns, std::string *error);
+
     // The counters summed over the CPUs, by enum fg_xdp_counter.
     std::vector<uint64_t> counters() const;
 
@@ -60,9 +100,14 @@ class XdpTier {
 
   private:
     XdpTier() = default;
-    floodgate_xdp *skel_ = nullptr;
+    floodgate_xdp *skel_ = nullptr;  // nullptr for open_pinned()
+    int block4_fd_ = -1;
+    int block6_fd_ = -1;
+    int counters_fd_ = -1;
+    bool own_fds_ = false;  // open_pinned(): ours to close
 };
 
 const char *xdp_counter_name(unsigned i);
+const char *xdp_origin_name(fg_xdp_origin o);
 
 }  // namespace floodgate

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "dataplane/api/numbers.h"
 #include "rules/load.h"
@@ -35,39 +36,55 @@ int cmd_xdp(const std::vector<std::string> &, bool) {
 
 namespace {
 
-const char *reason_name(fg_xdp_block_reason r) {
-    return r == FG_XDP_escalated_hits ? "escalated" : "block";
+std::string pin_dir() {
+    const char *dir = std::getenv("FLOODGATE_XDP_PIN_DIR");
+    return dir != nullptr && *dir != 0 ? dir : kXdpPinDir;
 }
 
-// FLOODGATE_XDP_PIN_DIR moves the pinned maps elsewhere (the lab test's own directory).
-std::unique_ptr<XdpTier> open_tier(std::string *error) {
+// The pinned maps, without loading a program; with create, loaded (and pinned) when nothing is
+// pinned yet.
+std::unique_ptr<XdpTier> open_maps(bool create, std::string *error) {
+    std::unique_ptr<XdpTier> t = XdpTier::open_pinned(pin_dir(), error);
+    if (t || !create) return t;
     XdpOptions o;
-    o.standalone = true;
-    if (const char *dir = std::getenv("FLOODGATE_XDP_PIN_DIR"); dir != nullptr && *dir != 0)
-        o.pin_dir = dir;
+    o.pin_dir = pin_dir();
     return XdpTier::load(o, error);
+}
+
+int done(bool json_out, const std::string &text, nlohmann::json reply = nlohmann::json::object()) {
+    if (json_out) {
+        reply["ok"] = true;
+        std::printf("%s\n", reply.dump(2).c_str());
+    } else {
+        std::printf("%s\n", text.c_str());
+    }
+    return 0;
+}
+
+int failed_json(bool json_out, const std::string &why) {
+    if (json_out) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", why}}.dump().c_str());
+    return failed(why);
 }
 
 int list(XdpTier &tier, bool json_out) {
     const uint64_t now = XdpTier::monotonic_ns();
     nlohmann::json out = nlohmann::json::array();
-    for (const XdpBlock &b : tier.list()) {
-        nlohmann::json e = {{"prefix", format_prefix(b.prefix)}, {"reason", reason_name(b.reason)}};
-        e["expires_in_s"] =
-            b.expires_ns == 0
+    for (const XdpEntry &e : tier.list()) {
+        nlohmann::json j = {{"prefix", format_prefix(e.prefix)},
+                            {"action", e.allow ? "allow" : "block"},
+                            {"origin", xdp_origin_name(e.origin)}};
+        j["expires_in_s"] =
+            e.expires_ns == 0
                 ? nlohmann::json()
-                : nlohmann::json(b.expires_ns > now ? (b.expires_ns - now) / 1'000'000'000 : 0);
-        out.push_back(e);
+                : nlohmann::json(e.expires_ns > now ? (e.expires_ns - now) / 1'000'000'000 : 0);
+        out.push_back(j);
     }
-    if (json_out) {
-        std::printf("%s\n", nlohmann::json{{"ok", true}, {"entries", out}}.dump(2).c_str());
-        return 0;
-    }
+    if (json_out) return done(true, "", {{"entries", out}});
     if (out.empty()) std::printf("(no entries)\n");
     for (const auto &e : out)
         std::printf(
-            "%-45s %-10s %s\n", e["prefix"].get<std::string>().c_str(),
-            e["reason"].get<std::string>().c_str(),
+            "%-45s %-5s %-9s %s\n", e["prefix"].get<std::string>().c_str(),
+            e["action"].get<std::string>().c_str(), e["origin"].get<std::string>().c_str(),
             e["expires_in_s"].is_null()
                 ? "never expires"
                 : ("expires in " + format_duration_s(e["expires_in_s"].get<long long>())).c_str());
@@ -78,13 +95,18 @@ int stats(XdpTier &tier, bool json_out) {
     const std::vector<uint64_t> c = tier.counters();
     nlohmann::json out = nlohmann::json::object();
     for (unsigned i = 0; i < c.size(); ++i) out[xdp_counter_name(i)] = c[i];
-    if (json_out) {
-        std::printf("%s\n", nlohmann::json{{"ok", true}, {"counters", out}}.dump(2).c_str());
-        return 0;
-    }
+    if (json_out) return done(true, "", {{"counters", out}});
     for (unsigned i = 0; i < c.size(); ++i)
         std::printf("%-16s %llu\n", xdp_counter_name(i), static_cast<unsigned long long>(c[i]));
     return 0;
+}
+
+// The rules file's allow and block lists as entries of origin rules.
+std::vector<XdpEntry> rules_entries(const Config &config) {
+    std::vector<XdpEntry> out;
+    for (const Prefix &p : config.allow) out.push_back({p, FG_XDP_ORIGIN_rules, true, 0});
+    for (const Prefix &p : config.block) out.push_back({p, FG_XDP_ORIGIN_rules, false, 0});
+    return out;
 }
 
 }  // namespace
@@ -92,30 +114,44 @@ int stats(XdpTier &tier, bool json_out) {
 int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
     if (a.empty()) return usage("no subcommand");
     const std::string &sub = a[0];
+    std::string error;
     if (sub == "detach") {
         if (a.size() != 2) return usage("detach IFACE");
-        std::string error;
-        return XdpTier::detach(a[1], &error) ? 0 : failed(error);
+        if (!XdpTier::detach(a[1], &error)) return failed_json(json_out, error);
+        return done(json_out, "detached from " + a[1]);
     }
-    std::string error;
-    std::unique_ptr<XdpTier> tier = open_tier(&error);
-    if (!tier) return failed(error);
-    tier->expire(XdpTier::monotonic_ns());
     if (sub == "attach") {
         if (a.size() != 2 && !(a.size() == 4 && a[2] == "--config"))
             return usage("attach IFACE [--config RULES.yaml]");
-        if (a.size() == 4) {
-            const Config config = load_config(a[3]);  // refused with file:line:field
-            for (const Prefix &p : config.block)
-                if (!tier->add(XdpBlock{p, FG_XDP_block_hits, 0}, &error)) return failed(error);
+        std::optional<Config> config;
+        if (a.size() == 4) config = load_config(a[3]);  // refused with file:line:field
+        XdpOptions o;
+        o.pin_dir = pin_dir();
+        std::unique_ptr<XdpTier> tier = XdpTier::load(o, &error);
+        if (!tier) return failed_json(json_out, error);
+        tier->expire(XdpTier::monotonic_ns());
+        XdpReconciled r;
+        if (config) {
+            r = tier->reconcile(rules_entries(*config));
+            if (r.failed > 0)
+                return failed_json(json_out, std::to_string(r.failed) +
+                                                 " entries of the rules file did not fit the maps");
         }
-        if (!tier->attach(a[1], &error)) return failed(error);
-        std::printf("attached to %s\n", a[1].c_str());
-        return 0;
+        if (!tier->attach(a[1], &error)) return failed_json(json_out, error);
+        return done(json_out,
+                    "attached to " + a[1] +
+                        (config ? " (rules file: " + std::to_string(r.added) +
+                                      " entries written, " + std::to_string(r.removed) + " removed)"
+                                : ""),
+                    {{"iface", a[1]}, {"written", r.added}, {"removed", r.removed}});
     }
+    const bool writes = sub == "add" || sub == "del";
+    std::unique_ptr<XdpTier> tier = open_maps(sub == "add", &error);
+    if (!tier) return failed_json(json_out, error);
+    tier->expire(XdpTier::monotonic_ns());
     if (sub == "list" && a.size() == 1) return list(*tier, json_out);
     if (sub == "stats" && a.size() == 1) return stats(*tier, json_out);
-    if (sub == "add" && (a.size() == 2 || (a.size() == 4 && a[2] == "--ttl"))) {
+    if (writes && sub == "add" && (a.size() == 2 || (a.size() == 4 && a[2] == "--ttl"))) {
         std::string why;
         const std::optional<Prefix> p = parse_prefix(a[1], &why);
         if (!p) return usage(why);
@@ -125,13 +161,16 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
             if (!s || *s <= 0) return usage("--ttl " + (s ? std::string("must be positive") : why));
             expires_ns = XdpTier::monotonic_ns() + static_cast<uint64_t>(*s) * 1'000'000'000ull;
         }
-        return tier->add(XdpBlock{*p, FG_XDP_block_hits, expires_ns}, &error) ? 0 : failed(error);
+        if (!tier->add_operator({*p, FG_XDP_ORIGIN_operator, false, expires_ns}, &error))
+            return failed_json(json_out, error);
+        return done(json_out, "blocked " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
     }
-    if (sub == "del" && a.size() == 2) {
+    if (writes && sub == "del" && a.size() == 2) {
         std::string why;
         const std::optional<Prefix> p = parse_prefix(a[1], &why);
         if (!p) return usage(why);
-        return tier->remove(*p, &error) ? 0 : failed(error);
+        if (!tier->remove(*p, &error)) return failed_json(json_out, error);
+        return done(json_out, "removed " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
     }
     return usage("unknown subcommand or wrong arguments: " + sub);
 }

@@ -100,6 +100,19 @@ bool ControlService::apply(const RulesFile &rules, const std::map<std::string, R
     return true;
 }
 
+RunningRules ControlService::running() {
+    std::lock_guard<std::mutex> guard(lock_);
+    RunningRules r;
+    r.version = version_;
+    r.allow = rules_.config.allow;
+    r.block = rules_.config.block;
+    r.overrides = overrides_;
+    r.rules = rules_.config.rules;
+    for (Rule &rule : r.rules)
+        if (auto it = modes_.find(rule.name); it != modes_.end()) rule.mode = it->second;
+    return r;
+}
+
 ordered_json ControlService::execute(const RefusedLoadRequest &request) {
     ++reloads_failed_;
     const ConfigError &e = request.error;

@@ -39,6 +39,17 @@ struct ServiceClock {
     std::function<uint64_t()> wall_ns = unix_now_ns;
 };
 
+// What runs, for the XDP tier's feed (dataplane/xdp_feed.h): the lists and overrides it keeps
+// in the maps, the rules (with floodctl's modes applied) it escalates for, and the version
+// that changes whenever any of them does.
+struct RunningRules {
+    uint64_t version = 0;
+    std::vector<Prefix> allow;
+    std::vector<Prefix> block;
+    std::vector<PrefixOverride> overrides;
+    std::vector<Rule> rules;
+};
+
 struct ControlServiceInfo {
     unsigned workers = 1;
     int socket_id = -1;
@@ -59,6 +70,8 @@ class ControlService {
     std::string handle(const std::string &request_line);
     // Drops overrides whose time has come (swapping in a ruleset without them).
     void expire_overrides();
+
+    RunningRules running();
 
     // The replies to status, stats, rules and overrides, for telemetry.
     nlohmann::ordered_json status();

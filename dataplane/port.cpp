@@ -1,5 +1,9 @@
 #include "dataplane/port.h"
 
+#include <algorithm>
+
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 
 namespace floodgate {
@@ -84,6 +88,27 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
 void close_port(uint16_t port_id) {
     rte_eth_dev_stop(port_id);
     rte_eth_dev_close(port_id);
+}
+
+AfXdpPort af_xdp_port(uint16_t port) {
+    AfXdpPort a;
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == nullptr ||
+        std::string(info.driver_name) != "net_af_xdp" || info.device == nullptr)
+        return a;
+    a.af_xdp = true;
+    const rte_devargs *da = rte_dev_devargs(info.device);
+    if (da == nullptr || da->args == nullptr) return a;
+    // "iface=veth0,start_queue=0,xdp_prog=/path": the PMD's own kvargs syntax.
+    const std::string args = da->args;
+    for (size_t at = 0; at <= args.size();) {
+        const size_t end = std::min(args.find(',', at), args.size());
+        const std::string kv = args.substr(at, end - at);
+        if (kv.rfind("iface=", 0) == 0) a.iface = kv.substr(6);
+        if (kv.rfind("xdp_prog=", 0) == 0 && kv.size() > 9) a.custom_program = true;
+        at = end + 1;
+    }
+    return a;
 }
 
 }  // namespace floodgate

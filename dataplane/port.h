@@ -36,4 +36,13 @@ bool setup_port(const PortSetup &setup, rte_mempool *pool, PortFeatures *feature
                 std::string *error);
 void close_port(uint16_t port_id);
 
+// A net_af_xdp port's kernel interface and whether the PMD loaded a program of its own
+// choosing (its xdp_prog device argument) rather than its default one.
+struct AfXdpPort {
+    bool af_xdp = false;
+    std::string iface;
+    bool custom_program = false;
+};
+AfXdpPort af_xdp_port(uint16_t port);
+
 }  // namespace floodgate

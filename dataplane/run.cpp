@@ -24,12 +24,17 @@
 #include "dataplane/api/unix_socket.h"
 #include "dataplane/control_service.h"
 #include "dataplane/eal.h"
+#include "dataplane/heavy_hitters.h"
 #include "dataplane/live_stats.h"
 #include "dataplane/port.h"
 #include "dataplane/stats_json.h"
 #include "dataplane/telemetry.h"
 #include "dataplane/worker.h"
 #include "rules/load.h"
+
+#if FG_HAVE_XDP
+#include "dataplane/xdp_feed.h"
+#endif
 
 namespace floodgate {
 
@@ -51,6 +56,7 @@ struct RunOptions {
     uint64_t merge_interval_ns = 1000000;
     unsigned mbufs = 0;  // 0: enough for every RX ring, computed from the workers
     unsigned mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
+    std::string xdp_pin_dir;  // empty: the default (bpf/xdp_tier.h)
 };
 
 void usage(std::FILE *to) {
@@ -58,7 +64,7 @@ void usage(std::FILE *to) {
         "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
         "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
         "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
-        "           [--mbufs N] [--mbuf-size BYTES]\n"
+        "           [--mbufs N] [--mbuf-size BYTES] [--xdp-pin-dir DIR]\n"
         "Filters frames received on the outside port and sends the passed ones out of the inside\n"
         "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
         "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
@@ -68,7 +74,10 @@ void usage(std::FILE *to) {
         "floodctl's daemon changes rules and overrides through --control (default\n"
         "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n"
         "--mbufs and --mbuf-size (data room, headroom included, like testpmd's) size the mbuf\n"
-        "pool; by default it holds every RX ring full with 2176-byte mbufs.\n",
+        "pool; by default it holds every RX ring full with 2176-byte mbufs.\n"
+        "On net_af_xdp with xdp_prog=.../floodgate_xdp.bpf.o, the XDP tier: its maps (pinned\n"
+        "in --xdp-pin-dir, /sys/fs/bpf/floodgate) hold the allow and block lists and overrides,\n"
+        "and the sources that rules with `escalate` keep refusing.\n",
         to);
 }
 
@@ -82,6 +91,7 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                       {"control", required_argument, nullptr, 'C'},
                                       {"mbufs", required_argument, nullptr, 'N'},
                                       {"mbuf-size", required_argument, nullptr, 'S'},
+                                      {"xdp-pin-dir", required_argument, nullptr, 'X'},
                                       {"help", no_argument, nullptr, 'h'},
                                       {nullptr, 0, nullptr, 0}};
     optind = 1;
@@ -130,6 +140,9 @@ bool parse_options(int argc, char **argv, RunOptions *o) {
                                  65535, &n))
                     return false;
                 o->mbuf_size = static_cast<unsigned>(n);
+                break;
+            case 'X':
+                o->xdp_pin_dir = optarg;
                 break;
             case 'm':
                 if (!uint_option("floodgate run", "--merge-interval-us", optarg, 1, 10000000, &n))
@@ -184,6 +197,68 @@ std::string one_line_summary(const RuleSet &rules,
     return line;
 }
 
+#if FG_HAVE_XDP
+// The XDP feed with what its ticks need from the run: the live stats for escalation.
+class XdpFeedHandle {
+  public:
+    explicit XdpFeedHandle(std::unique_ptr<XdpFeed> feed) : feed_(std::move(feed)) {}
+    void tick(ControlService &service, const LiveRuleSet &rules, const LiveView &view) {
+        nlohmann::ordered_json stats;
+        try {
+            rules.with_current(
+                [&](const RuleSet &rs) { stats = live_stats(rs, view, HeavyHitters::kCounters); });
+        } catch (const std::exception &) {
+            return;  // counters busy: the next tick reads them
+        }
+        feed_->tick(monotonic_now_ns(), service.running(), stats);
+    }
+    nlohmann::ordered_json stats() const { return feed_->stats(); }
+
+  private:
+    std::unique_ptr<XdpFeed> feed_;
+};
+
+bool open_xdp_tier(uint16_t port, const RunOptions &opt, const Config &config,
+                   std::unique_ptr<XdpFeedHandle> *out, std::string *error) {
+    const AfXdpPort a = af_xdp_port(port);
+    bool escalates = false;
+    for (const Rule &r : config.rules) escalates = escalates || r.escalate.enabled();
+    if (!a.af_xdp || !a.custom_program) {
+        if (escalates)
+            std::printf(
+                "note: rules escalate, but there is no XDP tier (the outside port is not "
+                "net_af_xdp with xdp_prog=.../floodgate_xdp.bpf.o): nothing is escalated\n");
+        return true;
+    }
+    const std::string pin_dir = opt.xdp_pin_dir.empty() ? kXdpPinDir : opt.xdp_pin_dir;
+    std::unique_ptr<XdpTier> tier = XdpTier::adopt(a.iface, pin_dir, error);
+    if (!tier) {
+        *error = "the XDP tier: " + *error;
+        return false;
+    }
+    std::printf("xdp: floodgate's program on %s, maps pinned in %s\n", a.iface.c_str(),
+                pin_dir.c_str());
+    *out = std::make_unique<XdpFeedHandle>(
+        std::make_unique<XdpFeed>(std::move(tier), a.iface, pin_dir));
+    return true;
+}
+#else
+class XdpFeedHandle {
+  public:
+    void tick(ControlService &, const LiveRuleSet &, const LiveView &) {}
+    nlohmann::ordered_json stats() const { return {}; }
+};
+bool open_xdp_tier(uint16_t port, const RunOptions &, const Config &config,
+                   std::unique_ptr<XdpFeedHandle> *, std::string *) {
+    if (af_xdp_port(port).custom_program)
+        std::printf(
+            "note: this floodgate was built without the XDP tier (no clang, bpftool or "
+            "libbpf): the port's program gets no maps from it\n");
+    (void)config;
+    return true;
+}
+#endif
+
 // Everything after EAL init, so that every DPDK resource is released before rte_eal_cleanup.
 int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     const Config &config = source.config;
@@ -237,6 +312,10 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
                     features.tx_checksum_offload ? "offloaded to the port" : "in software");
         if (port == ports.outside) ports.outside_checksum_offload = features.tx_checksum_offload;
     }
+
+    // The XDP tier, when the outside port is net_af_xdp running floodgate's program.
+    std::unique_ptr<XdpFeedHandle> xdp;
+    if (rc == 0 && !open_xdp_tier(ports.outside, opt, config, &xdp, &error)) rc = fail(error);
 
     // One table per worker, allocated on its socket; one secret hash seed for the process
     // (so per-core top-offender summaries can be merged).
@@ -307,9 +386,16 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
         ControlServiceInfo info;
         info.workers = n_workers;
         info.instance = std::to_string(getpid()) + "-" + std::to_string(unix_now_ns());
-        ControlService service(&rules, source, info, [&view](const RuleSet &rs, unsigned top) {
-            return live_stats(rs, view, top);
+        ControlService service(&rules, source, info, [&](const RuleSet &rs, unsigned top) {
+            nlohmann::ordered_json j = live_stats(rs, view, top);
+            if (xdp) j["xdp"] = xdp->stats();
+            return j;
         });
+        // The control thread's housekeeping, every 100 ms: overrides' expiry, the XDP maps.
+        const auto housekeeping = [&] {
+            service.expire_overrides();
+            if (xdp) xdp->tick(service, rules, view);
+        };
         attach_telemetry(&service);
         std::thread control_thread;
         if (!control.path().empty()) {
@@ -318,14 +404,14 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
                 rte_thread_register();  // DPDK memory calls (rte_lpm_create) from this thread
                 control.serve(
                     g_stop, [&](const std::string &line) { return service.handle(line); },
-                    [&] { service.expire_overrides(); }, 100);
+                    housekeeping, 100);
                 rte_thread_unregister();
             });
         } else {
             control_thread = std::thread([&] {
                 while (!g_stop.load()) {
                     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                    service.expire_overrides();
+                    housekeeping();
                 }
             });
         }
@@ -355,6 +441,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
         nlohmann::ordered_json stats;
         rules.with_current(
             [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
+        if (xdp) stats["xdp"] = xdp->stats();
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
@@ -365,6 +452,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     // and the rules.
     workers.clear();
     merger.reset();
+    xdp.reset();  // before the port: closing it detaches the program
     pipelines.clear();
     tables.clear();
     for (auto it = started.rbegin(); it != started.rend(); ++it) close_port(*it);

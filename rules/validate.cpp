@@ -507,6 +507,22 @@ class ConfigParser {
         return e;
     }
 
+    // escalate: { after, min_refused_rate, ttl }, each with its default (5s, 1000/s, 10m).
+    EscalateOptions escalate(const Field &field, const Rule &r) const {
+        if (r.key_kind != KeyKind::src)
+            fail(field,
+                 std::string("escalate blocks sources: it needs a per-source key, not key ") +
+                     key_kind_name(r.key_kind));
+        EscalateOptions e;
+        e.after_ns = 5'000'000'000ull;
+        const Fields f = fields(field, {"after", "min_refused_rate", "ttl"});
+        if (const Field *a = f.find("after")) e.after_ns = duration_ns(*a, kMaxEscalateNs);
+        if (const Field *m = f.find("min_refused_rate"))
+            rate(*m, &e.min_refused_count, &e.min_refused_period_ns);
+        if (const Field *t = f.find("ttl")) e.ttl_ns = duration_ns(*t, kMaxEscalateNs);
+        return e;
+    }
+
     // A duration with its unit ("10m"), at least a second, at most max_ns.
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const {
         std::string why;
@@ -652,7 +668,7 @@ class ConfigParser {
     Rule rule(const Field &field, const std::vector<Rule> &earlier) const {
         const Fields f =
             fields(field, {"name", "match", "key", "algorithm", "limit", "action", "slip",
-                           "verified_ttl", "mode", "on_table_full", "reserve"});
+                           "verified_ttl", "mode", "on_table_full", "reserve", "escalate"});
         Rule r;
         r.line = field.line;
         const Field &name = require(f, "name");
@@ -687,6 +703,7 @@ class ConfigParser {
         }
         if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
         if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);
+        if (const Field *e = f.find("escalate")) r.escalate = escalate(*e, r);
         return r;
     }
 

@@ -201,7 +201,7 @@ TEST(ConfigErrors, UnknownField) {
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "
-         "on_table_full, reserve"},
+         "on_table_full, reserve, escalate"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
         {"match in block style",
@@ -1202,6 +1202,50 @@ rules:
     EXPECT_EQ(cfg.rules[0].reserve.known, 5);
     EXPECT_EQ(parse_config("established: { ttl: 30s }\nrules: []\n").established.ttl_ns,
               30'000'000'000u);
+}
+
+}  // namespace
+}  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+TEST(Config, Escalate) {
+    const Config c =
+        parse_config("rules:\n  - name: a\n    " + kLimit +
+                         "\n    escalate: { after: 3s, min_refused_rate: 500/s, ttl: 2m }\n"
+                         "  - name: b\n    " +
+                         kLimit + "\n    escalate: {}\n  - name: c\n    " + kLimit + "\n",
+                     kFile);
+    ASSERT_EQ(c.rules.size(), 3u);
+    EXPECT_EQ(c.rules[0].escalate.after_ns, 3'000'000'000ull);
+    EXPECT_EQ(c.rules[0].escalate.min_refused_count, 500u);
+    EXPECT_EQ(c.rules[0].escalate.min_refused_period_ns, 1'000'000'000ull);
+    EXPECT_EQ(c.rules[0].escalate.ttl_ns, 120'000'000'000ull);
+    // The defaults: 5 s at 1000/s, then 10 minutes.
+    EXPECT_EQ(c.rules[1].escalate.after_ns, 5'000'000'000ull);
+    EXPECT_EQ(c.rules[1].escalate.min_refused_count, 1000u);
+    EXPECT_EQ(c.rules[1].escalate.ttl_ns, 600'000'000'000ull);
+    EXPECT_FALSE(c.rules[2].escalate.enabled());
+}
+
+TEST(ConfigErrors, Escalate) {
+    const auto rule = [](const std::string &key, const std::string &escalate) {
+        return "rules:\n  - name: a\n    " + key + "\n    " + kLimit +
+               "\n    escalate: " + escalate + "\n";
+    };
+    expect_errors({
+        {"an aggregate key",
+         rule("key: dst\n    reserve: { established: 0%, verified: 0%, known: 0% }", "{}"), 6,
+         "rules[0].escalate", "escalate blocks sources: it needs a per-source key, not key dst"},
+        {"unknown field", rule("key: { ipv4: 24 }", "{ afterwards: 5s }"), 5,
+         "rules[0].escalate.afterwards",
+         "unknown field (expected one of: after, min_refused_rate, ttl)"},
+        {"ttl over a day", rule("key: { ipv4: 24 }", "{ ttl: 2d }"), 5, "rules[0].escalate.ttl",
+         "longer than a day"},
+        {"rate without unit", rule("key: { ipv4: 24 }", "{ min_refused_rate: 100 }"), 5,
+         "rules[0].escalate.min_refused_rate", "has no unit"},
+    });
 }
 
 }  // namespace

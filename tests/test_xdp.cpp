@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -44,10 +45,13 @@ class XdpProgram : public ::testing::Test {
         return static_cast<int>(opts.retval);
     }
     uint64_t counter(fg_xdp_counter c) { return tier_->counters()[c]; }
-    void block(const char *p, uint64_t expires_ns = 0,
-               fg_xdp_block_reason reason = FG_XDP_block_hits) {
+    void block(const char *p, uint64_t expires_ns = 0, fg_xdp_origin origin = FG_XDP_ORIGIN_rules) {
         std::string error;
-        ASSERT_TRUE(tier_->add(XdpBlock{prefix(p), reason, expires_ns}, &error)) << error;
+        ASSERT_TRUE(tier_->put({prefix(p), origin, false, expires_ns}, &error)) << error;
+    }
+    void allow(const char *p) {
+        std::string error;
+        ASSERT_TRUE(tier_->put({prefix(p), FG_XDP_ORIGIN_rules, true, 0}, &error)) << error;
     }
 
     std::unique_ptr<XdpTier> tier_;
@@ -75,7 +79,7 @@ TEST_F(XdpProgram, BlockedPrefixesDropAndTheRestPass) {
 
 TEST_F(XdpProgram, TheLongestPrefixDecidesItsReason) {
     block("198.19.0.0/16");
-    block("198.19.7.7/32", 0, FG_XDP_escalated_hits);
+    block("198.19.7.7/32", 0, FG_XDP_ORIGIN_escalated);
     EXPECT_EQ(run(udp4("198.19.7.7")), XDP_DROP);
     EXPECT_EQ(run(udp4("198.19.7.8")), XDP_DROP);
     EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 1u);
@@ -133,8 +137,94 @@ TEST_F(XdpProgram, ExpiredEntriesAreAbsentAndExpireRemovesThem) {
     std::string error;
     EXPECT_TRUE(tier_->remove(prefix("198.19.2.0/24"), &error)) << error;
     EXPECT_FALSE(tier_->remove(prefix("198.19.2.0/24"), &error));
-    EXPECT_NE(error.find("not in the block map"), std::string::npos) << error;
+    EXPECT_NE(error.find("not in the map"), std::string::npos) << error;
     EXPECT_EQ(run(udp4("198.19.2.1")), XDP_PASS);
+}
+
+// An expired entry is looked past: the shorter live prefix around it decides (up to
+// FG_XDP_EXPIRED_LOOKAHEAD nested expired entries).
+TEST_F(XdpProgram, AnExpiredEntryLetsTheCoveringBlockDecide) {
+    const uint64_t now = XdpTier::monotonic_ns();
+    block("198.19.0.0/16");
+    block("198.19.1.0/24", now - 1, FG_XDP_ORIGIN_operator);
+    block("198.19.1.7/32", now - 1, FG_XDP_ORIGIN_escalated);
+    EXPECT_EQ(run(udp4("198.19.1.7")), XDP_DROP);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 1u);  // the /16's reason, not the /32's
+    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 0u);
+    // With nothing live around it, an expired entry is absent.
+    block("198.18.5.5/32", now - 1, FG_XDP_ORIGIN_escalated);
+    EXPECT_EQ(run(udp4("198.18.5.5")), XDP_PASS);
+}
+
+// The allow list is in the maps too: the longest prefix over both lists decides, as in the
+// dataplane.
+TEST_F(XdpProgram, AnAllowInsideABlockPasses) {
+    block("198.19.0.0/16");
+    allow("198.19.9.0/24");
+    block("198.19.9.9/32");
+    EXPECT_EQ(run(udp4("198.19.9.1")), XDP_PASS);
+    EXPECT_EQ(run(udp4("198.19.9.9")), XDP_DROP);
+    EXPECT_EQ(run(udp4("198.19.8.1")), XDP_DROP);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_allow_hits), 1u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_passed), 1u);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 2u);
+}
+
+// What the dataplane and `attach --config` keep: exactly the rules and override entries asked
+// for, an override over a rules entry of the same prefix, other origins left alone.
+TEST_F(XdpProgram, ReconcileKeepsExactlyTheOwnedEntries) {
+    std::string error;
+    block("198.19.1.0/24");                              // rules, no longer wanted
+    block("198.19.2.0/24", 0, FG_XDP_ORIGIN_operator);   // left alone
+    block("198.19.3.3/32", 0, FG_XDP_ORIGIN_escalated);  // replaced by the file's allow
+    const std::vector<XdpEntry> owned = {
+        {prefix("198.19.4.0/24"), FG_XDP_ORIGIN_rules, false, 0},
+        {prefix("198.19.3.3/32"), FG_XDP_ORIGIN_rules, true, 0},
+        {prefix("198.19.5.0/24"), FG_XDP_ORIGIN_rules, false, 0},
+        {prefix("198.19.5.0/24"), FG_XDP_ORIGIN_override, true, 77},
+    };
+    const XdpReconciled r = tier_->reconcile(owned);
+    EXPECT_EQ(r.removed, 1u);
+    EXPECT_EQ(r.added, 3u);
+    EXPECT_EQ(r.failed, 0u);
+    std::map<std::string, XdpEntry> got;
+    for (const XdpEntry &e : tier_->list()) got[format_prefix(e.prefix)] = e;
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got.count("198.19.1.0/24"), 0u);
+    EXPECT_EQ(got["198.19.2.0/24"].origin, FG_XDP_ORIGIN_operator);
+    EXPECT_EQ(got["198.19.3.3/32"].origin, FG_XDP_ORIGIN_rules);
+    EXPECT_TRUE(got["198.19.3.3/32"].allow);
+    EXPECT_EQ(got["198.19.5.0/24"].origin, FG_XDP_ORIGIN_override);
+    EXPECT_EQ(got["198.19.5.0/24"].expires_ns, 77u);
+    // Again: nothing to do.
+    const XdpReconciled again = tier_->reconcile(owned);
+    EXPECT_EQ(again.added + again.removed, 0u);
+}
+
+TEST_F(XdpProgram, OperatorAndEscalatedEntriesGiveWayToTheRulesFile) {
+    std::string error;
+    block("198.19.0.0/24");  // the rules file's, for ever
+    EXPECT_FALSE(tier_->add_operator({prefix("198.19.0.0/24"), FG_XDP_ORIGIN_operator, false,
+                                      XdpTier::monotonic_ns() + 1'000'000'000ull},
+                                     &error));
+    EXPECT_NE(error.find("the rules file"), std::string::npos) << error;
+    XdpEntry there;
+    ASSERT_TRUE(tier_->find(prefix("198.19.0.0/24"), &there));
+    EXPECT_EQ(there.expires_ns, 0u);  // still permanent
+    error.clear();
+    const uint64_t now = XdpTier::monotonic_ns();
+    EXPECT_FALSE(tier_->add_escalated(
+        {prefix("198.19.0.0/24"), FG_XDP_ORIGIN_escalated, false, now + 1'000'000'000ull}, now,
+        &error));
+    EXPECT_TRUE(error.empty()) << error;  // skipped, not failed
+    EXPECT_TRUE(tier_->add_escalated(
+        {prefix("198.19.1.1/32"), FG_XDP_ORIGIN_escalated, false, now + 1'000'000'000ull}, now,
+        &error))
+        << error;
+    EXPECT_EQ(run(udp4("198.19.1.1")), XDP_DROP);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 1u);
+    // find() is exact: a covering entry is not the prefix's own.
+    EXPECT_FALSE(tier_->find(prefix("198.19.0.7/32"), &there));
 }
 
 // For net_af_xdp the program redirects to its queue's socket; with none there (no socket in

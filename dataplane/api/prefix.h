@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ struct Prefix {
     IpAddr addr{};       // host bits are zero
 
     bool operator==(const Prefix &) const = default;
+    auto operator<=>(const Prefix &) const = default;  // for ordered maps and sets
 };
 
 // Parses "a.b.c.d[/n]" or "x:y::z[/n]" (no length means a host prefix). Host bits set below the

@@ -181,6 +181,18 @@ struct EstablishedOptions {
     uint8_t ipv6_len = 64;
 };
 
+// escalate: a source this rule keeps refusing is pushed down into the XDP tier's block map
+// (bpf/) for ttl, once it has been refused at min_refused_rate or more for `after` (decided
+// each second from the rule's top refused sources, off the workers; dataplane/escalation.h).
+struct EscalateOptions {
+    uint64_t after_ns = 0;  // 0: the rule does not escalate
+    uint64_t min_refused_count = 1000;
+    uint64_t min_refused_period_ns = 1'000'000'000ull;
+    uint64_t ttl_ns = 600'000'000'000ull;
+    bool enabled() const { return after_ns != 0; }
+    bool operator==(const EscalateOptions &) const = default;
+};
+
 struct Rule {
     std::string name;
     int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
@@ -204,6 +216,7 @@ struct Rule {
     uint64_t verified_ttl_ns = 600'000'000'000ull;
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
+    EscalateOptions escalate;
 
     // GCRA emission interval T = period / count, in whole nanoseconds (rounded down, so the
     // enforced rate is never below the configured one). Validation guarantees it is >= 1.
@@ -242,6 +255,7 @@ inline constexpr size_t kMaxPortRanges = 64;  // per dst_port or src_port list
 inline constexpr uint32_t kMaxSlip = 100;
 inline constexpr uint64_t kMaxVerifiedTtlNs = 86'400'000'000'000ull;  // a day
 inline constexpr uint64_t kMaxEstablishedTtlNs = 86'400'000'000'000ull;
+inline constexpr uint64_t kMaxEscalateNs = 86'400'000'000'000ull;  // after and ttl: a day
 inline constexpr unsigned kMaxReserveTotal = 90;  // percent: new sources keep a tenth at least
 // A window rule's N: what the cross-core merge record carries in 30 bits (Consumption).
 inline constexpr uint64_t kMaxWindowPkts = (1u << 30) - 1;

@@ -6,28 +6,37 @@
 
 #include <linux/types.h>
 
-/* Why a source is in the block maps; the counters of dropped frames are kept per reason, with
- * the dataplane's names where it has the same one (block_hits). */
-#define FG_XDP_BLOCK_REASONS(X)                                                         \
-    X(block_hits)     /* the rules file's block list or an operator's block override */ \
-    X(escalated_hits) /* a source a rule kept refusing, pushed down with a TTL */
+/* Who put an entry in the maps. The dataplane (`floodgate run`) and `floodctl xdp attach
+ * --config` keep the rules file's allow and block lists (rules) and the operator's overrides
+ * (override) in step with what they hold; `floodctl xdp add` writes operator entries; the
+ * dataplane's escalation writes escalated ones, with a TTL. One entry per prefix: an override
+ * replaces a rules entry of the same prefix, and both replace operator and escalated ones. */
+#define FG_XDP_ORIGINS(X) \
+    X(rules)              \
+    X(override)           \
+    X(operator)           \
+    X(escalated)
 
-enum fg_xdp_block_reason {
-#define FG_X(name) FG_XDP_##name,
-    FG_XDP_BLOCK_REASONS(FG_X)
+enum fg_xdp_origin {
+#define FG_X(name) FG_XDP_ORIGIN_##name,
+    FG_XDP_ORIGINS(FG_X)
 #undef FG_X
-        FG_XDP_BLOCK_REASON_COUNT
+        FG_XDP_ORIGIN_COUNT
 };
 
 /* Per-CPU counters, by index: every frame is one of passed (to the AF_XDP socket, or to the
  * kernel when the program runs standalone), unparsed (not IPv4/IPv6, or too short to read a
- * source: passed, for the dataplane to judge and count), or one of the block reasons. */
-#define FG_XDP_COUNTERS(X)                                                               \
-    X(packets)  /* frames the program saw */                                             \
-    X(passed)   /* IP frames whose source is in no block map (or whose entry expired) */ \
-    X(unparsed) /* frames without a readable IPv4/IPv6 source: passed unjudged */        \
-    X(block_hits)                                                                        \
-    X(escalated_hits)
+ * source: passed, for the dataplane to judge and count), or dropped for one of two reasons:
+ * block_hits (the dataplane's name: a block list, an override, an operator's block) or
+ * escalated_hits (a source a rule kept refusing). allow_hits are passed frames whose longest
+ * match is an allow entry. */
+#define FG_XDP_COUNTERS(X)                                                         \
+    X(packets)  /* frames the program saw */                                       \
+    X(passed)   /* IP frames whose source's longest live entry is none or allow */ \
+    X(unparsed) /* frames without a readable IPv4/IPv6 source: passed unjudged */  \
+    X(block_hits)                                                                  \
+    X(escalated_hits)                                                              \
+    X(allow_hits) /* of passed: an allow entry decided */
 
 enum fg_xdp_counter {
 #define FG_X(name) FG_XDP_COUNTER_##name,
@@ -46,13 +55,20 @@ struct fg_xdp_key6 {
     __u8 addr[16];
 };
 
-/* A blocked prefix: until when (CLOCK_MONOTONIC ns, what bpf_ktime_get_ns reads; 0: never) and
- * why (enum fg_xdp_block_reason). */
+/* A prefix's entry: until when (CLOCK_MONOTONIC ns, what bpf_ktime_get_ns reads; 0: never),
+ * who wrote it (enum fg_xdp_origin), whether it allows (1) or blocks (0), and its own prefix
+ * length, so that the program can look past an expired entry to a shorter one that holds. */
 struct fg_xdp_entry {
     __u64 expires_ns;
-    __u32 reason;
-    __u32 pad;
+    __u8 origin;
+    __u8 allow;
+    __u8 prefixlen;
+    __u8 pad[5];
 };
+
+/* How many expired entries, nested in one another, a lookup looks past before it gives up and
+ * passes the frame (the control side removes expired entries within a second or so). */
+#define FG_XDP_EXPIRED_LOOKAHEAD 4
 
 /* Entries per block map: the rules file's block list, the overrides and the escalated sources
  * of each family together. */

@@ -1,0 +1,60 @@
+// The dataplane's side of the XDP tier, on net_af_xdp (bpf/xdp_tier.h): keeps the program's
+// maps in step with what runs (the rules file's allow and block lists and the overrides,
+// rewritten whenever the control service's version changes), escalates the sources that
+// rules keep refusing (dataplane/escalation.h) with their TTL, and removes escalated entries
+// when their time has come. Runs on the control thread, never on a worker; the workers know
+// nothing of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bpf/xdp_tier.h"
+#include "dataplane/control_service.h"
+#include "dataplane/escalation.h"
+
+namespace floodgate {
+
+class XdpFeed {
+  public:
+    XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir);
+
+    // Called often (every 100 ms); does its work at most once a second. stats: the live stats
+    // (live_stats.h) read now, for the rules' top refused sources.
+    void tick(uint64_t now_ns, const RunningRules &running, const nlohmann::ordered_json &stats);
+    // The "xdp" section of the stats: the program's counters, the maps' entries by origin,
+    // what escalation did. Any thread.
+    nlohmann::ordered_json stats() const;
+
+  private:
+    void reconcile(const RunningRules &running, uint64_t now_ns);
+    void escalate(uint64_t now_ns, const nlohmann::ordered_json &stats);
+    void count_entries();
+
+    mutable std::mutex lock_;  // stats() from the telemetry thread
+    std::unique_ptr<XdpTier> tier_;
+    const std::string iface_;
+    const std::string pin_dir_;
+    Escalator escalator_;
+    uint64_t version_ = 0;  // of the running rules last written (0: none yet)
+    uint64_t next_ns_ = 0;
+    uint64_t next_sweep_ns_ = 0;
+    struct Escalated {
+        Prefix key;
+        uint64_t expires_ns;
+    };
+    std::vector<Escalated> escalated_;  // ours, to remove on time without walking the maps
+    uint64_t entries_[FG_XDP_ORIGIN_COUNT] = {};
+    XdpReconciled last_reconcile_;
+    uint64_t reconcile_failed_ = 0;
+    uint64_t escalations_ = 0;
+    uint64_t escalations_skipped_ = 0;  // an entry of the same prefix held already
+    uint64_t escalations_failed_ = 0;   // the map refused (full)
+    uint64_t escalations_expired_ = 0;
+};
+
+}  // namespace floodgate
