@@ -117,3 +117,21 @@ PY
 ip netns exec "$rcv" "$floodctl" xdp del 198.18.9.3
 ip netns exec "$rcv" "$floodctl" xdp list | grep -q "198.18.9.3" && { echo "FAIL xdp del left 198.18.9.3"; exit 1; }
 echo "ok   xdp del removed 198.18.9.3"
+# The rules file changed: attaching again makes the maps hold exactly its lists (the block of
+# 198.18.9.1 dropped from it goes; an allow inside a new block is written too).
+cat >"$work/rules2.yaml" <<'YAML'
+allow: [198.18.9.2/32]
+block: [198.18.9.0/24]
+YAML
+ip netns exec "$rcv" "$floodctl" xdp attach "$tag-b" --config "$work/rules2.yaml"
+listed=$(ip netns exec "$rcv" "$floodctl" xdp list)
+echo "$listed"
+grep -q "^198.18.9.1/32 " <<<"$listed" && { echo "FAIL the dropped block of 198.18.9.1 is still there"; exit 1; }
+grep -qE "^198.18.9.2/32 +allow +rules" <<<"$listed" || { echo "FAIL no allow entry for 198.18.9.2"; exit 1; }
+grep -qE "^198.18.9.0/24 +block +rules" <<<"$listed" || { echo "FAIL no block entry for 198.18.9.0/24"; exit 1; }
+echo "ok   attach --config again: the maps hold exactly the new file's lists"
+ip netns exec "$rcv" "$floodctl" xdp detach "$tag-b"
+if ip netns exec "$rcv" "$floodctl" xdp detach "$tag-b" 2>/dev/null; then
+  echo "FAIL detach reported success with nothing attached"; exit 1
+fi
+echo "ok   detach with nothing attached is refused"

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Lab test of the XDP tier run by the dataplane (issue 12): floodgate on net_af_xdp with
+# floodgate's XDP program (the PMD's xdp_prog) on its outside veth, its maps pinned in a BPF
+# filesystem of the test's own. One source floods UDP port 53 (rule dns, 10/s, escalate after
+# 1 s at 200 refused/s or more, for 8 s) while a client sends 5 datagrams a second:
+#   1. the flood runs until `floodctl xdp list` shows its source escalated (a bounded wait);
+#   2. with the entry there, 1,000 more flood frames: every one is dropped by the program
+#      (escalated_hits grows by exactly 1,000, so none reaches the AF_XDP socket), and the
+#      client's frames still pass;
+#   3. after the TTL the entry is gone (a bounded wait) and 3 datagrams from the flooding
+#      source pass the program again (passed grows by exactly 3).
+# At the end every frame sent was seen by the program, every frame it passed reached the
+# dataplane (rx + missed), and every client datagram reached the server. As root; cleans up
+# after itself; only 198.18.0.0/15, in namespaces and veths created here. Skips (exit 77) where
+# the kernel refuses AF_XDP or BPF.
+#
+#   tests/lab/xdp_escalation.sh BUILD_DIR
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+tag="fge$$"
+out_ns="$tag-out" in_ns="$tag-in"
+work="$(mktemp -d /tmp/floodgate-escalation.XXXXXX)"
+hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+fg_pid="" recv_pid="" client_pid="" flood_pid=""
+flood=198.18.66.6 client=198.18.1.19
+ttl_s=8
+
+mkdir -p "$work/bpffs"
+mount -t bpf bpf "$work/bpffs"
+export FLOODGATE_XDP_PIN_DIR="$work/bpffs/floodgate"
+floodctl=("$build/control/floodctl")
+send=(python3 "$here/escalation.py")
+
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+
+cleanup() {
+  set +e
+  local pid
+  for pid in $recv_pid $client_pid $flood_pid; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+  [ -n "$fg_pid" ] && stop "$fg_pid"
+  remove_wire "$tag" "$out_ns" "$in_ns"
+  umount "$work/bpffs" 2>/dev/null
+  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "xdp-escalation: kept $work"; else rm -rf "$work"; fi
+  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
+  return 0
+}
+trap cleanup EXIT
+
+quiet_link() {  # up, no IPv6 (no router solicitations or ND among the test's frames)
+  local ns="$1" dev="$2" run=()
+  [ -n "$ns" ] && run=(ip netns exec "$ns")
+  "${run[@]}" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6"
+  "${run[@]}" ip link set "$dev" up
+}
+
+cat >"$work/rules.yaml" <<'YAML'
+allow: [198.18.200.0/24]   # traffic.py's end marker
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 10/s, burst: 5 }
+    escalate: { after: 1s, min_refused_rate: 200/s, ttl: 8s }
+YAML
+
+ip netns add "$out_ns"
+ip netns add "$in_ns"
+ip link add "$tag-o" type veth peer name "$tag-op"
+ip link add "$tag-i" type veth peer name "$tag-ip"
+ip link set "$tag-op" netns "$out_ns"
+ip link set "$tag-ip" netns "$in_ns"
+quiet_link "" "$tag-o"
+quiet_link "" "$tag-i"
+quiet_link "$out_ns" "$tag-op"
+quiet_link "$in_ns" "$tag-ip"
+
+# shellcheck disable=SC2046 # the memory options are words
+"$build/dataplane/floodgate" run --lcores=0@0,1@$(( 1 % $(nproc) )) $("$root/scripts/hugepages.sh" 512) \
+  --no-pci --file-prefix="$tag" --log-level=error \
+  "--vdev=net_af_xdp0,iface=$tag-o,start_queue=0,queue_count=1,xdp_prog=$build/bpf/floodgate_xdp.bpf.o" \
+  "--vdev=net_af_packet1,iface=$tag-i,qpairs=1" \
+  -- --config "$work/rules.yaml" --stats "$work/stats.json" --control none \
+  --xdp-pin-dir "$FLOODGATE_XDP_PIN_DIR" >"$work/floodgate.log" 2>&1 &
+fg_pid=$!
+if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
+  if grep -qiE "af_xdp|xsk|XDP program|refused" "$work/floodgate.log"; then
+    echo "xdp-escalation: SKIP: AF_XDP or BPF is refused here"; exit 77
+  fi
+  exit 1
+fi
+grep -q "^xdp: floodgate's program on $tag-o" "$work/floodgate.log" || {
+  echo "FAIL floodgate did not take over the XDP program"; cat "$work/floodgate.log"; exit 1; }
+
+ip netns exec "$in_ns" python3 "$here/traffic.py" receive "$tag-ip" "$work/received.json" 60 >"$work/receiver.log" &
+recv_pid=$!
+wait_for "$work/receiver.log" "^ready" 10 "$recv_pid"
+
+xdp_counter() { "${floodctl[@]}" -j xdp stats | python3 -c "import json,sys; print(json.load(sys.stdin)['counters']['$1'])"; }
+escalated() {  # prints the flood source's entry (origin escalated) if the maps hold it
+  "${floodctl[@]}" -j xdp list | python3 -c "
+import json, sys
+for e in json.load(sys.stdin)['entries']:
+    if e['prefix'] == '$flood/32' and e['origin'] == 'escalated': print(json.dumps(e))"
+}
+
+# The client, during phases 1 and 2: 5 datagrams a second, at most 60.
+ip netns exec "$out_ns" "${send[@]}" send "$tag-op" "$client" 60 5 >"$work/client.json" &
+client_pid=$!
+
+# 1. Flood (2,000/s, at most 20 s) until escalated.
+t0=$(date +%s.%N)
+ip netns exec "$out_ns" "${send[@]}" send "$tag-op" "$flood" 40000 2000 >"$work/flood1.json" &
+flood_pid=$!
+deadline=$(( $(date +%s) + 15 ))
+entry=""
+until [ -n "$entry" ]; do
+  entry=$(escalated)
+  [ -n "$entry" ] && break
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL $flood was not escalated within 15 s"; cat "$work/floodgate.log"; exit 1; fi
+  sleep 0.1
+done
+t1=$(date +%s.%N)
+kill -TERM "$flood_pid"; wait "$flood_pid" || true; flood_pid=""
+echo "escalated after $(python3 -c "print(f'{$t1 - $t0:.2f}')") s of flood: $entry"
+
+# 2. The entry holds: 1,000 more flood frames, all dropped by the program.
+hits_before=$(xdp_counter escalated_hits)
+ip netns exec "$out_ns" "${send[@]}" send "$tag-op" "$flood" 1000 2000 >"$work/flood2.json"
+hits_after=$(xdp_counter escalated_hits)
+still=$(escalated)
+wait "$client_pid" || true; client_pid=""
+
+# 3. After the TTL, let out: the entry goes, and the source's datagrams pass the program.
+deadline=$(( $(date +%s) + ttl_s + 10 ))
+until [ -z "$(escalated)" ]; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL the escalated entry outlived its TTL by 10 s"; exit 1; fi
+  sleep 0.2
+done
+passed_before=$(xdp_counter passed)
+ip netns exec "$out_ns" "${send[@]}" send "$tag-op" "$flood" 3 10 >"$work/flood3.json"
+passed_after=$(xdp_counter passed)
+ip netns exec "$out_ns" "${send[@]}" marker "$tag-op"
+wait "$recv_pid" || true; recv_pid=""
+"${floodctl[@]}" -j xdp stats >"$work/xdp.json"
+stop "$fg_pid"; fg_pid=""
+
+python3 - "$work" "$hits_before" "$hits_after" "$passed_before" "$passed_after" "$still" "$ttl_s" <<'PY'
+import json, sys
+work, hits_before, hits_after, passed_before, passed_after = sys.argv[1], *map(int, sys.argv[2:6])
+still, ttl_s = sys.argv[6], int(sys.argv[7])
+load = lambda name: json.load(open(f"{work}/{name}"))
+client, f1, f2, f3 = (load(n)["sent"] for n in ("client.json", "flood1.json", "flood2.json", "flood3.json"))
+got, stats, xdp = load("received.json"), load("stats.json"), load("xdp.json")["counters"]
+esc = stats["xdp"]["escalations"]
+rx = stats["ports"]["outside_to_inside"]["rx"]
+missed = stats["nic"][0]["rx_missed"]
+sent = client + f1 + f2 + f3 + 3  # and the end markers
+checks = [
+    (hits_after - hits_before == f2,
+     f"with the entry there, all {f2} flood frames were dropped by the program "
+     f"(escalated_hits +{hits_after - hits_before})"),
+    (still != "", "the entry still held after them"),
+    (passed_after - passed_before == f3 == 3,
+     f"after its TTL the source is let out: {f3} datagrams, passed +{passed_after - passed_before}"),
+    (esc["total"] == 1 and esc["expired"] == 1 and esc["failed"] == 0,
+     f"escalations: {esc['total']} made, {esc['expired']} expired, {esc['failed']} failed"),
+    (xdp["packets"] == sent, f"the program saw every frame sent: {xdp['packets']} of {sent}"),
+    (xdp["packets"] == xdp["passed"] + xdp["unparsed"] + xdp["block_hits"] + xdp["escalated_hits"],
+     "program counters add up: packets = passed + unparsed + block_hits + escalated_hits"),
+    (rx + missed == xdp["passed"] + xdp["unparsed"],
+     f"every frame the program passed reached the dataplane: rx {rx} + missed {missed} = "
+     f"passed {xdp['passed']} + unparsed {xdp['unparsed']}"),
+    (xdp["escalated_hits"] >= f2, f"escalated_hits {xdp['escalated_hits']} >= {f2}"),
+    (got.get("198.18.1.19", 0) == client, f"the client's {client} datagrams all reached the server "
+     f"({got.get('198.18.1.19', 0)})"),
+    (got.get("198.18.66.6", 0) >= 3, f"the flood source's datagrams after its TTL reached the server "
+     f"({got.get('198.18.66.6', 0)} of its frames passed in all)"),
+]
+failed = 0
+for ok, what in checks:
+    print(("ok   " if ok else "FAIL ") + what)
+    failed += not ok
+print(f"{failed} failed")
+sys.exit(1 if failed else 0)
+PY
