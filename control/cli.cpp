@@ -275,6 +275,27 @@ int cmd_stats(const Cli &cli, const std::string &rule) {
             static_cast<unsigned long long>(u64(s, "answer_capped")),
             static_cast<unsigned long long>(u64(s, "syn_auth_replies")),
             static_cast<unsigned long long>(u64(s, "cookie_failed")));
+        // The XDP tier, when the dataplane runs it: what died in the driver, before it counted
+        // in "packets" above.
+        if (const auto x = s.find("xdp"); x != s.end() && x->is_object()) {
+            const json &c = (*x)["counters"], &e = (*x)["escalations"], &n = (*x)["entries"];
+            std::printf(
+                "xdp on %s: frames %llu, passed %llu, dropped in the driver %llu (blocked %llu, "
+                "escalated %llu); entries: rules %llu, overrides %llu, operator %llu, escalated "
+                "%llu; escalations %llu (expired %llu, failed %llu)\n",
+                x->value("iface", "").c_str(), static_cast<unsigned long long>(u64(c, "packets")),
+                static_cast<unsigned long long>(u64(c, "passed")),
+                static_cast<unsigned long long>(u64(c, "block_hits") + u64(c, "escalated_hits")),
+                static_cast<unsigned long long>(u64(c, "block_hits")),
+                static_cast<unsigned long long>(u64(c, "escalated_hits")),
+                static_cast<unsigned long long>(u64(n, "rules")),
+                static_cast<unsigned long long>(u64(n, "override")),
+                static_cast<unsigned long long>(u64(n, "operator")),
+                static_cast<unsigned long long>(u64(n, "escalated")),
+                static_cast<unsigned long long>(u64(e, "total")),
+                static_cast<unsigned long long>(u64(e, "expired")),
+                static_cast<unsigned long long>(u64(e, "failed")));
+        }
     }
     // matched = passed + refused + overruled on every line (README, "Counters").
     std::printf("%-20s %-8s %14s %14s %14s %14s %14s\n", "rule", "mode", "matched", "passed",

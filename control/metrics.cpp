@@ -536,6 +536,42 @@ void answer_metrics(const json *stats, std::string &out) {
     f.write(out);
 }
 
+// The XDP tier's section (stats.xdp), present when the dataplane runs it (net_af_xdp with
+// floodgate's program): what the program did per frame, what the maps hold, what escalation did.
+void xdp_metrics(const json *stats, std::string &out) {
+    const json *xdp = member(stats, "xdp");
+    if (xdp == nullptr || !xdp->is_object()) return;
+    Family frames("floodgate_xdp_frames_total", Type::counter,
+                  "Frames the XDP program judged, by outcome: packets (all), passed, unparsed, "
+                  "block_hits and escalated_hits (dropped in the driver), allow_hits (of "
+                  "passed).");
+    if (const json *c = member(xdp, "counters"); c != nullptr && c->is_object())
+        for (const auto &[name, v] : c->items()) frames.add({{"counter", name}}, number(v));
+    frames.write(out);
+    Family entries("floodgate_xdp_entries", Type::gauge,
+                   "Entries of the XDP maps by who wrote them (rules, override, operator, "
+                   "escalated).");
+    if (const json *e = member(xdp, "entries"); e != nullptr && e->is_object())
+        for (const auto &[origin, v] : e->items()) entries.add({{"origin", origin}}, number(v));
+    entries.write(out);
+    const json *esc = member(xdp, "escalations");
+    static constexpr const char *kEscalations[][3] = {
+        {"floodgate_xdp_escalations_total", "total",
+         "Sources pushed down into the XDP block map because a rule kept refusing them."},
+        {"floodgate_xdp_escalations_skipped_total", "skipped",
+         "Escalations not written: an entry of the same prefix was there already."},
+        {"floodgate_xdp_escalations_failed_total", "failed",
+         "Escalations the XDP map refused (full)."},
+        {"floodgate_xdp_escalations_expired_total", "expired",
+         "Escalated entries removed when their TTL ended."},
+    };
+    for (const auto &[metric, key, help] : kEscalations) {
+        Family f(metric, Type::counter, help);
+        f.add({}, number_at(esc, key));
+        f.write(out);
+    }
+}
+
 void stats_metrics(const json *stats, std::string &out) {
     core_metrics(stats, out);
     malformed_metrics(stats, out);
@@ -560,6 +596,7 @@ void stats_metrics(const json *stats, std::string &out) {
     rule_metrics(stats, out);
     nic_metrics(stats, out);
     direction_metrics(stats, out);
+    xdp_metrics(stats, out);
 }
 
 }  // namespace

@@ -150,6 +150,15 @@ std::string stats_summary(const nlohmann::ordered_json &s) {
     if (s.value("established_marked", 0) != 0 || s.value("established_full", 0) != 0)
         o << "  established: " << s["established_marked"] << " replies marked their destination, "
           << s["established_full"] << " found the table full\n";
+    if (s.contains("xdp")) {
+        const auto &x = s["xdp"];
+        const auto &c = x["counters"];
+        const auto &e = x["escalations"];
+        o << "xdp on " << x["iface"].get<std::string>() << ": frames " << c["packets"]
+          << ", passed " << c["passed"] << ", dropped in the driver: blocked " << c["block_hits"]
+          << ", escalated " << c["escalated_hits"] << "; escalations " << e["total"] << " (expired "
+          << e["expired"] << ", failed " << e["failed"] << ")\n";
+    }
     return o.str();
 }
 

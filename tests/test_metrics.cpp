@@ -304,6 +304,28 @@ TEST(Metrics, PortsAndDirections) {
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
 }
 
+TEST(Metrics, TheXdpTierWhenTheDataplaneRunsIt) {
+    EXPECT_EQ(full_text().find("floodgate_xdp_"), std::string::npos);  // no tier: no families
+    json stats = stats_object();
+    stats["xdp"] = {{"iface", "eth0"},
+                    {"counters", {{"packets", 100}, {"passed", 60}, {"escalated_hits", 40}}},
+                    {"entries", {{"rules", 2}, {"escalated", 1}}},
+                    {"escalations", {{"total", 3}, {"skipped", 1}, {"failed", 0}, {"expired", 2}}}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.stats = &stats;
+    const std::string text = prometheus_text(in);
+    const char *expected[] = {
+        "floodgate_xdp_frames_total{counter=\"packets\"} 100",
+        "floodgate_xdp_frames_total{counter=\"escalated_hits\"} 40",
+        "floodgate_xdp_entries{origin=\"escalated\"} 1",
+        "floodgate_xdp_escalations_total 3",
+        "floodgate_xdp_escalations_skipped_total 1",
+        "floodgate_xdp_escalations_expired_total 2",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
 TEST(Metrics, EscapesLabelValues) {
     json stats = {{"rules",
                    {{{"name", "dns"},

@@ -24,7 +24,7 @@ out_ns="$tag-out" in_ns="$tag-in"
 work="$(mktemp -d /tmp/floodgate-escalation.XXXXXX)"
 hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
-fg_pid="" recv_pid="" client_pid="" flood_pid=""
+fg_pid="" recv_pid="" client_pid="" flood_pid="" ctl_pid=""
 flood=198.18.66.6 client=198.18.1.19
 ttl_s=8
 
@@ -41,6 +41,7 @@ cleanup() {
   set +e
   local pid
   for pid in $recv_pid $client_pid $flood_pid; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+  [ -n "$ctl_pid" ] && stop "$ctl_pid"
   [ -n "$fg_pid" ] && stop "$fg_pid"
   remove_wire "$tag" "$out_ns" "$in_ns"
   umount "$work/bpffs" 2>/dev/null
@@ -82,7 +83,7 @@ quiet_link "$in_ns" "$tag-ip"
   --no-pci --file-prefix="$tag" --log-level=error \
   "--vdev=net_af_xdp0,iface=$tag-o,start_queue=0,queue_count=1,xdp_prog=$build/bpf/floodgate_xdp.bpf.o" \
   "--vdev=net_af_packet1,iface=$tag-i,qpairs=1" \
-  -- --config "$work/rules.yaml" --stats "$work/stats.json" --control none \
+  -- --config "$work/rules.yaml" --stats "$work/stats.json" --control "$work/dataplane.sock" \
   --xdp-pin-dir "$FLOODGATE_XDP_PIN_DIR" >"$work/floodgate.log" 2>&1 &
 fg_pid=$!
 if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
@@ -93,6 +94,27 @@ if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
 fi
 grep -q "^xdp: floodgate's program on $tag-o" "$work/floodgate.log" || {
   echo "FAIL floodgate did not take over the XDP program"; cat "$work/floodgate.log"; exit 1; }
+
+# The control plane, as an operator uses it: a block override goes into the maps too.
+ctl=("${floodctl[@]}" --socket "$work/floodctl.sock")
+"${ctl[@]}" daemon --config "$work/rules.yaml" --dataplane "$work/dataplane.sock" --metrics none \
+  >"$work/floodctl.log" 2>&1 &
+ctl_pid=$!
+deadline=$(( $(date +%s) + 10 ))
+until "${ctl[@]}" status >/dev/null 2>&1; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL floodctl daemon did not answer"; cat "$work/floodctl.log"; exit 1; fi
+  sleep 0.1
+done
+"${ctl[@]}" block add 198.18.5.0/24 --ttl 1h
+deadline=$(( $(date +%s) + 10 ))
+until "${floodctl[@]}" xdp list | grep -qE "^198.18.5.0/24 +block +override"; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL the override did not reach the XDP maps"; "${floodctl[@]}" xdp list; exit 1; fi
+  sleep 0.1
+done
+"${floodctl[@]}" xdp list | tee "$work/list-before.txt"
+grep -qE "^198.18.200.0/24 +allow +rules +never" "$work/list-before.txt" || {
+  echo "FAIL the rules file's allow list is not in the XDP maps"; exit 1; }
+echo "ok   the rules file's allow list and a block override are in the XDP maps"
 
 ip netns exec "$in_ns" python3 "$here/traffic.py" receive "$tag-ip" "$work/received.json" 60 >"$work/receiver.log" &
 recv_pid=$!
@@ -145,6 +167,17 @@ passed_after=$(xdp_counter passed)
 ip netns exec "$out_ns" "${send[@]}" marker "$tag-op"
 wait "$recv_pid" || true; recv_pid=""
 "${floodctl[@]}" -j xdp stats >"$work/xdp.json"
+"${ctl[@]}" stats | tee "$work/stats.txt"
+grep -q "^xdp on $tag-o: " "$work/stats.txt" || { echo "FAIL floodctl stats does not show the XDP tier"; exit 1; }
+# Removing the override removes its entry.
+"${ctl[@]}" block del 198.18.5.0/24
+deadline=$(( $(date +%s) + 10 ))
+while "${floodctl[@]}" xdp list | grep -q "^198.18.5.0/24 "; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL the removed override stayed in the XDP maps"; exit 1; fi
+  sleep 0.1
+done
+echo "ok   a removed override leaves the XDP maps"
+stop "$ctl_pid"; ctl_pid=""
 stop "$fg_pid"; fg_pid=""
 
 python3 - "$work" "$hits_before" "$hits_after" "$passed_before" "$passed_after" "$still" "$ttl_s" <<'PY'
