@@ -100,6 +100,11 @@ bool ControlService::apply(const RulesFile &rules, const std::map<std::string, R
     return true;
 }
 
+uint64_t ControlService::version() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return version_;
+}
+
 RunningRules ControlService::running() {
     std::lock_guard<std::mutex> guard(lock_);
     RunningRules r;

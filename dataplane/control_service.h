@@ -72,6 +72,7 @@ class ControlService {
     void expire_overrides();
 
     RunningRules running();
+    uint64_t version();  // of the running rules, overrides and modes: up by one on each change
 
     // The replies to status, stats, rules and overrides, for telemetry.
     nlohmann::ordered_json status();

@@ -203,14 +203,19 @@ class XdpFeedHandle {
   public:
     explicit XdpFeedHandle(std::unique_ptr<XdpFeed> feed) : feed_(std::move(feed)) {}
     void tick(ControlService &service, const LiveRuleSet &rules, const LiveView &view) {
-        nlohmann::ordered_json stats;
-        try {
-            rules.with_current(
-                [&](const RuleSet &rs) { stats = live_stats(rs, view, HeavyHitters::kCounters); });
-        } catch (const std::exception &) {
-            return;  // counters busy: the next tick reads them
-        }
-        feed_->tick(monotonic_now_ns(), service.running(), stats);
+        feed_->tick(
+            monotonic_now_ns(), service.version(), [&] { return service.running(); },
+            [&] {
+                nlohmann::ordered_json stats;
+                try {
+                    rules.with_current([&](const RuleSet &rs) {
+                        stats = live_stats(rs, view, HeavyHitters::kCounters);
+                    });
+                } catch (const std::exception &) {
+                    // counters busy: no sample this second
+                }
+                return stats;
+            });
     }
     nlohmann::ordered_json stats() const { return feed_->stats(); }
 

@@ -28,11 +28,19 @@ std::vector<XdpEntry> owned_entries(const RunningRules &r, uint64_t now_ns) {
 XdpFeed::XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir)
     : tier_(std::move(tier)), iface_(std::move(iface)), pin_dir_(std::move(pin_dir)) {}
 
-void XdpFeed::tick(uint64_t now_ns, const RunningRules &running,
-                   const nlohmann::ordered_json &stats) {
+void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
+                   const std::function<nlohmann::ordered_json()> &stats) {
+    bool changed, due;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        changed = version != version_;
+        due = now_ns >= next_ns_;
+    }
+    const RunningRules rules = changed ? running() : RunningRules{};
+    const nlohmann::ordered_json live = due ? stats() : nlohmann::ordered_json{};
     std::lock_guard<std::mutex> guard(lock_);
-    if (running.version != version_) reconcile(running, now_ns);
-    if (now_ns < next_ns_) return;
+    if (changed) reconcile(rules, now_ns);
+    if (!due) return;
     next_ns_ = now_ns + kSecondNs;
     // Our escalated entries whose TTL ended; then, now and then, everything that expired.
     std::string ignored;
@@ -49,7 +57,7 @@ void XdpFeed::tick(uint64_t now_ns, const RunningRules &running,
         }
         it = escalated_.erase(it);
     }
-    escalate(now_ns, stats);
+    escalate(now_ns, live);
     if (now_ns >= next_sweep_ns_) {
         next_sweep_ns_ = now_ns + kSweepNs;
         tier_->expire(now_ns);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -23,9 +24,13 @@ class XdpFeed {
   public:
     XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir);
 
-    // Called often (every 100 ms); does its work at most once a second. stats: the live stats
-    // (live_stats.h) read now, for the rules' top refused sources.
-    void tick(uint64_t now_ns, const RunningRules &running, const nlohmann::ordered_json &stats);
+    // Called often (every 100 ms): rewrites the rules and override entries when `version` (the
+    // control service's) has changed, asking `running` for them; once a second escalates,
+    // asking `stats` for the live stats (live_stats.h: the rules' top refused sources), and
+    // removes escalated entries whose TTL ended. Neither callback is called under the feed's
+    // lock (they take the service's and the ruleset's).
+    void tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
+              const std::function<nlohmann::ordered_json()> &stats);
     // The "xdp" section of the stats: the program's counters, the maps' entries by origin,
     // what escalation did. Any thread.
     nlohmann::ordered_json stats() const;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """floodgate's performance harness: every case, side by side with its baseline, as ratios.
 
-    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn]
+    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn,xdp]
                     [--mixes a,b,c,d,e,e-drop] [--quick]
 
 Writes perf/results/<date>.json; perf/report.py turns it into perf/RESULTS.md. As root.
@@ -23,9 +23,14 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
      rxonly, testpmd io (to net_null) or floodgate receive it.
   3  the kernel: floodgate-tx sends the mix over a veth pair between two namespaces
      (198.18.0.0/15 and 2001:db8::/32 only); nftables (a dynamic set with `limit rate over`,
-     per source) or floodgate on net_af_xdp (net_af_packet where AF_XDP is refused) judges it.
+     per source) or floodgate on net_af_xdp (net_af_packet where AF_XDP is refused) judges it;
+     with AF_XDP also floodgate with its XDP tier (xdp_prog, perf/perf-xdp.yaml: escalation
+     after 1 s), measured once escalation has happened as the frames its XDP program judged a
+     second, with the program's own cost per frame (kernel.bpf_stats_enabled).
   micro: perf/bench_decision (per-packet decision at 1K, 1M and 16M live keys) and
      perf/bench_table (the table against rte_hash + rte_meter).
+  xdp: perf/bench_xdp, the XDP program's cost per frame in the kernel's BPF_PROG_TEST_RUN,
+     beside a program that only returns XDP_PASS.
   syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
      dropped, every SYN answered), --bench-reps repetitions interleaved at random, every
      repetition kept.
@@ -218,6 +223,7 @@ class Harness:
             "tx": os.path.join(self.build, "perf/floodgate-tx"),
             "bench_decision": os.path.join(self.build, "perf/bench_decision"),
             "bench_table": os.path.join(self.build, "perf/bench_table"),
+            "bench_xdp": os.path.join(self.build, "perf/bench_xdp"),
         }
         self.work = tempfile.mkdtemp(prefix="floodgate-perf-")
         self.config = os.path.join(ROOT, "perf/perf.yaml")
@@ -402,15 +408,17 @@ class Harness:
                         if m not in CASE1_ONLY]:
                 path = self.mix(mix)
                 row = {"mix": mix, "frames": self.frames(path), "pmd": pmd, "nftables": [],
-                       "floodgate": [], "generator": []}
+                       "floodgate": [], "floodgate_xdp": [], "xdp_ns_per_frame": [],
+                       "xdp_escalated": [], "generator": []}
+                peers = ["nftables", "floodgate"] + (["floodgate_xdp"] if pmd == "af_xdp" else [])
                 for rep in range(self.args.reps):
-                    order = ["nftables", "floodgate"] if rep % 2 == 0 else ["floodgate",
-                                                                            "nftables"]
+                    order = peers if rep % 2 == 0 else peers[::-1]
                     for peer in order:
                         what = "case 3, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
                         log(what)
                         row[peer].append(self.guarded(what, lambda: self.kernel_run(
                             peer, tag, gen_ns, flt_ns, pmd, path, row)))
+                summarise(row, "floodgate_xdp", ["nftables"], key="xdp_ratio_vs_")
                 out.append(summarise(row, "floodgate", ["nftables"]))
         finally:
             for ns in (gen_ns, flt_ns):
@@ -453,12 +461,75 @@ class Harness:
                        row["generator"]):
             if peer == "nftables":
                 return self.nft_rate(flt_ns, dev, "c" in os.path.basename(path))
+            if peer == "floodgate_xdp":
+                return self.xdp_rate(flt_ns, dev, row)
             vdev = ("net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % dev
                     if pmd == "af_xdp" else "net_af_packet0,iface=%s,qpairs=1" % dev)
             # net_af_packet and net_af_xdp want whole-page frames: 2176-byte mbufs.
             return self.measure(self.floodgate(
                 ["--vdev", vdev, "--vdev", "net_null0,no-rx=1"], 65536, "fgp-fg",
                 os.path.join(self.work, "stats.json"), netns=flt_ns, mbuf_size=2176))
+
+    def xdp_rate(self, ns, dev, row):
+        """floodgate on net_af_xdp with its XDP program (maps in a BPF filesystem of the run's
+        own, emptied before each run): frames the program judged a second, sampled like
+        nft_rate once the flood's sources are escalated (escalated_hits growing), and the
+        program's run time per frame from the kernel's BPF statistics."""
+        pin = os.path.join(self.work, "bpffs")
+        if not os.path.ismount(pin):
+            os.makedirs(pin, exist_ok=True)
+            subprocess.run(["mount", "-t", "bpf", "bpf", pin], check=True)
+        pin_dir = os.path.join(pin, "floodgate")
+        subprocess.run(["rm", "-rf", pin_dir])
+        env = dict(os.environ, FLOODGATE_XDP_PIN_DIR=pin_dir)
+        obj = os.path.join(self.build, "bpf/floodgate_xdp.bpf.o")
+        cmd = self.netns(ns) + [self.bin["floodgate"], "run"] + \
+            self.eal("fgp-fg", self.lcores(), 2048) + [
+                "--vdev", "net_af_xdp0,iface=%s,start_queue=0,queue_count=1,xdp_prog=%s" % (dev, obj),
+                "--vdev", "net_null0,no-rx=1", "--", "--config",
+                os.path.join(ROOT, "perf/perf-xdp.yaml"), "--control", "none", "--mbufs", "65536",
+                "--mbuf-size", "2176", "--xdp-pin-dir", pin_dir]
+
+        def counters():
+            out = subprocess.run([os.path.join(self.build, "control/floodctl"), "-j", "xdp",
+                                  "stats"], capture_output=True, text=True, env=env, check=True)
+            return json.loads(out.stdout)["counters"]
+
+        subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        try:
+            out, end = Lines(p), time.monotonic() + 60
+            while time.monotonic() < end and not out.eof:
+                line = out.next(1.0)
+                if line and line.startswith("floodgate: "):
+                    break
+            else:
+                raise RuntimeError("floodgate with the XDP tier did not start")
+            # Escalation: the flood's sources go into the map within a few seconds.
+            end = time.monotonic() + 30
+            while counters()["escalated_hits"] == 0:
+                if time.monotonic() > end or out.eof:
+                    raise RuntimeError("no source was escalated in 30 s")
+                time.sleep(0.5)
+            time.sleep(2)  # the rest of the flood's sources follow
+            values, prev = [], None
+            for _ in range(self.args.seconds + 1):
+                c, now = counters(), time.monotonic()
+                if prev is not None:
+                    values.append((c["packets"] - prev[1]["packets"]) / (now - prev[0]))
+                prev = (now, c)
+                time.sleep(1)
+            row["xdp_escalated"].append(prev[1]["escalated_hits"] / max(prev[1]["packets"], 1))
+            progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"],
+                                              capture_output=True, text=True).stdout or "[]")
+            ours = [q for q in progs if q.get("name") == "floodgate_xdp" and q.get("run_cnt")]
+            best = max(ours, key=lambda q: q["run_cnt"]) if ours else None
+            row["xdp_ns_per_frame"].append(best["run_time_ns"] / best["run_cnt"] if best else None)
+            return statistics.median(values)
+        finally:
+            stop(p)
+            subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
 
     def nft_rate(self, ns, dev, ipv6):
         """The same limit as perf/perf.yaml (100/s, burst 50 per source; IPv6 per /64) in a
@@ -519,6 +590,21 @@ table netdev floodgate_perf {
             res[name] = rows
         self.results["micro"] = res
 
+    def xdp(self):
+        """perf/bench_xdp: the XDP program's cost per frame (BPF_PROG_TEST_RUN), beside a
+        program that only returns XDP_PASS."""
+        p = subprocess.run([self.bin["bench_xdp"], "--benchmark_min_time=1",
+                            "--benchmark_repetitions=%d" % self.args.reps,
+                            "--benchmark_report_aggregates_only=true",
+                            "--benchmark_format=json"], capture_output=True, text=True,
+                           timeout=1800)
+        if p.returncode != 0:
+            raise RuntimeError("bench_xdp: " + p.stderr[-2000:])
+        # The counter is an inverted rate: seconds per frame.
+        self.results["xdp"] = [{"name": b["run_name"], "ns_per_frame": b["ns_per_frame"] * 1e9}
+                               for b in json.loads(p.stdout)["benchmarks"]
+                               if b.get("aggregate_name") == "median"]
+
     def syn(self):
         """BM_SynFlood alone, every repetition kept (medians and ranges in the report)."""
         p = subprocess.run([self.bin["bench_decision"], "--benchmark_filter=^BM_SynFlood/",
@@ -564,13 +650,13 @@ table netdev floodgate_perf {
                 "commit": ver("git", "-C", ROOT, "rev-parse", "--short", "HEAD")}
 
 
-def summarise(row, ours, baselines):
+def summarise(row, ours, baselines, key="ratio_vs_"):
     for k in [ours] + baselines:
         vals = [v for v in row[k] if v is not None]
         row[k + "_median_pps"] = statistics.median(vals) if vals else None
     for b in baselines:
         a, z = row[ours + "_median_pps"], row[b + "_median_pps"]
-        row["ratio_vs_" + b] = a / z if a and z else None
+        row[key + b] = a / z if a and z else None
     return row
 
 
@@ -579,7 +665,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cases", default="1,2,3,micro", help="of 1,2,3,micro,syn")
+    ap.add_argument("--cases", default="1,2,3,micro,xdp", help="of 1,2,3,micro,syn,xdp")
     ap.add_argument("--mixes", default="a,b,c,d,e,e-drop",
                     help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
@@ -598,7 +684,8 @@ def main():
     failures = []
     for case in args.cases.split(","):
         try:
-            {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn}[case]()
+            {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn,
+             "xdp": h.xdp}[case]()
         except Exception as e:  # one case failing still leaves the others' figures
             log("case %s failed: %s" % (case, e))
             failures.append({"case": case, "error": str(e)[-3000:]})
@@ -607,6 +694,7 @@ def main():
     path = os.path.join(args.out, datetime.date.today().isoformat() + ".json")
     with open(path, "w") as f:
         json.dump(h.results, f, indent=1)
+    subprocess.run(["umount", os.path.join(h.work, "bpffs")], stderr=subprocess.DEVNULL)
     subprocess.run(["rm", "-rf", h.work])
     print(path)
     return 1 if failures else 0

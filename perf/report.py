@@ -230,17 +230,42 @@ def render(r, h, targets_title):
     if "3" in cases:
         out += [h + " Case 3: the kernel (veth between namespaces, floodgate-tx on net_af_packet)",
                 "", "| mix | floodgate PMD | generator Mpps | nftables Mpps | floodgate Mpps | "
-                "floodgate / nftables |", "|---|---|---|---|---|---|"]
+                "floodgate / nftables | with the XDP tier Mpps | XDP tier / nftables | dropped in "
+                "the driver | XDP program ns/frame |", "|---|---|---|---|---|---|---|---|---|---|"]
         for row in cases["3"]:
             gen = [g for g in row["generator"] if g]
-            out.append("| %s | %s | %s | %s | %s | %s |" % (
-                MIX_NAMES[row["mix"]], row["pmd"],
-                mpps(sorted(gen)[len(gen) // 2] if gen else None),
+            esc = [e for e in row.get("xdp_escalated", []) if e is not None]
+            cost = [c for c in row.get("xdp_ns_per_frame", []) if c is not None]
+            med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                MIX_NAMES[row["mix"]], row["pmd"], mpps(med(gen)),
                 mpps(row["nftables_median_pps"]), mpps(row["floodgate_median_pps"]),
-                ratio(row["ratio_vs_nftables"])))
+                ratio(row["ratio_vs_nftables"]), mpps(row.get("floodgate_xdp_median_pps")),
+                ratio(row.get("xdp_ratio_vs_nftables")),
+                "%.0f%%" % (100 * med(esc)) if esc else "-",
+                "%.0f" % med(cost) if cost else "-"))
             targets.append(("case 3, mix %s: floodgate >= 3 x nftables" % row["mix"],
                             ratio(row["ratio_vs_nftables"]),
                             met(row["ratio_vs_nftables"], TARGET_CASE3)))
+            if "floodgate_xdp" in row and row["mix"] in ("a", "d"):
+                targets.append((
+                    "case 3, mix %s: floodgate with the XDP tier >= 3 x nftables" % row["mix"],
+                    ratio(row.get("xdp_ratio_vs_nftables")),
+                    met(row.get("xdp_ratio_vs_nftables"), TARGET_CASE3)))
+        out.append("")
+
+    if r.get("xdp"):
+        out += [h + " The XDP program per frame (`perf/bench_xdp`, BPF_PROG_TEST_RUN)", "",
+                "ns per frame as the kernel times a test run (its own per-run overhead "
+                "included: the baseline is a program that only returns XDP_PASS).", "",
+                "| regime | ns/frame | minus the baseline |", "|---|---|---|"]
+        base = next((b["ns_per_frame"] for b in r["xdp"] if b["name"].startswith("BM_XdpBaseline")),
+                    None)
+        for b in r["xdp"]:
+            name = b["name"].replace("BM_XdpProgram/", "").replace("/manual_time", "")
+            out.append("| %s | %.1f | %s |" % (name, b["ns_per_frame"],
+                                              "%.1f" % (b["ns_per_frame"] - base) if base and
+                                              not name.startswith("BM_XdpBaseline") else "-"))
         out.append("")
 
     micro = r.get("micro", {})

@@ -1010,7 +1010,8 @@ TEST(ShippedConfig, ExampleFullLoads) {
     const std::string path = shipped("example-full.yaml");
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
-    bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false;
+    bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false,
+         escalates = false;
     bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
         algorithms[static_cast<unsigned>(r.algorithm)] = true;
@@ -1018,7 +1019,9 @@ TEST(ShippedConfig, ExampleFullLoads) {
         table_full_pass = table_full_pass || r.on_table_full == TableFullPolicy::pass;
         table_full_drop = table_full_drop || r.on_table_full == TableFullPolicy::drop;
         for (const PortRange &p : r.match.dst_ports) port_list = port_list || p.lo < p.hi;
+        escalates = escalates || r.escalate.enabled();
     }
+    EXPECT_TRUE(escalates);
     EXPECT_TRUE(shadow);
     EXPECT_TRUE(table_full_pass);
     EXPECT_TRUE(table_full_drop);
