@@ -59,6 +59,11 @@ XdpEntry entry_of(const Prefix &p, const fg_xdp_entry &e) {
     return x;
 }
 
+Prefix masked(Prefix p) {
+    mask_addr(&p.addr, p.len);
+    return p;
+}
+
 bool dataplane_owned(fg_xdp_origin o) {
     return o == FG_XDP_ORIGIN_rules || o == FG_XDP_ORIGIN_override;
 }
@@ -139,9 +144,14 @@ floodgate_xdp *open_skeleton(const std::string &pin_dir, bool standalone, std::s
     return skel;
 }
 
-std::string load_error(int rc) {
-    return "the kernel refused the XDP program: " + errno_text(rc) +
-           (rc == -EPERM ? " (needs CAP_BPF and CAP_NET_ADMIN, or root)" : "");
+std::string load_error(int rc, const std::string &pin_dir) {
+    std::string hint;
+    if (rc == -EPERM) hint = " (needs CAP_BPF and CAP_NET_ADMIN, or root)";
+    struct stat st {};
+    if (rc == -EINVAL && !pin_dir.empty() && stat((pin_dir + "/counters").c_str(), &st) == 0)
+        hint = " (maps pinned in " + pin_dir +
+               " by another version of floodgate? detach it, then rm -r " + pin_dir + ")";
+    return "the kernel refused the XDP program: " + errno_text(rc) + hint;
 }
 
 }  // namespace
@@ -175,7 +185,7 @@ std::unique_ptr<XdpTier> XdpTier::load(const XdpOptions &options, std::string *e
     t->skel_ = open_skeleton(options.pin_dir, options.standalone, error);
     if (t->skel_ == nullptr) return nullptr;
     if (int rc = floodgate_xdp__load(t->skel_); rc != 0) {
-        *error = load_error(rc);
+        *error = load_error(rc, options.pin_dir);
         return nullptr;
     }
     t->block4_fd_ = bpf_map__fd(t->skel_->maps.block4);
@@ -226,7 +236,7 @@ std::unique_ptr<XdpTier> XdpTier::adopt(const std::string &iface, const std::str
             *error = "cannot reuse the PMD's xsks_map: " + errno_text(rc);
             ok = false;
         } else if (rc = floodgate_xdp__load(t->skel_); rc != 0) {
-            *error = load_error(rc);
+            *error = load_error(rc, pin_dir);
             ok = false;
         }
     }
@@ -335,6 +345,32 @@ bool XdpTier::find(const Prefix &p, XdpEntry *out) const {
     return true;
 }
 
+bool XdpTier::longest_live(const Prefix &p, uint64_t now_ns, XdpEntry *out) const {
+    MapKey m = map_key(block4_fd_, block6_fd_, p);
+    __u32 *len = m.is6 ? &m.k6.prefixlen : &m.k4.prefixlen;
+    for (int i = 0; i <= FG_XDP_EXPIRED_LOOKAHEAD; ++i) {  // as holding() in the program
+        fg_xdp_entry e{};
+        if (bpf_map_lookup_elem(m.fd, m.key(), &e) != 0) return false;
+        if (e.expires_ns == 0 || e.expires_ns > now_ns) {
+            Prefix q = p;
+            q.len = e.prefixlen;
+            *out = entry_of(masked(q), e);
+            return true;
+        }
+        if (e.prefixlen == 0) return false;
+        *len = e.prefixlen - 1u;
+    }
+    return false;
+}
+
+std::string XdpTier::attached_program(const std::string &iface) {
+    const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+    if (ifindex == 0) return "";
+    Attached a = attached(ifindex);
+    if (a.fd >= 0) close(a.fd);
+    return a.name;
+}
+
 std::vector<XdpEntry> XdpTier::list() const {
     std::vector<XdpEntry> out;
     auto walk = [&](int fd, auto key, uint8_t family, size_t addr_len) {
@@ -367,7 +403,13 @@ size_t XdpTier::expire(uint64_t now_ns) {
     return n;
 }
 
-XdpReconciled XdpTier::reconcile(const std::vector<XdpEntry> &owned) {
+XdpReconciled XdpTier::reconcile(const std::vector<XdpEntry> &owned,
+                                 std::initializer_list<fg_xdp_origin> origins) {
+    const auto ours = [&](fg_xdp_origin o) {
+        for (fg_xdp_origin x : origins)
+            if (x == o) return true;
+        return false;
+    };
     // The wanted entry per prefix: an override over a rules entry.
     std::map<Prefix, XdpEntry> wanted;
     for (const XdpEntry &e : owned) {
@@ -379,7 +421,7 @@ XdpReconciled XdpTier::reconcile(const std::vector<XdpEntry> &owned) {
     std::map<Prefix, XdpEntry> present;
     for (const XdpEntry &e : list()) present.emplace(e.prefix, e);
     for (const auto &[p, e] : present)
-        if (dataplane_owned(e.origin) && wanted.count(p) == 0 && remove(p, &ignored)) ++r.removed;
+        if (ours(e.origin) && wanted.count(p) == 0 && remove(p, &ignored)) ++r.removed;
     for (const auto &[p, e] : wanted) {
         auto it = present.find(p);
         if (it != present.end() && it->second == e) continue;
@@ -387,6 +429,16 @@ XdpReconciled XdpTier::reconcile(const std::vector<XdpEntry> &owned) {
             ++r.added;
         else
             ++r.failed;
+    }
+    // An escalated source that an allow now covers is one the dataplane passes.
+    const uint64_t now = monotonic_ns();
+    for (const auto &[p, e] : present) {
+        if (e.origin != FG_XDP_ORIGIN_escalated || wanted.count(p) != 0 || p.len == 0) continue;
+        Prefix around = p;
+        --around.len;
+        XdpEntry cover;
+        if (longest_live(masked(around), now, &cover) && cover.allow && remove(p, &ignored))
+            ++r.removed;
     }
     return r;
 }
@@ -409,6 +461,7 @@ bool XdpTier::add_escalated(const XdpEntry &e, uint64_t now_ns, std::string *err
     if (find(e.prefix, &there) && there.origin != FG_XDP_ORIGIN_escalated &&
         (there.expires_ns == 0 || there.expires_ns > now_ns))
         return false;
+    if (longest_live(e.prefix, now_ns, &there) && there.allow) return false;
     XdpEntry x = e;
     x.origin = FG_XDP_ORIGIN_escalated;
     x.allow = false;

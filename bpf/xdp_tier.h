@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +42,7 @@ struct XdpEntry {
 // What reconcile() changed.
 struct XdpReconciled {
     size_t added = 0;    // written or rewritten
-    size_t removed = 0;  // rules or override entries no longer wanted
+    size_t removed = 0;  // owned entries no longer wanted, escalated ones under a new allow
     size_t failed = 0;   // could not be written (map full)
 };
 
@@ -76,21 +77,29 @@ class XdpTier {
     bool remove(const Prefix &p, std::string *error);  // false if it was not there
     // The entry of exactly this prefix, if any.
     bool find(const Prefix &p, XdpEntry *out) const;
+    // What the program decides for the addresses of p: the longest live entry holding p,
+    // expired ones looked past as the program does; false if none.
+    bool longest_live(const Prefix &p, uint64_t now_ns, XdpEntry *out) const;
+    // The name of the XDP program attached to iface ("" if none).
+    static std::string attached_program(const std::string &iface);
     std::vector<XdpEntry> list() const;
     // Removes the entries whose time has passed; returns how many.
     size_t expire(uint64_t now_ns);
 
-    // Makes the rules and override entries exactly `owned` (each of origin rules or override;
-    // for the same prefix the override is kept): removes those no longer in it and writes the
-    // missing or changed ones, over an operator's or escalated entry of the same prefix.
-    // Entries of other origins are left alone.
-    XdpReconciled reconcile(const std::vector<XdpEntry> &owned);
+    // Makes the entries of the origins in `origins` (rules; or rules and override) exactly
+    // `owned` (for the same prefix an override is kept over a rules entry): removes those no
+    // longer in it and writes the missing or changed ones, over an operator's or escalated
+    // entry of the same prefix. Escalated entries that a live allow now covers go too (the
+    // dataplane passes those sources). Operator entries are left alone.
+    XdpReconciled reconcile(const std::vector<XdpEntry> &owned,
+                            std::initializer_list<fg_xdp_origin> origins = {
+                                FG_XDP_ORIGIN_rules, FG_XDP_ORIGIN_override});
     // An operator's block (floodctl xdp add): refused for a prefix the rules file or an
     // override holds (changing it there is what lasts); replaces an operator's or escalated
     // entry.
     bool add_operator(const XdpEntry &e, std::string *error);
     // An escalated source: written unless an entry of the same prefix holds already (a block
-    // drops it, an allow must stay). Returns true when written.
+    // drops it) or a live allow covers it (the dataplane passes it). Returns true when written.
     bool add_escalated(const XdpEntry &e, uint64_t now_ns, std::string *error);
 
     // The counters summed over the CPUs, by enum fg_xdp_counter.

@@ -70,6 +70,7 @@ int list(XdpTier &tier, bool json_out) {
     const uint64_t now = XdpTier::monotonic_ns();
     nlohmann::json out = nlohmann::json::array();
     for (const XdpEntry &e : tier.list()) {
+        if (e.expires_ns != 0 && e.expires_ns <= now) continue;  // as absent for the program
         nlohmann::json j = {{"prefix", format_prefix(e.prefix)},
                             {"action", e.allow ? "allow" : "block"},
                             {"origin", xdp_origin_name(e.origin)}};
@@ -132,7 +133,8 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
         tier->expire(XdpTier::monotonic_ns());
         XdpReconciled r;
         if (config) {
-            r = tier->reconcile(rules_entries(*config));
+            // The rules entries only: overrides are the dataplane's, when one shares the pins.
+            r = tier->reconcile(rules_entries(*config), {FG_XDP_ORIGIN_rules});
             if (r.failed > 0)
                 return failed_json(json_out, std::to_string(r.failed) +
                                                  " entries of the rules file did not fit the maps");
@@ -148,7 +150,9 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
     const bool writes = sub == "add" || sub == "del";
     std::unique_ptr<XdpTier> tier = open_maps(sub == "add", &error);
     if (!tier) return failed_json(json_out, error);
-    tier->expire(XdpTier::monotonic_ns());
+    // Reading removes nothing (the dataplane counts the escalated entries it removes on time);
+    // expired entries are left out of the list and cost the program nothing.
+    if (writes) tier->expire(XdpTier::monotonic_ns());
     if (sub == "list" && a.size() == 1) return list(*tier, json_out);
     if (sub == "stats" && a.size() == 1) return stats(*tier, json_out);
     if (writes && sub == "add" && (a.size() == 2 || (a.size() == 4 && a[2] == "--ttl"))) {
@@ -169,6 +173,13 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
         std::string why;
         const std::optional<Prefix> p = parse_prefix(a[1], &why);
         if (!p) return usage(why);
+        XdpEntry there;
+        if (tier->find(*p, &there) &&
+            (there.origin == FG_XDP_ORIGIN_rules || there.origin == FG_XDP_ORIGIN_override))
+            return failed_json(json_out, format_prefix(*p) + ": held by " +
+                                             (there.origin == FG_XDP_ORIGIN_rules ? "the rules file"
+                                                                                  : "an override") +
+                                             "; change it there");
         if (!tier->remove(*p, &error)) return failed_json(json_out, error);
         return done(json_out, "removed " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
     }

@@ -235,6 +235,12 @@ bool open_xdp_tier(uint16_t port, const RunOptions &opt, const Config &config,
                 "net_af_xdp with xdp_prog=.../floodgate_xdp.bpf.o): nothing is escalated\n");
         return true;
     }
+    // Someone else's program: theirs to run; floodgate filters what reaches it as always.
+    if (const std::string name = XdpTier::attached_program(a.iface); name != kXdpProgramName) {
+        std::printf("note: %s runs the XDP program '%s', not floodgate's: no XDP tier\n",
+                    a.iface.c_str(), name.c_str());
+        return true;
+    }
     const std::string pin_dir = opt.xdp_pin_dir.empty() ? kXdpPinDir : opt.xdp_pin_dir;
     std::unique_ptr<XdpTier> tier = XdpTier::adopt(a.iface, pin_dir, error);
     if (!tier) {

@@ -49,9 +49,13 @@ void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<Runnin
             ++it;
             continue;
         }
+        // Ours if still escalated and due (a newer escalation of the same source has its own
+        // record); gone already (floodctl xdp del, or a sweep) counts as expired too.
         XdpEntry there;
-        if (tier_->find(it->key, &there) && there.origin == FG_XDP_ORIGIN_escalated &&
-            there.expires_ns <= now_ns && tier_->remove(it->key, &ignored)) {
+        const bool present = tier_->find(it->key, &there);
+        const bool ours = present && there.origin == FG_XDP_ORIGIN_escalated &&
+                          there.expires_ns == it->expires_ns;
+        if (!present || (ours && tier_->remove(it->key, &ignored))) {
             ++escalations_expired_;
             if (entries_[FG_XDP_ORIGIN_escalated] > 0) --entries_[FG_XDP_ORIGIN_escalated];
         }
@@ -92,10 +96,13 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
     }
     std::string error;
     for (const Escalation &e : escalator_.sample(now_ns, top)) {
+        XdpEntry before;
+        const bool renewal =
+            tier_->find(e.key, &before) && before.origin == FG_XDP_ORIGIN_escalated;
         if (tier_->add_escalated({e.key, FG_XDP_ORIGIN_escalated, false, e.expires_ns}, now_ns,
                                  &error)) {
             ++escalations_;
-            ++entries_[FG_XDP_ORIGIN_escalated];
+            if (!renewal) ++entries_[FG_XDP_ORIGIN_escalated];
             escalated_.push_back({e.key, e.expires_ns});
             std::printf(
                 "xdp: escalated %s (rule %s, refused %llu/s) for %s\n",

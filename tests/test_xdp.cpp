@@ -227,6 +227,46 @@ TEST_F(XdpProgram, OperatorAndEscalatedEntriesGiveWayToTheRulesFile) {
     EXPECT_FALSE(tier_->find(prefix("198.19.0.7/32"), &there));
 }
 
+// An allow that covers an escalated source (added after it, or before) wins, as in the
+// dataplane: the escalated entry goes, and no new one is written under it.
+TEST_F(XdpProgram, AnAllowCoveringAnEscalatedSourceLiftsIt) {
+    std::string error;
+    const uint64_t now = XdpTier::monotonic_ns(), later = now + 3'600'000'000'000ull;
+    block("198.18.7.7/32", later, FG_XDP_ORIGIN_escalated);
+    block("198.18.8.8/32", later, FG_XDP_ORIGIN_escalated);
+    block("198.18.8.0/24", 0, FG_XDP_ORIGIN_operator);  // a block around one: stays
+    const XdpReconciled r =
+        tier_->reconcile({{prefix("198.18.7.0/24"), FG_XDP_ORIGIN_override, true, later}});
+    EXPECT_EQ(r.added, 1u);
+    EXPECT_EQ(r.removed, 1u);
+    XdpEntry there;
+    EXPECT_FALSE(tier_->find(prefix("198.18.7.7/32"), &there));
+    EXPECT_TRUE(tier_->find(prefix("198.18.8.8/32"), &there));
+    EXPECT_EQ(run(udp4("198.18.7.7")), XDP_PASS);
+    EXPECT_FALSE(tier_->add_escalated(
+        {prefix("198.18.7.9/32"), FG_XDP_ORIGIN_escalated, false, later}, now, &error));
+    EXPECT_TRUE(error.empty()) << error;
+    EXPECT_FALSE(tier_->find(prefix("198.18.7.9/32"), &there));
+    // What the program decides, from user space: the longest live entry around a prefix.
+    ASSERT_TRUE(tier_->longest_live(prefix("198.18.7.9/32"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "198.18.7.0/24");
+    EXPECT_TRUE(there.allow);
+}
+
+// floodctl xdp attach --config owns the rules entries only: the overrides a dataplane wrote in
+// the same pinned maps stay.
+TEST_F(XdpProgram, ReconcilingTheRulesOnlyLeavesOverridesAlone) {
+    block("198.19.1.0/24", 0, FG_XDP_ORIGIN_override);
+    block("198.19.2.0/24");  // rules, no longer in the file
+    const XdpReconciled r = tier_->reconcile(
+        {{prefix("198.19.3.0/24"), FG_XDP_ORIGIN_rules, false, 0}}, {FG_XDP_ORIGIN_rules});
+    EXPECT_EQ(r.added, 1u);
+    EXPECT_EQ(r.removed, 1u);
+    XdpEntry there;
+    EXPECT_TRUE(tier_->find(prefix("198.19.1.0/24"), &there));
+    EXPECT_FALSE(tier_->find(prefix("198.19.2.0/24"), &there));
+}
+
 // For net_af_xdp the program redirects to its queue's socket; with none there (no socket in
 // xsks_map at index 0) the frame falls back to the kernel: what a test run can see.
 TEST_F(XdpProgram, WithoutAnAfXdpSocketFramesFallBackToTheKernel) {

@@ -106,12 +106,7 @@ rules:
 EOF
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
-ip netns add "$out_ns"
-ip netns add "$in_ns"
-ip link add "$tag-o" type veth peer name "$tag-op"
-ip link add "$tag-i" type veth peer name "$tag-ip"
-ip link set "$tag-op" netns "$out_ns"
-ip link set "$tag-ip" netns "$in_ns"
+make_wire "$tag" "$out_ns" "$in_ns"
 for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
   echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
   "${answers_tools[@]}" offload-off "$dev"

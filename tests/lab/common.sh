@@ -22,6 +22,26 @@ wait_for() {  # wait_for FILE PATTERN SECONDS PID: bounded wait for a line PID p
   done
 }
 
+# make_wire TAG OUT_NS IN_NS [QUEUES]: the two namespaces and floodgate's veths, TAG-o (its
+# outside, peer TAG-op in OUT_NS) and TAG-i (its inside, peer TAG-ip in IN_NS), with QUEUES
+# queue pairs on each side (AF_XDP binds to queues; default 1).
+make_wire() {
+  local q="${4:-1}"
+  ip netns add "$2"
+  ip netns add "$3"
+  ip link add "$1-o" numrxqueues "$q" numtxqueues "$q" type veth peer name "$1-op" numrxqueues "$q" numtxqueues "$q"
+  ip link add "$1-i" numrxqueues "$q" numtxqueues "$q" type veth peer name "$1-ip" numrxqueues "$q" numtxqueues "$q"
+  ip link set "$1-op" netns "$2"
+  ip link set "$1-ip" netns "$3"
+}
+
+quiet_link() {  # quiet_link NS|"" DEV: up, no IPv6 (no router solicitations or ND among the frames)
+  local ns="$1" dev="$2" run=()
+  [ -n "$ns" ] && run=(ip netns exec "$ns")
+  "${run[@]}" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6"
+  "${run[@]}" ip link set "$dev" up
+}
+
 # remove_wire TAG OUT_NS IN_NS: the namespaces, floodgate's veths TAG-o and TAG-i, and the
 # DPDK runtime directories of floodgate (TAG) and floodgate-tx (TAG-tx).
 remove_wire() {

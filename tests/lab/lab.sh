@@ -46,20 +46,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-quiet_link() {  # up, no IPv6 (no router solicitations or ND among the test's frames)
-  local ns="$1" dev="$2" run=()
-  [ -n "$ns" ] && run=(ip netns exec "$ns")
-  "${run[@]}" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${run[@]}" ip link set "$dev" up
-}
-
-ip netns add "$out_ns"
-ip netns add "$in_ns"
-# One queue pair per worker on floodgate's side of each veth (AF_XDP binds to queues).
-ip link add "$tag-o" numrxqueues "$workers" numtxqueues "$workers" type veth peer name "$tag-op" numrxqueues "$workers" numtxqueues "$workers"
-ip link add "$tag-i" numrxqueues "$workers" numtxqueues "$workers" type veth peer name "$tag-ip" numrxqueues "$workers" numtxqueues "$workers"
-ip link set "$tag-op" netns "$out_ns"
-ip link set "$tag-ip" netns "$in_ns"
+make_wire "$tag" "$out_ns" "$in_ns" "$workers"  # one queue pair per worker
 quiet_link "" "$tag-o"
 quiet_link "" "$tag-i"
 quiet_link "$out_ns" "$tag-op"

@@ -51,13 +51,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-quiet_link() {  # up, no IPv6 (no router solicitations or ND among the test's frames)
-  local ns="$1" dev="$2" run=()
-  [ -n "$ns" ] && run=(ip netns exec "$ns")
-  "${run[@]}" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${run[@]}" ip link set "$dev" up
-}
-
 cat >"$work/rules.yaml" <<'YAML'
 allow: [198.18.200.0/24]   # traffic.py's end marker
 rules:
@@ -67,12 +60,7 @@ rules:
     escalate: { after: 1s, min_refused_rate: 200/s, ttl: 8s }
 YAML
 
-ip netns add "$out_ns"
-ip netns add "$in_ns"
-ip link add "$tag-o" type veth peer name "$tag-op"
-ip link add "$tag-i" type veth peer name "$tag-ip"
-ip link set "$tag-op" netns "$out_ns"
-ip link set "$tag-ip" netns "$in_ns"
+make_wire "$tag" "$out_ns" "$in_ns"
 quiet_link "" "$tag-o"
 quiet_link "" "$tag-i"
 quiet_link "$out_ns" "$tag-op"

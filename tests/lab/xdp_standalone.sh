@@ -130,6 +130,10 @@ grep -q "^198.18.9.1/32 " <<<"$listed" && { echo "FAIL the dropped block of 198.
 grep -qE "^198.18.9.2/32 +allow +rules" <<<"$listed" || { echo "FAIL no allow entry for 198.18.9.2"; exit 1; }
 grep -qE "^198.18.9.0/24 +block +rules" <<<"$listed" || { echo "FAIL no block entry for 198.18.9.0/24"; exit 1; }
 echo "ok   attach --config again: the maps hold exactly the new file's lists"
+if ip netns exec "$rcv" "$floodctl" xdp del 198.18.9.0/24 2>/dev/null; then
+  echo "FAIL xdp del removed the rules file's block"; exit 1
+fi
+echo "ok   xdp del is refused for the rules file's entries"
 ip netns exec "$rcv" "$floodctl" xdp detach "$tag-b"
 if ip netns exec "$rcv" "$floodctl" xdp detach "$tag-b" 2>/dev/null; then
   echo "FAIL detach reported success with nothing attached"; exit 1
