@@ -1,5 +1,7 @@
 #include "dataplane/pipeline.h"
 
+#include "dataplane/payload_scan.h"
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -533,6 +535,7 @@ void Pipeline::observe_returning(const uint8_t *const *frames, const uint32_t *l
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                       const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens) {
     const std::vector<CompiledRule> &rules = rules_->rules();
+    hs_scratch *const scratch = rules_->payload_scratch(core_);
 
     // Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a
     // lookup call per family and direction; key every (packet, matching rule) pair.
@@ -547,6 +550,12 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
         const PacketInfo &info = infos_[i];
         for (const CompiledRule &r : rules) {
             if (!rule_matches(r, info, *source_[i].rules, *dst_rules_[i])) continue;
+            // The payload last: only packets that could match pay for the scan.
+            if (r.payload != nullptr &&
+                !payload_matches(r.payload, r.payload_offset, r.payload_depth, frames[i],
+                                 captured_lens != nullptr ? captured_lens[i] : lens[i], info,
+                                 scratch))
+                continue;
             Check &c = checks_[n_checks++];
             c.rule = r.index;
             c.key = rule_key(r, info);

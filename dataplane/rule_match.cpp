@@ -1,5 +1,7 @@
 #include "dataplane/rule_match.h"
 
+#include "rules/payload.h"
+
 namespace floodgate {
 
 static_assert(kMaxRatePeriodNs <= kMaxWindowNs, "every rate's period can be a window");
@@ -25,6 +27,11 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.src_list = !r.match.src.empty();
     c.dst_list = !r.match.dst.empty();
     c.tcp_flags = r.match.tcp_flags;
+    if (r.match.payload.compiled) {
+        c.payload = r.match.payload.compiled->database();
+        c.payload_offset = r.match.payload.offset;
+        c.payload_depth = r.match.payload.depth;
+    }
     c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
                       (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;
     c.key_kind = r.key_kind;

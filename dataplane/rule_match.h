@@ -18,6 +18,8 @@
 #include "dataplane/prefix_table.h"
 #include "dataplane/rule_state.h"
 
+struct hs_database;
+
 namespace floodgate {
 
 struct CompiledRule {
@@ -38,6 +40,11 @@ struct CompiledRule {
     bool src_list = false;  // the source must be in the rule's src list
     bool dst_list = false;  // the destination must be in its dst list
     TcpFlagMatch tcp_flags;
+    // match.payload: the compiled patterns (owned by the RuleSet's config) and the window,
+    // checked after everything else (dataplane/payload_scan.h); null: no payload condition.
+    const hs_database *payload = nullptr;
+    uint32_t payload_offset = 0;
+    uint32_t payload_depth = 0;
 
     // Key: what the limit is kept per (KeyKind), and the address masks per family; [0] IPv4,
     // [1] IPv6, in raw memory byte order like LimitKey's words. key_mask_* mask the source

@@ -1,5 +1,7 @@
 #include "dataplane/ruleset.h"
 
+#include "rules/payload.h"
+
 #include <algorithm>
 #include <atomic>
 
@@ -52,12 +54,31 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
 
     std::unique_ptr<RuleSet> rs(new RuleSet());
     rs->config_ = config;
+    // Payload patterns: compiled when validated; a Config made in code is compiled here. Then
+    // one scratch space per core, big enough for every rule's database.
+    std::vector<const PayloadDatabase *> databases;
+    for (size_t i = 0; i < rs->config_.rules.size(); ++i) {
+        PayloadMatch &p = rs->config_.rules[i].match.payload;
+        if (!p.present()) continue;
+        if (!p.compiled) {
+            int bad = -1;
+            p.compiled = PayloadDatabase::compile(p.patterns, error, &bad);
+            if (!p.compiled) {
+                *error = "rules[" + std::to_string(i) + "].match.payload" +
+                         (bad >= 0 ? ".patterns[" + std::to_string(bad) + "]" : "") + ": " + *error;
+                return nullptr;
+            }
+        }
+        databases.push_back(p.compiled.get());
+    }
+    rs->payload_scratch_ = PayloadScratch::create(databases, options.cores, error);
+    if (!rs->payload_scratch_) return nullptr;
     rs->overrides_ = options.overrides;
     rs->version_ = options.version;
     rs->serial_ = next_serial.fetch_add(1);
     rs->cores_ = options.cores;
-    for (size_t i = 0; i < config.rules.size(); ++i) {
-        const Rule &r = config.rules[i];
+    for (size_t i = 0; i < rs->config_.rules.size(); ++i) {
+        const Rule &r = rs->config_.rules[i];
         std::shared_ptr<RuleState> state;
         if (options.previous != nullptr && options.previous->cores_ == options.cores) {
             const CompiledRule *old = options.previous->find_rule(r.name);

@@ -16,6 +16,7 @@
 #include "dataplane/parse.h"
 #include "dataplane/prefix_table.h"
 #include "dataplane/rule_match.h"
+#include "rules/payload.h"
 
 namespace floodgate {
 
@@ -109,6 +110,8 @@ class RuleSet {
     // Unique among every RuleSet this process built (addresses may be reused; this is not).
     uint64_t serial() const { return serial_; }
     unsigned cores() const { return cores_; }
+    // Core i's Hyperscan scratch for the rules' payload patterns (null when none has any).
+    hs_scratch *payload_scratch(unsigned core) const { return payload_scratch_->core(core); }
     // Whether rule i of this set took over the state of a rule of the previous set.
     bool kept_state(size_t i) const { return kept_state_[i]; }
 
@@ -127,6 +130,7 @@ class RuleSet {
     uint64_t version_ = 0;
     uint64_t serial_ = 0;
     unsigned cores_ = 1;
+    std::unique_ptr<PayloadScratch> payload_scratch_;
     PrefixTable by_src_;
     PrefixTable by_dst_;
     static const RuleBits kNoRules;

@@ -12,6 +12,7 @@
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/protocols.h"
 #include "rules/load.h"
+#include "rules/payload.h"
 
 namespace floodgate {
 
@@ -43,6 +44,7 @@ constexpr std::pair<std::string_view, RuleAction> kActions[] = {
 };
 constexpr std::pair<std::string_view, KeyKind> kKeyKinds[] = {
     {"src", KeyKind::src}, {"dst", KeyKind::dst}, {"none", KeyKind::none}};
+constexpr std::pair<std::string_view, bool> kBooleans[] = {{"true", true}, {"false", false}};
 constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
     {"shadow", RuleMode::shadow},
@@ -374,7 +376,7 @@ class ConfigParser {
 
     RuleMatch match(const Field &field) const {
         const Fields f =
-            fields(field, {"proto", "dst_port", "src_port", "src", "dst", "tcp_flags"});
+            fields(field, {"proto", "dst_port", "src_port", "src", "dst", "tcp_flags", "payload"});
         RuleMatch m;
         if (const Field *p = f.find("proto")) m.proto = proto(*p);
         const Field *dst_port = f.find("dst_port");
@@ -399,7 +401,74 @@ class ConfigParser {
                      "tcp_flags needs proto tcp (proto is " + std::to_string(*m.proto) + ")");
             m.proto = kProtoTcp;
         }
+        if (const Field *p = f.find("payload")) m.payload = payload(*p);
         return m;
+    }
+
+    // payload: { patterns: [...], offset, depth }; each pattern a literal ('GET / HTTP/1.1',
+    // '\x00\x01'), { regex: ..., caseless: true }, { literal: ..., caseless: true } or
+    // { dns_suffix: victim.example }. Compiled here, so that a bad one is refused with its index.
+    PayloadMatch payload(const Field &field) const {
+        const Fields f = fields(field, {"patterns", "offset", "depth"});
+        PayloadMatch m;
+        const Field &list = require(f, "patterns");
+        const std::vector<Field> items_ = one_or_more(list);
+        if (items_.size() > kMaxPayloadPatterns)
+            fail(list, std::to_string(items_.size()) + " patterns, over " +
+                           std::to_string(kMaxPayloadPatterns));
+        for (const Field &item : items_) m.patterns.push_back(pattern(item));
+        if (const Field *o = f.find("offset"))
+            m.offset = static_cast<uint32_t>(integer(*o, 0, kMaxPayloadWindow));
+        if (const Field *d = f.find("depth"))
+            m.depth = static_cast<uint32_t>(integer(*d, 1, kMaxPayloadWindow));
+        std::string error;
+        int bad = -1;
+        m.compiled = PayloadDatabase::compile(m.patterns, &error, &bad);
+        if (!m.compiled) {
+            if (bad >= 0 && static_cast<size_t>(bad) < items_.size())
+                fail(items_[static_cast<size_t>(bad)],
+                     "pattern " + std::to_string(bad) + ": " + error);
+            fail(list, error);
+        }
+        return m;
+    }
+
+    PayloadPattern pattern(const Field &field) const {
+        PayloadPattern p;
+        std::string why;
+        const auto literal = [&](const Field &text) {
+            p.kind = PayloadPattern::Kind::literal;
+            if (!parse_literal(scalar(text), &p.text, &why)) fail(text, why);
+            if (p.text.size() > kMaxPayloadPatternBytes)
+                fail(text, "longer than " + std::to_string(kMaxPayloadPatternBytes) + " bytes");
+        };
+        if (field.node->kind == DocNode::Kind::scalar) {
+            literal(field);
+            return p;
+        }
+        const Fields f = fields(field, {"literal", "regex", "dns_suffix", "caseless"});
+        const Field *lit = f.find("literal"), *re = f.find("regex"), *dns = f.find("dns_suffix");
+        if ((lit != nullptr) + (re != nullptr) + (dns != nullptr) != 1)
+            fail(field, "one of literal, regex or dns_suffix");
+        if (lit != nullptr) literal(*lit);
+        if (re != nullptr) {
+            p.kind = PayloadPattern::Kind::regex;
+            p.text = scalar(*re);
+            if (p.text.empty() || p.text.size() > kMaxPayloadPatternBytes)
+                fail(*re, "a regular expression of 1-" + std::to_string(kMaxPayloadPatternBytes) +
+                              " bytes");
+        }
+        if (dns != nullptr) {
+            p.kind = PayloadPattern::Kind::dns_suffix;
+            p.text = scalar(*dns);
+            std::string labels;
+            if (!dns_labels(p.text, &labels, &why)) fail(*dns, why);
+        }
+        if (const Field *c = f.find("caseless")) {
+            if (dns != nullptr) fail(*c, "a dns_suffix is always caseless (as DNS names are)");
+            p.caseless = choice(*c, kBooleans);
+        }
+        return p;
     }
 
     // "10/s", "30/min", "1/h", "3/10m", "10000/d": a count, then a period as an optional

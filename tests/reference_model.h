@@ -52,6 +52,7 @@ struct ModelPacket {
     uint16_t src_port = 0;
     uint16_t dst_port = 0;
     uint8_t tcp_flags = 0;
+    std::vector<uint8_t> payload;  // the L4 payload (after the TCP/UDP/ICMP header), whole
 };
 
 // An address prefix as a report names it (top_refused): the family and the address masked to
@@ -603,7 +604,44 @@ class ReferenceModel {
             if ((p.tcp_flags & m.tcp_flags.must_set) != m.tcp_flags.must_set) return false;
             if ((p.tcp_flags & m.tcp_flags.must_clear) != 0) return false;
         }
+        if (m.payload.present() && !payload_matches(m.payload, p)) return false;
         return true;
+    }
+
+    // The window's bytes searched for each pattern, byte by byte (std::search), case folded
+    // for caseless ones. Literals and dns_suffix only: the model has no regex engine.
+    static bool payload_matches(const PayloadMatch &m, const ModelPacket &p) {
+        if (!p.has_l4 || p.payload.size() <= m.offset) return false;
+        const size_t len = m.depth != 0 ? std::min<size_t>(m.depth, p.payload.size() - m.offset)
+                                        : p.payload.size() - m.offset;
+        const auto begin = p.payload.begin() + static_cast<std::ptrdiff_t>(m.offset);
+        const auto end = begin + static_cast<std::ptrdiff_t>(len);
+        const auto fold = [](uint8_t c) {
+            return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c - 'A' + 'a') : c;
+        };
+        for (const PayloadPattern &pat : m.patterns) {
+            std::string needle = pat.text;
+            bool caseless = pat.caseless;
+            if (pat.kind == PayloadPattern::Kind::dns_suffix) {
+                needle.clear();
+                size_t at = 0;
+                while (at <= pat.text.size()) {  // "a.b" -> \x01a\x01b\x00
+                    const size_t dot = std::min(pat.text.find('.', at), pat.text.size());
+                    needle.push_back(static_cast<char>(dot - at));
+                    needle += pat.text.substr(at, dot - at);
+                    at = dot + 1;
+                }
+                needle.push_back('\0');
+                caseless = true;
+            }
+            if (pat.kind == PayloadPattern::Kind::regex) continue;  // scenarios use none
+            const auto same = [&](uint8_t a, char b) {
+                return caseless ? fold(a) == fold(static_cast<uint8_t>(b))
+                                : a == static_cast<uint8_t>(b);
+            };
+            if (std::search(begin, end, needle.begin(), needle.end(), same) != end) return true;
+        }
+        return false;
     }
 
     Config cfg_;

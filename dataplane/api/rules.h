@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,27 @@ struct TcpFlagMatch {
 };
 
 // Which packets a rule looks at. An empty list or an unset field means "any".
+// match.payload: patterns searched for in the L4 payload (rules/payload.h compiles them).
+// literal: bytes as written, \xHH for any byte; regex: Hyperscan's PCRE subset; dns_suffix: a
+// domain, matched as its label encoding (a DNS name that is the domain or ends in it).
+struct PayloadPattern {
+    enum class Kind : uint8_t { literal, regex, dns_suffix };
+    Kind kind = Kind::literal;
+    std::string text;  // literal: the bytes (escapes resolved); regex, dns_suffix: as written
+    bool caseless = false;
+    bool operator==(const PayloadPattern &) const = default;
+};
+
+class PayloadDatabase;  // rules/payload.h: the compiled patterns
+
+struct PayloadMatch {
+    std::vector<PayloadPattern> patterns;  // any of them matching makes the rule match
+    uint32_t offset = 0;                   // the window: from offset bytes into the L4 payload,
+    uint32_t depth = 0;                    // depth bytes long (0: to the payload's end)
+    std::shared_ptr<const PayloadDatabase> compiled;  // compiled when the rules were validated
+    bool present() const { return !patterns.empty(); }
+};
+
 struct RuleMatch {
     std::optional<uint8_t> proto;      // IP protocol number after the IPv6 extension chain
     std::vector<PortRange> dst_ports;  // only TCP/UDP packets with an L4 header can match
@@ -33,6 +55,7 @@ struct RuleMatch {
     std::vector<Prefix> src;
     std::vector<Prefix> dst;
     TcpFlagMatch tcp_flags;  // only TCP packets with an L4 header can match a non-empty one
+    PayloadMatch payload;    // only packets with an L4 header can match a present one
 };
 
 enum class RuleMode : uint8_t { enforce, shadow };
@@ -260,5 +283,11 @@ inline constexpr unsigned kMaxReserveTotal = 90;  // percent: new sources keep a
 // A window rule's N: what the cross-core merge record carries in 30 bits (Consumption).
 inline constexpr uint64_t kMaxWindowPkts = (1u << 30) - 1;
 inline constexpr uint64_t kMinWindowNs = 1'000'000;  // 1 ms
+// Payload patterns: per rule, bytes per pattern, the window's offset and depth, and the
+// compiled database's size (rules/payload.h).
+inline constexpr size_t kMaxPayloadPatterns = 10000;
+inline constexpr size_t kMaxPayloadPatternBytes = 1024;
+inline constexpr uint32_t kMaxPayloadWindow = 65535;
+inline constexpr size_t kMaxPayloadDatabaseBytes = 64u << 20;
 
 }  // namespace floodgate

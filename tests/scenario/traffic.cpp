@@ -67,7 +67,10 @@ GenPacket make_packet(uint64_t ts_ns, const Flow &f) {
         default:
             b.ip_proto(f.proto);
     }
-    b.payload(f.payload_bytes);
+    std::vector<uint8_t> payload = f.payload;
+    if (payload.empty())
+        for (size_t i = 0; i < f.payload_bytes; ++i) payload.push_back(static_cast<uint8_t>(i));
+    b.payload(payload);
     GenPacket p{b.build(), {}};
     p.info = {.ts_ns = ts_ns,
               .kind = FrameKind::ip,
@@ -78,7 +81,8 @@ GenPacket make_packet(uint64_t ts_ns, const Flow &f) {
               .has_l4 = ports || f.proto == kProtoIcmp || f.proto == kProtoIcmpv6,
               .src_port = ports ? f.src_port : uint16_t{0},
               .dst_port = ports ? f.dst_port : uint16_t{0},
-              .tcp_flags = f.proto == kProtoTcp ? f.tcp_flags : uint8_t{0}};
+              .tcp_flags = f.proto == kProtoTcp ? f.tcp_flags : uint8_t{0},
+              .payload = payload};
     return p;
 }
 

@@ -68,6 +68,7 @@ struct Flow {
     uint16_t qinq = 0;  // outer 802.1ad tag, 0 for none
     uint16_t vlan = 0;  // 802.1Q tag, 0 for none
     size_t payload_bytes = 18;
+    std::vector<uint8_t> payload;  // when not empty: these bytes instead of payload_bytes
 };
 
 Flow flow4(const char *src, uint8_t proto, uint16_t dst_port = 0, uint8_t tcp_flags = 0);

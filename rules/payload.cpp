@@ -1,0 +1,254 @@
+#include "rules/payload.h"
+
+#include <cstdio>
+
+#if FG_HAVE_HYPERSCAN
+#include <hs/hs.h>
+#endif
+
+namespace floodgate {
+
+bool parse_literal(const std::string &text, std::string *bytes, std::string *why) {
+    bytes->clear();
+    const auto hex = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x20 || c >= 0x7f) {
+            *why = "byte " + std::to_string(i) +
+                   " is not printable ASCII (write bytes as \\xHH, in single quotes)";
+            return false;
+        }
+        if (c != '\\') {
+            bytes->push_back(static_cast<char>(c));
+            continue;
+        }
+        if (i + 1 >= text.size()) {
+            *why = "a lone \\ at the end (write \\\\ for a backslash)";
+            return false;
+        }
+        const char e = text[++i];
+        switch (e) {
+            case '\\':
+                bytes->push_back('\\');
+                break;
+            case 'n':
+                bytes->push_back('\n');
+                break;
+            case 'r':
+                bytes->push_back('\r');
+                break;
+            case 't':
+                bytes->push_back('\t');
+                break;
+            case '0':
+                bytes->push_back('\0');
+                break;
+            case 'x': {
+                const int hi = i + 1 < text.size() ? hex(text[i + 1]) : -1;
+                const int lo = i + 2 < text.size() ? hex(text[i + 2]) : -1;
+                if (hi < 0 || lo < 0) {
+                    *why = "\\x at byte " + std::to_string(i - 1) + " needs two hex digits";
+                    return false;
+                }
+                bytes->push_back(static_cast<char>(hi * 16 + lo));
+                i += 2;
+                break;
+            }
+            default:
+                *why =
+                    std::string("unknown escape \\") + e + " (known: \\xHH \\\\ \\n \\r \\t \\0)";
+                return false;
+        }
+    }
+    if (bytes->empty()) {
+        *why = "an empty literal would match every packet";
+        return false;
+    }
+    return true;
+}
+
+bool dns_labels(const std::string &domain, std::string *labels, std::string *why) {
+    labels->clear();
+    std::string name = domain;
+    if (!name.empty() && name.back() == '.') name.pop_back();  // "victim.example." too
+    if (name.empty() || name.size() > 253) {
+        *why = "a domain of 1-253 characters";
+        return false;
+    }
+    size_t at = 0;
+    while (at <= name.size()) {
+        const size_t dot = std::min(name.find('.', at), name.size());
+        const std::string label = name.substr(at, dot - at);
+        if (label.empty() || label.size() > 63) {
+            *why = "label '" + label + "' must be 1-63 characters";
+            return false;
+        }
+        for (char c : label)
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_')) {
+                *why = "label '" + label + "' may use only A-Z a-z 0-9 - _";
+                return false;
+            }
+        labels->push_back(static_cast<char>(label.size()));
+        *labels += label;
+        at = dot + 1;
+    }
+    labels->push_back('\0');  // the root: the name ends here
+    return true;
+}
+
+#if FG_HAVE_HYPERSCAN
+
+namespace {
+
+// Bytes as an expression that matches exactly them.
+std::string escaped(const std::string &bytes) {
+    std::string out;
+    char buf[5];
+    for (unsigned char c : bytes) {
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+    }
+    return out;
+}
+
+}  // namespace
+
+bool payload_engine_available() {
+    return true;
+}
+
+std::string payload_engine_version() {
+    return std::string("Hyperscan ") + hs_version();
+}
+
+std::shared_ptr<const PayloadDatabase> PayloadDatabase::compile(
+    const std::vector<PayloadPattern> &patterns, std::string *error, int *bad_pattern) {
+    *bad_pattern = -1;
+    if (patterns.empty() || patterns.size() > kMaxPayloadPatterns) {
+        *error = "1-" + std::to_string(kMaxPayloadPatterns) + " patterns";
+        return nullptr;
+    }
+    std::vector<std::string> expressions;
+    std::vector<unsigned> flags, ids;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+        const PayloadPattern &p = patterns[i];
+        std::string e;
+        if (p.kind == PayloadPattern::Kind::regex) {
+            e = p.text;
+        } else if (p.kind == PayloadPattern::Kind::literal) {
+            e = escaped(p.text);
+        } else {
+            std::string labels, why;
+            if (!dns_labels(p.text, &labels, &why)) {
+                *bad_pattern = static_cast<int>(i);
+                *error = why;
+                return nullptr;
+            }
+            e = escaped(labels);
+        }
+        if (p.text.size() > kMaxPayloadPatternBytes) {
+            *bad_pattern = static_cast<int>(i);
+            *error = "longer than " + std::to_string(kMaxPayloadPatternBytes) + " bytes";
+            return nullptr;
+        }
+        expressions.push_back(std::move(e));
+        flags.push_back(
+            HS_FLAG_SINGLEMATCH | HS_FLAG_DOTALL |
+            (p.caseless || p.kind == PayloadPattern::Kind::dns_suffix ? HS_FLAG_CASELESS : 0u));
+        ids.push_back(static_cast<unsigned>(i));
+    }
+    std::vector<const char *> cstrs;
+    for (const std::string &e : expressions) cstrs.push_back(e.c_str());
+    hs_database_t *db = nullptr;
+    hs_compile_error_t *err = nullptr;
+    // Block mode, for the CPU this runs on (the control plane and the dataplane are one box).
+    if (hs_compile_multi(cstrs.data(), flags.data(), ids.data(),
+                         static_cast<unsigned>(cstrs.size()), HS_MODE_BLOCK, nullptr, &db,
+                         &err) != HS_SUCCESS) {
+        *error = err != nullptr && err->message != nullptr ? err->message : "compile failed";
+        *bad_pattern = err != nullptr ? err->expression : -1;
+        hs_free_compile_error(err);
+        return nullptr;
+    }
+    size_t bytes = 0;
+    if (hs_database_size(db, &bytes) != HS_SUCCESS || bytes > kMaxPayloadDatabaseBytes) {
+        hs_free_database(db);
+        *error = "the compiled patterns take " + std::to_string(bytes) + " bytes, over " +
+                 std::to_string(kMaxPayloadDatabaseBytes);
+        return nullptr;
+    }
+    std::shared_ptr<PayloadDatabase> out(new PayloadDatabase());
+    out->db_ = db;
+    out->bytes_ = bytes;
+    return out;
+}
+
+PayloadDatabase::~PayloadDatabase() {
+    hs_free_database(db_);
+}
+
+std::unique_ptr<PayloadScratch> PayloadScratch::create(
+    const std::vector<const PayloadDatabase *> &databases, unsigned cores, std::string *error) {
+    std::unique_ptr<PayloadScratch> s(new PayloadScratch());
+    if (databases.empty()) return s;
+    hs_scratch_t *proto = nullptr;
+    for (const PayloadDatabase *d : databases)
+        if (hs_alloc_scratch(d->database(), &proto) != HS_SUCCESS) {
+            hs_free_scratch(proto);
+            *error = "cannot allocate Hyperscan scratch space";
+            return nullptr;
+        }
+    s->per_core_.push_back(proto);
+    for (unsigned i = 1; i < cores; ++i) {
+        hs_scratch_t *clone = nullptr;
+        if (hs_clone_scratch(proto, &clone) != HS_SUCCESS) {
+            *error = "cannot clone Hyperscan scratch space";
+            return nullptr;
+        }
+        s->per_core_.push_back(clone);
+    }
+    return s;
+}
+
+PayloadScratch::~PayloadScratch() {
+    for (hs_scratch_t *s : per_core_) hs_free_scratch(s);
+}
+
+#else
+
+bool payload_engine_available() {
+    return false;
+}
+
+std::string payload_engine_version() {
+    return "none";
+}
+
+std::shared_ptr<const PayloadDatabase> PayloadDatabase::compile(const std::vector<PayloadPattern> &,
+                                                                std::string *error,
+                                                                int *bad_pattern) {
+    *bad_pattern = -1;
+    *error =
+        "this floodgate was built without Hyperscan or Vectorscan: payload rules are not "
+        "available (install libhyperscan-dev and rebuild)";
+    return nullptr;
+}
+
+PayloadDatabase::~PayloadDatabase() = default;
+
+std::unique_ptr<PayloadScratch> PayloadScratch::create(const std::vector<const PayloadDatabase *> &,
+                                                       unsigned, std::string *) {
+    return std::unique_ptr<PayloadScratch>(new PayloadScratch());
+}
+
+PayloadScratch::~PayloadScratch() = default;
+
+#endif
+
+}  // namespace floodgate

@@ -1,0 +1,68 @@
+// A rule's payload patterns (match.payload) compiled with Hyperscan in block mode: one database
+// per rule, every pattern with HS_FLAG_SINGLEMATCH (the rule only needs to know that one
+// matched). Compiled where the rules are validated (rules/validate.cpp), so a bad pattern is
+// refused with its file, line, field and index and Hyperscan's own message, and handed on with
+// the rules to RuleSet::build, which gives each worker core a scratch space for it.
+//
+// Refused: a pattern that can match an empty buffer (it would match every packet; Hyperscan
+// says so), more than kMaxPayloadPatterns patterns, a pattern longer than
+// kMaxPayloadPatternBytes, a database over kMaxPayloadDatabaseBytes. Built without Hyperscan
+// (or Vectorscan), every payload rule is refused with a message saying so.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/api/rules.h"
+
+struct hs_database;
+struct hs_scratch;
+
+namespace floodgate {
+
+class PayloadDatabase {
+  public:
+    // nullptr with *error and *bad_pattern (the index of the pattern Hyperscan refused, -1 for
+    // the set as a whole).
+    static std::shared_ptr<const PayloadDatabase> compile(
+        const std::vector<PayloadPattern> &patterns, std::string *error, int *bad_pattern);
+    ~PayloadDatabase();
+    PayloadDatabase(const PayloadDatabase &) = delete;
+    PayloadDatabase &operator=(const PayloadDatabase &) = delete;
+
+    const hs_database *database() const { return db_; }
+    size_t bytes() const { return bytes_; }
+
+  private:
+    PayloadDatabase() = default;
+    hs_database *db_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+// Per-core scratch spaces big enough for every database given (hs_alloc_scratch, then
+// hs_clone_scratch per core), allocated off the hot path; freed with the object.
+class PayloadScratch {
+  public:
+    static std::unique_ptr<PayloadScratch> create(
+        const std::vector<const PayloadDatabase *> &databases, unsigned cores, std::string *error);
+    ~PayloadScratch();
+    hs_scratch *core(unsigned i) const { return i < per_core_.size() ? per_core_[i] : nullptr; }
+
+  private:
+    std::vector<hs_scratch *> per_core_;
+};
+
+// Whether this build has a pattern engine; its name and version for messages.
+bool payload_engine_available();
+std::string payload_engine_version();
+
+// A literal's text as written (\xHH, \\, \n, \r, \t, \0 escapes; printable ASCII otherwise) to
+// its bytes; false with *why.
+bool parse_literal(const std::string &text, std::string *bytes, std::string *why);
+// A domain ("victim.example") to its DNS label encoding ("\x06victim\x07example\x00"); false
+// with *why.
+bool dns_labels(const std::string &domain, std::string *labels, std::string *why);
+
+}  // namespace floodgate
