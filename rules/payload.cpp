@@ -172,6 +172,11 @@ std::shared_ptr<const PayloadDatabase> PayloadDatabase::compile(
                          static_cast<unsigned>(cstrs.size()), HS_MODE_BLOCK, nullptr, &db,
                          &err) != HS_SUCCESS) {
         *error = err != nullptr && err->message != nullptr ? err->message : "compile failed";
+        if (error->find("empty buffer") != std::string::npos)  // its hint is not the operator's
+            *error =
+                "it can match an empty payload, so it would match every packet "
+                "(Hyperscan: " +
+                *error + ")";
         *bad_pattern = err != nullptr ? err->expression : -1;
         hs_free_compile_error(err);
         return nullptr;

@@ -1,4 +1,5 @@
 #include "rules/load.h"
+#include "rules/payload.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -1011,7 +1012,7 @@ TEST(ShippedConfig, ExampleFullLoads) {
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
     bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false,
-         escalates = false;
+         escalates = false, payload = false;
     bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
         algorithms[static_cast<unsigned>(r.algorithm)] = true;
@@ -1020,7 +1021,9 @@ TEST(ShippedConfig, ExampleFullLoads) {
         table_full_drop = table_full_drop || r.on_table_full == TableFullPolicy::drop;
         for (const PortRange &p : r.match.dst_ports) port_list = port_list || p.lo < p.hi;
         escalates = escalates || r.escalate.enabled();
+        payload = payload || r.match.payload.present();
     }
+    EXPECT_TRUE(payload || !payload_engine_available());
     EXPECT_TRUE(escalates);
     EXPECT_TRUE(shadow);
     EXPECT_TRUE(table_full_pass);
