@@ -8,7 +8,7 @@
                                            backlog drops (/proc/net/softnet_stat)
   answers.py warm SRC DST PORT             one TCP connection (resolves ARP or ND on the way)
   answers.py serve9 SECONDS ADDR...        port 9 on each ADDR: TCP accepts and holds, UDP echoes
-  answers.py dnsflood SRC DST RATE SECONDS OUT.json
+  answers.py dnsflood SRC DST RATE SECONDS OUT.json [DOMAIN]
                                            DNS queries from SRC at RATE/s for SECONDS or until
                                            SIGTERM; counts the answers, truncated (TC=1) or not
   answers.py tcp9 SRC DST COUNT OUT.json   COUNT connects to DST port 9, each classified
@@ -178,8 +178,9 @@ def dns_query(qid, name):
     return q + b"\0" + struct.pack("!HH", 1, 1)  # A, IN
 
 
-def dnsflood(src, dst, rate, seconds, out):
-    """Queries at RATE until SIGTERM (or SECONDS), then the answers still on their way."""
+def dnsflood(src, dst, rate, seconds, out, domain="flood.lab.test"):
+    """Queries at RATE until SIGTERM (or SECONDS), then the answers still on their way: a new
+    name under DOMAIN each time (q0.DOMAIN, q1.DOMAIN, ...), as a water-torture flood asks."""
     stopped = False
 
     def stop(*_):
@@ -217,7 +218,7 @@ def dnsflood(src, dst, rate, seconds, out):
             drain()
             continue
         try:
-            s.send(dns_query(sent & 0xFFFF, f"q{sent}.flood.lab.test"))
+            s.send(dns_query(sent & 0xFFFF, f"q{sent}.{domain}"))
         except OSError:
             errors += 1
         sent += 1
@@ -315,8 +316,8 @@ if __name__ == "__main__":
         warm(a[1], a[2], int(a[3]))
     elif len(a) >= 3 and a[0] == "serve9":
         serve9(float(a[1]), a[2:])
-    elif len(a) == 6 and a[0] == "dnsflood":
-        dnsflood(a[1], a[2], float(a[3]), float(a[4]), a[5])
+    elif len(a) in (6, 7) and a[0] == "dnsflood":
+        dnsflood(a[1], a[2], float(a[3]), float(a[4]), a[5], *a[6:])
     elif len(a) == 5 and a[0] == "tcp9":
         tcp9(a[1], a[2], int(a[3]), a[4])
     elif len(a) == 5 and a[0] == "udp9":
