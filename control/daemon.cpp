@@ -1,5 +1,7 @@
 #include "control/daemon.h"
 
+#include "dataplane/api/base64.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -52,9 +54,24 @@ struct Remembered {
 };
 
 // The dataplane's load request: the file's document, which it validates again, and its text,
-// which it only shows.
-json load_request(const std::string &source, const std::string &text, const json &doc) {
-    return {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
+// which it only shows; with config (as validated here), the payload rules' compiled databases,
+// so that the dataplane does not compile the patterns again.
+json load_request(const std::string &source, const std::string &text, const json &doc,
+                  const Config *config = nullptr) {
+    json r = {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
+    if (config == nullptr) return r;
+    json dbs = json::object();
+    size_t bytes = 0;
+    for (size_t i = 0; i < config->rules.size(); ++i) {
+        const PayloadMatch &p = config->rules[i].match.payload;
+        if (!p.compiled) continue;
+        std::string blob = base64_encode(p.compiled->serialize());
+        bytes += blob.size();
+        dbs[std::to_string(i)] = std::move(blob);
+    }
+    // Within the message cap with room for the rest; past it, the dataplane compiles.
+    if (!dbs.empty() && bytes < kMaxMessageBytes / 2) r["payload_databases"] = std::move(dbs);
+    return r;
 }
 
 // The running rules from a dataplane's rules reply, with its mode switches applied.
@@ -162,7 +179,7 @@ void Daemon::reconcile() {
             const RulesFile file = load_rules_file(options_.config);
             json reply;
             if (file.text != running.value("text", "")) {
-                if (raw(load_request(file.name, file.text, file.doc), &reply, &error,
+                if (raw(load_request(file.name, file.text, file.doc, &file.config), &reply, &error,
                         kLoadTimeoutMs))
                     log("loaded " + options_.config);
                 else if (!link_.connected())
@@ -323,7 +340,7 @@ json Daemon::rules_load(const json &request) {
     if (dry_run) return {{"ok", true}, {"dry_run", true}, {"diff", diff}};
 
     json reply;
-    if (!call(load_request(source, text, next.doc), &reply, &error, kLoadTimeoutMs))
+    if (!call(load_request(source, text, next.doc, &next.config), &reply, &error, kLoadTimeoutMs))
         return error_reply(error);
     if (reply.value("ok", false)) {
         std::lock_guard<std::recursive_mutex> guard(link_lock_);

@@ -1,5 +1,9 @@
 #include "dataplane/control_request.h"
 
+#include <charconv>
+
+#include "dataplane/api/base64.h"
+
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
 #include "dataplane/heavy_hitters.h"
@@ -33,13 +37,39 @@ ControlRequest load(const nlohmann::json &request) {
     if (doc == request.end())
         throw MessageError(
             "missing field \"rules\" (the rules file's document, as floodctl sends it)");
+    // The payload rules' databases the control plane compiled, by rule index; one that does not
+    // load here (another CPU or Hyperscan) is compiled again instead.
+    PrecompiledPayloads precompiled;
+    if (auto dbs = request.find("payload_databases"); dbs != request.end()) {
+        if (!dbs->is_object())
+            throw MessageError("\"payload_databases\" must be an object of rule index to base64");
+        for (const auto &[index, blob] : dbs->items()) {
+            size_t i = 0;
+            const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+            if (ec != std::errc() || end != index.data() + index.size() || i >= kMaxRules ||
+                !blob.is_string())
+                throw MessageError("\"payload_databases\": bad entry \"" + index + "\"");
+            const std::optional<std::string> bytes = base64_decode(blob.get<std::string>());
+            if (!bytes) throw MessageError("\"payload_databases\"." + index + ": not base64");
+            std::string ignored;
+            if (auto db = PayloadDatabase::deserialize(*bytes, &ignored)) precompiled[i] = db;
+        }
+    }
     try {
-        next.config = config_from_doc(json_to_doc(*doc, next.name), next.name);
+        next.config = config_from_doc(json_to_doc(*doc, next.name), next.name, &precompiled);
     } catch (const ConfigError &e) {
         return RefusedLoadRequest{e};
     }
     next.doc = *doc;
-    return LoadRequest{std::move(next)};
+    LoadRequest out{std::move(next)};
+    for (size_t i = 0; i < out.rules.config.rules.size(); ++i) {
+        if (!out.rules.config.rules[i].match.payload.present()) continue;
+        const auto it = precompiled.find(i);
+        const bool used = it != precompiled.end() &&
+                          it->second == out.rules.config.rules[i].match.payload.compiled;
+        ++(used ? out.payload_precompiled : out.payload_compiled);
+    }
+    return out;
 }
 
 }  // namespace

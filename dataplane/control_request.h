@@ -26,6 +26,10 @@ struct StatsRequest {
 // {source, text, rules} whose rules validated: the rules file as it would run.
 struct LoadRequest {
     RulesFile rules;
+    // Payload rules whose database came compiled in the request (the others were compiled
+    // here), for the reply.
+    size_t payload_precompiled = 0;
+    size_t payload_compiled = 0;
 };
 
 // A load whose rules were refused. Not a malformed message: the reply names the file, line and

@@ -141,6 +141,8 @@ ordered_json ControlService::execute(const LoadRequest &request) {
     if (!apply(next, {}, overrides_, "floodctl", &error)) return error_reply(error);
     ordered_json reply = rules_locked();
     reply["warnings"] = warnings;
+    reply["payload_databases"] = {{"precompiled", request.payload_precompiled},
+                                  {"compiled_here", request.payload_compiled}};
     return reply;
 }
 

@@ -11,7 +11,9 @@ Mixes (floodgate-gen, 64-byte frames): a one source; b 1,048,576 random sources 
 d 90% flood from 1,000 sources and 10% legitimate traffic under its limits; e a SYN flood from
 1,048,576 random sources, every SYN answered with a SYN-ACK cookie (perf/perf-syn-auth.yaml,
 answer caps out of the way), and e-drop the same SYNs, every one refused and dropped
-(perf/perf-syn-drop.yaml): case 1 only, the two side by side give the cost of an answer.
+(perf/perf-syn-drop.yaml): case 1 only, the two side by side give the cost of an answer;
+a-payload and b-payload are mixes a and b under perf/perf-payload.yaml (the same limit with a
+payload pattern every frame holds), case 1 only: beside a and b, the cost of the scan.
 
 Cases, each peer run in turn (baseline first on even repetitions, floodgate first on odd):
   1  in-process I/O: dpdk-testpmd --forward-mode=io and floodgate run (one worker), both
@@ -29,6 +31,8 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
      second, with the program's own cost per frame (kernel.bpf_stats_enabled).
   micro: perf/bench_decision (per-packet decision at 1K, 1M and 16M live keys) and
      perf/bench_table (the table against rte_hash + rte_meter).
+  payload: perf/bench_payload, a payload rule's cost per packet (1, 100, 1,000 literals, 10
+     regexes; 64- and 1,500-byte frames) beside the rule without one and a memmem loop.
   xdp: perf/bench_xdp, the XDP program's cost per frame in the kernel's BPF_PROG_TEST_RUN,
      beside a program that only returns XDP_PASS.
   syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
@@ -53,10 +57,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "mix-d",
-             "e": "mix-e", "e-drop": "mix-e"}
+             "e": "mix-e", "e-drop": "mix-e", "a-payload": "mix-a", "b-payload": "mix-b"}
 # Rules per mix (default perf/perf.yaml).
-MIX_CONFIG = {"e": "perf/perf-syn-auth.yaml", "e-drop": "perf/perf-syn-drop.yaml"}
-CASE1_ONLY = {"e", "e-drop"}  # 10.0.0.0/8 sources, and the answers need case 1's ports
+MIX_CONFIG = {"e": "perf/perf-syn-auth.yaml", "e-drop": "perf/perf-syn-drop.yaml",
+              "a-payload": "perf/perf-payload.yaml", "b-payload": "perf/perf-payload.yaml"}
+# 10.0.0.0/8 sources, the answers need case 1's ports, the payload mixes repeat a and b
+CASE1_ONLY = {"e", "e-drop", "a-payload", "b-payload"}
 MBUF_SIZE = 256  # data room, headroom included: a 64-byte frame fits; the same for every peer
 
 
@@ -224,6 +230,7 @@ class Harness:
             "bench_decision": os.path.join(self.build, "perf/bench_decision"),
             "bench_table": os.path.join(self.build, "perf/bench_table"),
             "bench_xdp": os.path.join(self.build, "perf/bench_xdp"),
+            "bench_payload": os.path.join(self.build, "perf/bench_payload"),
         }
         self.work = tempfile.mkdtemp(prefix="floodgate-perf-")
         self.config = os.path.join(ROOT, "perf/perf.yaml")
@@ -605,6 +612,21 @@ table netdev floodgate_perf {
                                for b in json.loads(p.stdout)["benchmarks"]
                                if b.get("aggregate_name") == "median"]
 
+    def payload(self):
+        """perf/bench_payload: a payload rule's cost per packet beside the same rule without one
+        and a memmem loop."""
+        p = subprocess.run([self.bin["bench_payload"], "--benchmark_min_time=1",
+                            "--benchmark_repetitions=%d" % self.args.reps,
+                            "--benchmark_report_aggregates_only=true",
+                            "--benchmark_format=json"], capture_output=True, text=True,
+                           timeout=1800)
+        if p.returncode != 0:
+            raise RuntimeError("bench_payload: " + p.stderr[-2000:])
+        # The counter is an inverted rate: seconds per packet.
+        self.results["payload"] = [{"name": b["run_name"], "ns_per_packet": b["ns_per_packet"] * 1e9}
+                                   for b in json.loads(p.stdout)["benchmarks"]
+                                   if b.get("aggregate_name") == "median"]
+
     def syn(self):
         """BM_SynFlood alone, every repetition kept (medians and ranges in the report)."""
         p = subprocess.run([self.bin["bench_decision"], "--benchmark_filter=^BM_SynFlood/",
@@ -665,8 +687,9 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cases", default="1,2,3,micro,xdp", help="of 1,2,3,micro,syn,xdp")
-    ap.add_argument("--mixes", default="a,b,c,d,e,e-drop",
+    ap.add_argument("--cases", default="1,2,3,micro,xdp,payload",
+                    help="of 1,2,3,micro,syn,xdp,payload")
+    ap.add_argument("--mixes", default="a,b,c,d,e,e-drop,a-payload,b-payload",
                     help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
     ap.add_argument("--quick", action="store_true", help="1 repetition, 2 samples")
@@ -685,7 +708,7 @@ def main():
     for case in args.cases.split(","):
         try:
             {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn,
-             "xdp": h.xdp}[case]()
+             "xdp": h.xdp, "payload": h.payload}[case]()
         except Exception as e:  # one case failing still leaves the others' figures
             log("case %s failed: %s" % (case, e))
             failures.append({"case": case, "error": str(e)[-3000:]})

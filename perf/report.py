@@ -14,6 +14,7 @@ import sys
 
 TARGETS_CASE1 = {"a": 0.9, "b": 0.8, "d": 0.9}  # floodgate / testpmd io-forward
 TARGET_CASE3 = 3.0  # floodgate / nftables
+TARGET_PAYLOAD = 0.8  # floodgate with a payload rule / without (issue 13)
 TARGET_DECISION_NS_16M = 50.0
 TARGET_BYTES_PER_KEY = 32.0
 TARGET_ANSWER_OVER_DROP = 2.0  # cost of answering a SYN / cost of dropping it
@@ -21,7 +22,9 @@ MIX_NAMES = {"a": "a: one source", "b": "b: 1,048,576 random sources",
              "b15": "b15: 131,072 random sources (198.18.0.0/15)",
              "c": "c: IPv6 over 65,536 /64s", "d": "d: 90% flood, 10% legitimate",
              "e": "e: SYN flood, 1,048,576 random sources, every SYN answered",
-             "e-drop": "e-drop: the same SYN flood, every SYN dropped"}
+             "e-drop": "e-drop: the same SYN flood, every SYN dropped",
+             "a-payload": "a-payload: mix a under a payload rule (perf-payload.yaml)",
+             "b-payload": "b-payload: mix b under a payload rule (perf-payload.yaml)"}
 SYN_REGIMES = {0: "frame copy only", 1: "every SYN dropped", 2: "every SYN answered"}
 
 
@@ -212,6 +215,14 @@ def render(r, h, targets_title):
                                 ratio(row["ratio_vs_testpmd_io"]),
                                 met(row["ratio_vs_testpmd_io"], t)))
         out.append("")
+        # A payload rule's cost: floodgate on mix X under perf-payload.yaml beside mix X.
+        by_mix = {row["mix"]: row for row in cases["1"]}
+        for m in ("a", "b"):
+            if m in by_mix and m + "-payload" in by_mix:
+                a, z = by_mix[m + "-payload"]["floodgate_median_pps"], by_mix[m]["floodgate_median_pps"]
+                v = a / z if a and z else None
+                targets.append(("case 1, mix %s: floodgate with a payload rule >= %.1f x without"
+                                % (m, TARGET_PAYLOAD), ratio(v), met(v, TARGET_PAYLOAD)))
         out += answer_cost(cases["1"], h, targets)
 
     if "2" in cases:
@@ -266,6 +277,15 @@ def render(r, h, targets_title):
             out.append("| %s | %.1f | %s |" % (name, b["ns_per_frame"],
                                               "%.1f" % (b["ns_per_frame"] - base) if base and
                                               not name.startswith("BM_XdpBaseline") else "-"))
+        out.append("")
+
+    if r.get("payload"):
+        out += [h + " A payload rule per packet (`perf/bench_payload`, bursts of 32)", "",
+                "Frames whose payloads hold no pattern (every scan reads its whole window), "
+                "beside the same rule without a payload match and a memmem loop over the same "
+                "literals.", "", "| regime | ns/packet |", "|---|---|"]
+        for b in r["payload"]:
+            out.append("| %s | %.1f |" % (b["name"].replace("BM_", ""), b["ns_per_packet"]))
         out.append("")
 
     micro = r.get("micro", {})

@@ -9,11 +9,14 @@
 #include "dataplane/api/rules.h"
 #include "rules/config_error.h"
 #include "rules/doc.h"
+#include "rules/payload.h"
 
 namespace floodgate {
 
-// The document's meaning, checked. file names the source in messages.
-Config config_from_doc(const DocNode &doc, const std::string &file);
+// The document's meaning, checked. file names the source in messages. precompiled: payload
+// databases the control plane compiled (a load request's), used instead of compiling again.
+Config config_from_doc(const DocNode &doc, const std::string &file,
+                       const PrecompiledPayloads *precompiled = nullptr);
 
 // A rules file as the two processes hand it on: its text (for people), its document in JSON
 // (what the dataplane is sent, and validates again) and what it means.

@@ -1,6 +1,7 @@
 #include "rules/payload.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #if FG_HAVE_HYPERSCAN
 #include <hs/hs.h>
@@ -198,6 +199,31 @@ PayloadDatabase::~PayloadDatabase() {
     hs_free_database(db_);
 }
 
+std::string PayloadDatabase::serialize() const {
+    char *bytes = nullptr;
+    size_t len = 0;
+    if (hs_serialize_database(db_, &bytes, &len) != HS_SUCCESS) return "";
+    std::string out(bytes, len);
+    std::free(bytes);  // Hyperscan's misc allocator: malloc by default
+    return out;
+}
+
+std::shared_ptr<const PayloadDatabase> PayloadDatabase::deserialize(const std::string &bytes,
+                                                                    std::string *error) {
+    hs_database_t *db = nullptr;
+    if (bytes.size() > kMaxPayloadDatabaseBytes ||
+        hs_deserialize_database(bytes.data(), bytes.size(), &db) != HS_SUCCESS) {
+        *error = "not a database this Hyperscan can load";
+        return nullptr;
+    }
+    size_t size = 0;
+    hs_database_size(db, &size);
+    std::shared_ptr<PayloadDatabase> out(new PayloadDatabase());
+    out->db_ = db;
+    out->bytes_ = size;
+    return out;
+}
+
 std::unique_ptr<PayloadScratch> PayloadScratch::create(
     const std::vector<const PayloadDatabase *> &databases, unsigned cores, std::string *error) {
     std::unique_ptr<PayloadScratch> s(new PayloadScratch());
@@ -246,6 +272,16 @@ std::shared_ptr<const PayloadDatabase> PayloadDatabase::compile(const std::vecto
 }
 
 PayloadDatabase::~PayloadDatabase() = default;
+
+std::string PayloadDatabase::serialize() const {
+    return "";
+}
+
+std::shared_ptr<const PayloadDatabase> PayloadDatabase::deserialize(const std::string &,
+                                                                    std::string *error) {
+    *error = "built without Hyperscan";
+    return nullptr;
+}
 
 std::unique_ptr<PayloadScratch> PayloadScratch::create(const std::vector<const PayloadDatabase *> &,
                                                        unsigned, std::string *) {

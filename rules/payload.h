@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ class PayloadDatabase {
     PayloadDatabase(const PayloadDatabase &) = delete;
     PayloadDatabase &operator=(const PayloadDatabase &) = delete;
 
+    // The database as bytes (hs_serialize_database), for a load request to carry to the
+    // dataplane, and back; deserialize refuses bytes that are not a database for this CPU
+    // and Hyperscan version (the dataplane compiles the patterns itself then).
+    std::string serialize() const;
+    static std::shared_ptr<const PayloadDatabase> deserialize(const std::string &bytes,
+                                                              std::string *error);
+
     const hs_database *database() const { return db_; }
     size_t bytes() const { return bytes_; }
 
@@ -40,6 +48,10 @@ class PayloadDatabase {
     hs_database *db_ = nullptr;
     size_t bytes_ = 0;
 };
+
+// Compiled databases by rule index (a load request's, deserialized): the validator takes a
+// rule's database from here instead of compiling its patterns again.
+using PrecompiledPayloads = std::map<size_t, std::shared_ptr<const PayloadDatabase>>;
 
 // Per-core scratch spaces big enough for every database given (hs_alloc_scratch, then
 // hs_clone_scratch per core), allocated off the hot path; freed with the object.

@@ -127,7 +127,8 @@ auto prefix_order(const Prefix &p) {
 // the path and line of the node that caused it.
 class ConfigParser {
   public:
-    explicit ConfigParser(const std::string &file) : file_(file) {}
+    ConfigParser(const std::string &file, const PrecompiledPayloads *precompiled)
+        : file_(file), precompiled_(precompiled) {}
 
     Config parse(const DocNode &root) {
         Config cfg;
@@ -163,7 +164,10 @@ class ConfigParser {
                 fail(rule_items[kMaxRules],
                      "too many rules (at most " + std::to_string(kMaxRules) + ")");
             }
-            for (const Field &item : rule_items) cfg.rules.push_back(rule(item, cfg.rules));
+            for (const Field &item : rule_items) {
+                rule_index_ = cfg.rules.size();
+                cfg.rules.push_back(rule(item, cfg.rules));
+            }
         }
         return cfg;
     }
@@ -421,6 +425,14 @@ class ConfigParser {
             m.offset = static_cast<uint32_t>(integer(*o, 0, kMaxPayloadWindow));
         if (const Field *d = f.find("depth"))
             m.depth = static_cast<uint32_t>(integer(*d, 1, kMaxPayloadWindow));
+        // Compiled by the control plane already (a load request carries it): not again.
+        if (precompiled_ != nullptr) {
+            auto it = precompiled_->find(rule_index_);
+            if (it != precompiled_->end() && it->second) {
+                m.compiled = it->second;
+                return m;
+            }
+        }
         std::string error;
         int bad = -1;
         m.compiled = PayloadDatabase::compile(m.patterns, &error, &bad);
@@ -777,12 +789,15 @@ class ConfigParser {
     }
 
     const std::string &file_;
+    const PrecompiledPayloads *precompiled_;
+    size_t rule_index_ = 0;  // of the rule being read, for precompiled_
 };
 
 }  // namespace
 
-Config config_from_doc(const DocNode &doc, const std::string &file) {
-    return ConfigParser(file).parse(doc);
+Config config_from_doc(const DocNode &doc, const std::string &file,
+                       const PrecompiledPayloads *precompiled) {
+    return ConfigParser(file, precompiled).parse(doc);
 }
 
 }  // namespace floodgate

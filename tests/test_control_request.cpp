@@ -8,7 +8,9 @@
 #include <string>
 #include <variant>
 
+#include "dataplane/api/base64.h"
 #include "dataplane/api/message.h"
+#include "rules/payload.h"
 
 namespace floodgate {
 namespace {
@@ -78,6 +80,57 @@ TEST(ControlRequest, LoadCarriesTheValidatedRules) {
             {"rules": [{"name": "a", "limit": {"rate": "10/s", "burst": "0"}}]}})");
     EXPECT_EQ(refused.error.file(), "bad.yaml");
     EXPECT_EQ(refused.error.field(), "rules[0].limit.burst");
+}
+
+// A load request carries the payload rules' databases the control plane compiled: the
+// dataplane uses them instead of compiling again; one that does not load is compiled here.
+TEST(ControlRequest, LoadTakesCompiledPayloadDatabases) {
+    if (!payload_engine_available()) GTEST_SKIP() << "built without Hyperscan";
+    PayloadPattern p{PayloadPattern::Kind::literal, "attack", false};
+    std::string error;
+    int bad = -1;
+    const auto db = PayloadDatabase::compile({p}, &error, &bad);
+    ASSERT_NE(db, nullptr) << error;
+    const std::string rules =
+        R"({"rules": [{"name": "a", "match": {"payload": {"patterns": ["attack"]}},
+            "limit": {"rate": "5/s", "burst": "2"}}]})";
+    const auto load = [&](const std::string &dbs) {
+        return decode_as<LoadRequest>(
+            R"({"cmd": "load", "source": "p.yaml", "text": "", "rules": )" + rules + dbs + "}");
+    };
+    const LoadRequest shipped =
+        load(R"(, "payload_databases": {"0": ")" + base64_encode(db->serialize()) + "\"}");
+    EXPECT_EQ(shipped.payload_precompiled, 1u);
+    EXPECT_EQ(shipped.payload_compiled, 0u);
+    ASSERT_NE(shipped.rules.config.rules[0].match.payload.compiled, nullptr);
+    const LoadRequest garbage =
+        load(R"(, "payload_databases": {"0": ")" + base64_encode("not a database") + "\"}");
+    EXPECT_EQ(garbage.payload_precompiled, 0u);
+    EXPECT_EQ(garbage.payload_compiled, 1u);
+    const LoadRequest none = load("");
+    EXPECT_EQ(none.payload_compiled, 1u);
+    EXPECT_NE(error_of(R"({"cmd": "load", "source": "p", "text": "", "rules": )" + rules +
+                       R"(, "payload_databases": {"0": "!!"}})")
+                  .find("not base64"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"cmd": "load", "source": "p", "text": "", "rules": )" + rules +
+                       R"(, "payload_databases": {"x": ""}})")
+                  .find("bad entry"),
+              std::string::npos);
+}
+
+TEST(Base64, RoundTripsAndRefusesWhatIsNotCanonical) {
+    for (const std::string s :
+         {std::string(), std::string("f"), std::string("fo"), std::string("foo"),
+          std::string("foob"), std::string("\0\xff\x80", 3)})
+        EXPECT_EQ(base64_decode(base64_encode(s)), s);
+    EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+    EXPECT_EQ(base64_encode("fo"), "Zm8=");
+    EXPECT_EQ(base64_decode("Zm9vYg=="), "foob");
+    EXPECT_FALSE(base64_decode("Zm9"));       // length
+    EXPECT_FALSE(base64_decode("Zm=v"));      // padding inside
+    EXPECT_FALSE(base64_decode("Zm8=Zm8="));  // padding before the end
+    EXPECT_FALSE(base64_decode("Zm8*"));      // alphabet
 }
 
 TEST(ControlRequest, TheFirstProblemIsTheOneNamed) {

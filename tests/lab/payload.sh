@@ -2,7 +2,8 @@
 # Lab test of a payload rule (issue 13) with real DNS: dnsmasq in an inside namespace, dig and a
 # water-torture flood (a new name under victim.example each query, tests/lab/answers.py
 # dnsflood) in an outside one, floodgate between them on net_af_packet with one rule that
-# matches the flood by its query names (dns_suffix) and limits it as a whole. While the flood
+# matches the flood by its query names (dns_suffix) and limits it as a whole, loaded into the
+# running dataplane by floodctl (its compiled patterns carried by the load request). While the flood
 # runs, dig asks for another name five times: every answer arrives. Checked: the rule matched
 # every flood query and none of dig's, passed no more than its burst and rate allow, and
 # dnsmasq saw exactly the flood queries floodgate passed. As root; cleans up after itself; only
@@ -18,7 +19,7 @@ out_ns="$tag-out" in_ns="$tag-in"
 work="$(mktemp -d /tmp/floodgate-payload.XXXXXX)"
 hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
-fg_pid="" dns_pid="" flood_pid=""
+fg_pid="" dns_pid="" flood_pid="" ctl_pid=""
 server=198.18.1.1 client=198.18.1.10 flooder=198.18.1.11
 flood_rate=500 flood_seconds=4
 
@@ -29,6 +30,7 @@ cleanup() {
   set +e
   local pid
   for pid in $flood_pid $dns_pid; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+  [ -n "$ctl_pid" ] && stop "$ctl_pid"
   [ -n "$fg_pid" ] && stop "$fg_pid"
   remove_wire "$tag" "$out_ns" "$in_ns"
   if [ -n "${FG_LAB_KEEP:-}" ]; then echo "payload: kept $work"; else rm -rf "$work"; fi
@@ -40,6 +42,9 @@ in_out() { ip netns exec "$out_ns" "$@"; }
 in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/answers.py")  # offload-off, dnsflood
 
+# floodgate starts without the rule; floodctl loads it into the running dataplane (the
+# compiled patterns travel with the load request).
+printf 'rules: []\n' >"$work/empty.yaml"
 cat >"$work/rules.yaml" <<'YAML'
 rules:
   # Any query for a name under victim.example, whoever sends it: 5/s in all.
@@ -76,9 +81,20 @@ dns_pid=$!
   --no-pci --file-prefix="$tag" --log-level=error \
   "--vdev=net_af_packet0,iface=$tag-o,qpairs=1,framecnt=4096" \
   "--vdev=net_af_packet1,iface=$tag-i,qpairs=1,framecnt=4096" \
-  -- --config "$work/rules.yaml" --stats "$work/stats.json" --control none >"$work/floodgate.log" 2>&1 &
+  -- --config "$work/empty.yaml" --stats "$work/stats.json" --control "$work/dataplane.sock" \
+  >"$work/floodgate.log" 2>&1 &
 fg_pid=$!
 wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"
+ctl=("$build/control/floodctl" --socket "$work/floodctl.sock")
+"${ctl[@]}" daemon --config "$work/empty.yaml" --dataplane "$work/dataplane.sock" --metrics none \
+  >"$work/floodctl.log" 2>&1 &
+ctl_pid=$!
+deadline=$(( $(date +%s) + 10 ))
+until "${ctl[@]}" status >/dev/null 2>&1; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then echo "payload: floodctl daemon did not answer"; cat "$work/floodctl.log"; exit 1; fi
+  sleep 0.1
+done
+"${ctl[@]}" -j rules load "$work/rules.yaml" >"$work/load.json"
 
 ask() {  # ask NAME OUT: dig from the client, one try of 2 s
   in_out dig -b "$client" "@$server" "$1" A +time=2 +tries=1 +short >"$2" 2>&1 || true
@@ -99,6 +115,7 @@ for i in 1 2 3 4 5; do ask www.lab.test "$work/dig$i.txt"; done
 ask x1.victim.example "$work/dig-victim.txt"  # reported, not asserted: the flood's bucket
 wait "$flood_pid" || true; flood_pid=""
 t1=$(date +%s.%N)
+stop "$ctl_pid"; ctl_pid=""
 stop "$fg_pid"; fg_pid=""
 kill -TERM "$dns_pid" 2>/dev/null; wait "$dns_pid" 2>/dev/null || true; dns_pid=""
 
@@ -112,8 +129,11 @@ log = open(f"{work}/dnsmasq.log").read()
 victim_seen = len(re.findall(r"query\[A\] \S*victim\.example from", log))
 other_seen = len(re.findall(r"query\[A\] www\.lab\.test from 198\.18\.1\.10", log))
 victim_dig = open(f"{work}/dig-victim.txt").read().split()
+load = json.load(open(f"{work}/load.json"))
 bound = 5 + int((t1 - t0 + 1) * 5)  # burst + rate x the flood's time, and a second
 checks = [
+    (load.get("ok") and load["payload_databases"] == {"precompiled": 1, "compiled_here": 0},
+     f"floodctl rules load: the dataplane took the compiled patterns ({load.get('payload_databases')})"),
     (all(d == ["198.18.1.80"] for d in digs), f"dig for www.lab.test during the flood: {sum(d == ['198.18.1.80'] for d in digs)} of 5 answered"),
     (rule["matched"] == flood["sent"] + 1, f"the rule matched every flood query and the victim dig ({rule['matched']} = {flood['sent']} + 1), none of the other digs"),
     (rule["refused"] > 0 and rule["passed"] <= bound, f"passed {rule['passed']} <= {bound} (burst 5 + 5/s over {t1 - t0:.1f} s + 1 s), refused {rule['refused']}"),

@@ -1,0 +1,14 @@
+// Base64 (RFC 4648, with padding) for binary blobs in the control protocol's JSON messages:
+// the payload rules' compiled databases a load request carries (rules/payload.h).
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace floodgate {
+
+std::string base64_encode(const std::string &bytes);
+// nullopt for anything that is not canonical base64 (length, alphabet, padding).
+std::optional<std::string> base64_decode(const std::string &text);
+
+}  // namespace floodgate
