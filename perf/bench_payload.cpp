@@ -4,7 +4,8 @@
 // memmem loop over the same literals (BM_Memmem: the payload bytes only, no decision).
 // Patterns: 1, 100 or 1,000 random 8-letter literals, or 10 regular expressions (kind 1);
 // frames of 64 or 1,500 bytes whose payloads hold none of them, so every scan reads its whole
-// window: what legitimate traffic on the rule's port pays.
+// window: what legitimate traffic on the rule's port pays; and (match 1) 64-byte frames that
+// hold the first literal at the payload's start: what the flood a rule matches pays.
 //
 //   build/perf/bench_payload --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -51,14 +52,16 @@ std::vector<PayloadPattern> patterns(unsigned n, Kind kind) {
 }
 
 // Frames of `size` bytes with random payload bytes (digits and capitals: no pattern above can
-// match), from 1,024 sources.
-std::vector<test::Frame> frames(size_t size) {
+// match), from 1,024 sources; with match, the first literal written at the payload's start.
+std::vector<test::Frame> frames(size_t size, bool match = false) {
     std::mt19937 rng(11);
     std::vector<test::Frame> out;
+    const std::string first = literals(1)[0];
     for (unsigned i = 0; i < 1024; ++i) {
         std::vector<uint8_t> payload(size - 42);
         for (uint8_t &b : payload)
             b = static_cast<uint8_t>(rng() % 2 ? '0' + rng() % 10 : 'A' + rng() % 26);
+        if (match) std::copy(first.begin(), first.end(), payload.begin());
         out.push_back(test::PacketBuilder()
                           .ipv4("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256),
                                 "198.18.1.1")
@@ -73,6 +76,7 @@ void BM_PayloadRule(benchmark::State &state) {
     const auto n = static_cast<unsigned>(state.range(0));
     const auto kind = static_cast<Kind>(state.range(1));
     const auto size = static_cast<size_t>(state.range(2));
+    const bool match = state.range(3) != 0;
     Config c;
     Rule r;
     r.name = "payload";
@@ -92,7 +96,7 @@ void BM_PayloadRule(benchmark::State &state) {
     }
     LimitTable table(4096, HashSeed{{1, 2, 3, 4}});
     Pipeline p(rules.get(), &table);
-    const std::vector<test::Frame> fs = frames(size);
+    const std::vector<test::Frame> fs = frames(size, match);
     constexpr uint16_t kBurst = 32;
     const uint8_t *ptr[kBurst];
     uint32_t lens[kBurst];
@@ -115,10 +119,12 @@ void BM_PayloadRule(benchmark::State &state) {
                            benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_PayloadRule)
-    ->ArgNames({"patterns", "regex", "bytes"})
-    ->ArgsProduct({{0, 1, 100, 1000}, {kLiterals}, {64, 1500}})
-    ->Args({10, kRegexes, 64})
-    ->Args({10, kRegexes, 1500})
+    ->ArgNames({"patterns", "regex", "bytes", "match"})
+    ->ArgsProduct({{0, 1, 100, 1000}, {kLiterals}, {64, 1500}, {0}})
+    ->Args({10, kRegexes, 64, 0})
+    ->Args({10, kRegexes, 1500, 0})
+    ->Args({1, kLiterals, 64, 1})  // every payload holds the pattern: the match path
+    ->Args({1000, kLiterals, 64, 1})
     ->Unit(benchmark::kNanosecond);
 
 void BM_Memmem(benchmark::State &state) {

@@ -597,35 +597,28 @@ table netdev floodgate_perf {
             res[name] = rows
         self.results["micro"] = res
 
-    def xdp(self):
-        """perf/bench_xdp: the XDP program's cost per frame (BPF_PROG_TEST_RUN), beside a
-        program that only returns XDP_PASS."""
-        p = subprocess.run([self.bin["bench_xdp"], "--benchmark_min_time=1",
+    def medians_in_ns(self, name, counter):
+        """A Google Benchmark binary's medians of an inverted-rate counter (seconds per item),
+        in ns."""
+        p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
                             "--benchmark_repetitions=%d" % self.args.reps,
                             "--benchmark_report_aggregates_only=true",
                             "--benchmark_format=json"], capture_output=True, text=True,
                            timeout=1800)
         if p.returncode != 0:
-            raise RuntimeError("bench_xdp: " + p.stderr[-2000:])
-        # The counter is an inverted rate: seconds per frame.
-        self.results["xdp"] = [{"name": b["run_name"], "ns_per_frame": b["ns_per_frame"] * 1e9}
-                               for b in json.loads(p.stdout)["benchmarks"]
-                               if b.get("aggregate_name") == "median"]
+            raise RuntimeError(name + ": " + p.stderr[-2000:])
+        return [{"name": b["run_name"], counter: b[counter] * 1e9}
+                for b in json.loads(p.stdout)["benchmarks"] if b.get("aggregate_name") == "median"]
+
+    def xdp(self):
+        """perf/bench_xdp: the XDP program's cost per frame (BPF_PROG_TEST_RUN), beside a
+        program that only returns XDP_PASS."""
+        self.results["xdp"] = self.medians_in_ns("bench_xdp", "ns_per_frame")
 
     def payload(self):
         """perf/bench_payload: a payload rule's cost per packet beside the same rule without one
         and a memmem loop."""
-        p = subprocess.run([self.bin["bench_payload"], "--benchmark_min_time=1",
-                            "--benchmark_repetitions=%d" % self.args.reps,
-                            "--benchmark_report_aggregates_only=true",
-                            "--benchmark_format=json"], capture_output=True, text=True,
-                           timeout=1800)
-        if p.returncode != 0:
-            raise RuntimeError("bench_payload: " + p.stderr[-2000:])
-        # The counter is an inverted rate: seconds per packet.
-        self.results["payload"] = [{"name": b["run_name"], "ns_per_packet": b["ns_per_packet"] * 1e9}
-                                   for b in json.loads(p.stdout)["benchmarks"]
-                                   if b.get("aggregate_name") == "median"]
+        self.results["payload"] = self.medians_in_ns("bench_payload", "ns_per_packet")
 
     def syn(self):
         """BM_SynFlood alone, every repetition kept (medians and ranges in the report)."""

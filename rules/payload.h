@@ -1,8 +1,9 @@
 // A rule's payload patterns (match.payload) compiled with Hyperscan in block mode: one database
 // per rule, every pattern with HS_FLAG_SINGLEMATCH (the rule only needs to know that one
-// matched). Compiled where the rules are validated (rules/validate.cpp), so a bad pattern is
-// refused with its file, line, field and index and Hyperscan's own message, and handed on with
-// the rules to RuleSet::build, which gives each worker core a scratch space for it.
+// matched); Hyperscan's literal API when the rule has no regex (cheaper matches). Compiled where
+// the rules are validated (rules/validate.cpp), so a bad pattern is refused with its file, line,
+// field and index and Hyperscan's own message, and handed on with the rules to RuleSet::build,
+// which gives each worker core a scratch space for it.
 //
 // Refused: a pattern that can match an empty buffer (it would match every packet; Hyperscan
 // says so), more than kMaxPayloadPatterns patterns, a pattern longer than

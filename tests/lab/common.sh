@@ -22,6 +22,23 @@ wait_for() {  # wait_for FILE PATTERN SECONDS PID: bounded wait for a line PID p
   done
 }
 
+# start_daemon WORK CONFIG: floodctl daemon for the dataplane socket WORK/dataplane.sock, its
+# own WORK/floodctl.sock, no metrics; sets ctl (floodctl talking to it) and ctl_pid, and waits,
+# bounded, until it answers. Needs $build.
+start_daemon() {
+  ctl=("$build/control/floodctl" --socket "$1/floodctl.sock")
+  "${ctl[@]}" daemon --config "$2" --dataplane "$1/dataplane.sock" --metrics none \
+    >"$1/floodctl.log" 2>&1 &
+  ctl_pid=$!
+  local deadline=$(( $(date +%s) + 10 ))
+  until "${ctl[@]}" status >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "$lab_name: floodctl daemon did not answer"; cat "$1/floodctl.log"; return 1
+    fi
+    sleep 0.1
+  done
+}
+
 # make_wire TAG OUT_NS IN_NS [QUEUES]: the two namespaces and floodgate's veths, TAG-o (its
 # outside, peer TAG-op in OUT_NS) and TAG-i (its inside, peer TAG-ip in IN_NS), with QUEUES
 # queue pairs on each side (AF_XDP binds to queues; default 1).

@@ -85,15 +85,7 @@ dns_pid=$!
   >"$work/floodgate.log" 2>&1 &
 fg_pid=$!
 wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"
-ctl=("$build/control/floodctl" --socket "$work/floodctl.sock")
-"${ctl[@]}" daemon --config "$work/empty.yaml" --dataplane "$work/dataplane.sock" --metrics none \
-  >"$work/floodctl.log" 2>&1 &
-ctl_pid=$!
-deadline=$(( $(date +%s) + 10 ))
-until "${ctl[@]}" status >/dev/null 2>&1; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then echo "payload: floodctl daemon did not answer"; cat "$work/floodctl.log"; exit 1; fi
-  sleep 0.1
-done
+start_daemon "$work" "$work/empty.yaml" || exit 1
 "${ctl[@]}" -j rules load "$work/rules.yaml" >"$work/load.json"
 
 ask() {  # ask NAME OUT: dig from the client, one try of 2 s

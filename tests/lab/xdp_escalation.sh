@@ -84,15 +84,7 @@ grep -q "^xdp: floodgate's program on $tag-o" "$work/floodgate.log" || {
   echo "FAIL floodgate did not take over the XDP program"; cat "$work/floodgate.log"; exit 1; }
 
 # The control plane, as an operator uses it: a block override goes into the maps too.
-ctl=("${floodctl[@]}" --socket "$work/floodctl.sock")
-"${ctl[@]}" daemon --config "$work/rules.yaml" --dataplane "$work/dataplane.sock" --metrics none \
-  >"$work/floodctl.log" 2>&1 &
-ctl_pid=$!
-deadline=$(( $(date +%s) + 10 ))
-until "${ctl[@]}" status >/dev/null 2>&1; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then echo "FAIL floodctl daemon did not answer"; cat "$work/floodctl.log"; exit 1; fi
-  sleep 0.1
-done
+start_daemon "$work" "$work/rules.yaml" || exit 1
 "${ctl[@]}" block add 198.18.5.0/24 --ttl 1h
 deadline=$(( $(date +%s) + 10 ))
 until "${floodctl[@]}" xdp list | grep -qE "^198.18.5.0/24 +block +override"; do
