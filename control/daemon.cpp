@@ -61,17 +61,17 @@ json load_request(const std::string &source, const std::string &text, const json
     json r = {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
     if (config == nullptr) return r;
     json dbs = json::object();
-    size_t bytes = 0;
     for (size_t i = 0; i < config->rules.size(); ++i) {
         const PayloadMatch &p = config->rules[i].match.payload;
         if (!p.compiled) continue;
-        std::string blob = base64_encode(p.compiled->serialize());
-        bytes += blob.size();
-        dbs[std::to_string(i)] = std::move(blob);
+        dbs[std::to_string(i)] = {{"database", base64_encode(p.compiled->serialize())},
+                                  {"fingerprint", payload_fingerprint(p.patterns)}};
     }
-    // Within the message cap with room for the rest; past it, the dataplane compiles.
-    if (!dbs.empty() && bytes < kMaxMessageBytes / 2) r["payload_databases"] = std::move(dbs);
-    return r;
+    if (dbs.empty()) return r;
+    json with = r;
+    with["payload_databases"] = std::move(dbs);
+    // Past the message cap the request goes without them: the dataplane compiles.
+    return with.dump().size() < kMaxMessageBytes ? with : r;
 }
 
 // The running rules from a dataplane's rules reply, with its mode switches applied.

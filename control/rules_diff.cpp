@@ -1,5 +1,7 @@
 #include "control/rules_diff.h"
 
+#include "rules/payload.h"
+
 #include <algorithm>
 #include <set>
 
@@ -97,6 +99,14 @@ std::string describe_match(const RuleMatch &m) {
     if (!m.dst.empty()) parts.push_back("dst " + prefixes_text(m.dst));
     if ((m.tcp_flags.must_set | m.tcp_flags.must_clear) != 0)
         parts.push_back("tcp_flags \"" + flags_text(m.tcp_flags) + "\"");
+    if (m.payload.present()) {
+        // The count, the window and the fingerprint: any change of a pattern shows in a diff.
+        std::string p = "payload " + std::to_string(m.payload.patterns.size()) +
+                        (m.payload.patterns.size() == 1 ? " pattern" : " patterns");
+        if (m.payload.offset != 0) p += " offset " + std::to_string(m.payload.offset);
+        if (m.payload.depth != 0) p += " depth " + std::to_string(m.payload.depth);
+        parts.push_back(p + " (" + payload_fingerprint(m.payload.patterns).substr(0, 8) + ")");
+    }
     if (parts.empty()) return "every IP packet";
     std::string s;
     for (const std::string &p : parts) s += (s.empty() ? "" : ", ") + p;

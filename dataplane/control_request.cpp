@@ -43,16 +43,21 @@ ControlRequest load(const nlohmann::json &request) {
     if (auto dbs = request.find("payload_databases"); dbs != request.end()) {
         if (!dbs->is_object())
             throw MessageError("\"payload_databases\" must be an object of rule index to base64");
-        for (const auto &[index, blob] : dbs->items()) {
+        for (const auto &[index, entry] : dbs->items()) {
             size_t i = 0;
             const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+            const auto blob = entry.is_object() ? entry.find("database") : entry.end();
+            const auto print = entry.is_object() ? entry.find("fingerprint") : entry.end();
             if (ec != std::errc() || end != index.data() + index.size() || i >= kMaxRules ||
-                !blob.is_string())
-                throw MessageError("\"payload_databases\": bad entry \"" + index + "\"");
-            const std::optional<std::string> bytes = base64_decode(blob.get<std::string>());
+                blob == entry.end() || !blob->is_string() || print == entry.end() ||
+                !print->is_string())
+                throw MessageError("\"payload_databases\": bad entry \"" + index +
+                                   "\" (expected {database: base64, fingerprint})");
+            const std::optional<std::string> bytes = base64_decode(blob->get<std::string>());
             if (!bytes) throw MessageError("\"payload_databases\"." + index + ": not base64");
             std::string ignored;
-            if (auto db = PayloadDatabase::deserialize(*bytes, &ignored)) precompiled[i] = db;
+            if (auto db = PayloadDatabase::deserialize(*bytes, &ignored))
+                precompiled[i] = {db, print->get<std::string>()};
         }
     }
     try {
@@ -66,7 +71,7 @@ ControlRequest load(const nlohmann::json &request) {
         if (!out.rules.config.rules[i].match.payload.present()) continue;
         const auto it = precompiled.find(i);
         const bool used = it != precompiled.end() &&
-                          it->second == out.rules.config.rules[i].match.payload.compiled;
+                          it->second.database == out.rules.config.rules[i].match.payload.compiled;
         ++(used ? out.payload_precompiled : out.payload_compiled);
     }
     return out;

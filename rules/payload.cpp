@@ -73,6 +73,22 @@ bool parse_literal(const std::string &text, std::string *bytes, std::string *why
     return true;
 }
 
+std::string payload_fingerprint(const std::vector<PayloadPattern> &patterns) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    const auto add = [&h](const std::string &bytes) {
+        for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+        for (int i = 0; i < 8; ++i) h = (h ^ (bytes.size() >> (8 * i) & 0xff)) * 0x100000001b3ull;
+    };
+    add(payload_engine_version());
+    for (const PayloadPattern &p : patterns) {
+        add(std::string(1, static_cast<char>(p.kind)) + (p.caseless ? "c" : "s"));
+        add(p.text);
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
 bool dns_labels(const std::string &domain, std::string *labels, std::string *why) {
     labels->clear();
     std::string name = domain;

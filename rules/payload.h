@@ -50,9 +50,21 @@ class PayloadDatabase {
     size_t bytes_ = 0;
 };
 
-// Compiled databases by rule index (a load request's, deserialized): the validator takes a
-// rule's database from here instead of compiling its patterns again.
-using PrecompiledPayloads = std::map<size_t, std::shared_ptr<const PayloadDatabase>>;
+// A rule's patterns as a short text that changes with any pattern, flag or the engine's
+// version (FNV-1a 64 over them, hex): a load request sends it with each compiled database, and
+// the dataplane takes a database only if its own reading of the patterns gives the same. A
+// check against mix-ups (another version, another rule), not a signature: the socket is the
+// root's.
+std::string payload_fingerprint(const std::vector<PayloadPattern> &patterns);
+
+// Compiled databases by rule index (a load request's, deserialized) with the fingerprint they
+// were sent with: the validator takes a rule's database from here instead of compiling its
+// patterns again, when the fingerprints agree.
+struct PrecompiledPayload {
+    std::shared_ptr<const PayloadDatabase> database;
+    std::string fingerprint;
+};
+using PrecompiledPayloads = std::map<size_t, PrecompiledPayload>;
 
 // Per-core scratch spaces big enough for every database given (hs_alloc_scratch, then
 // hs_clone_scratch per core), allocated off the hot path; freed with the object.

@@ -405,7 +405,14 @@ class ConfigParser {
                      "tcp_flags needs proto tcp (proto is " + std::to_string(*m.proto) + ")");
             m.proto = kProtoTcp;
         }
-        if (const Field *p = f.find("payload")) m.payload = payload(*p);
+        if (const Field *p = f.find("payload")) {
+            // Only these have an L4 header the parser reads, hence a payload it can find.
+            if (m.proto && *m.proto != kProtoTcp && *m.proto != kProtoUdp &&
+                *m.proto != kProtoIcmp && *m.proto != kProtoIcmpv6)
+                fail(*p, "payload needs proto tcp, udp, icmp or icmpv6 (proto is " +
+                             std::to_string(*m.proto) + ")");
+            m.payload = payload(*p);
+        }
         return m;
     }
 
@@ -428,8 +435,9 @@ class ConfigParser {
         // Compiled by the control plane already (a load request carries it): not again.
         if (precompiled_ != nullptr) {
             auto it = precompiled_->find(rule_index_);
-            if (it != precompiled_->end() && it->second) {
-                m.compiled = it->second;
+            if (it != precompiled_->end() && it->second.database &&
+                it->second.fingerprint == payload_fingerprint(m.patterns)) {
+                m.compiled = it->second.database;
                 return m;
             }
         }
@@ -469,6 +477,9 @@ class ConfigParser {
             if (p.text.empty() || p.text.size() > kMaxPayloadPatternBytes)
                 fail(*re, "a regular expression of 1-" + std::to_string(kMaxPayloadPatternBytes) +
                               " bytes");
+            for (unsigned char c : p.text)
+                if (c < 0x20 || c == 0x7f)
+                    fail(*re, "a control byte in a regular expression (write \\xHH)");
         }
         if (dns != nullptr) {
             p.kind = PayloadPattern::Kind::dns_suffix;
@@ -638,6 +649,8 @@ class ConfigParser {
         const RuleMatch &m = r.match;
         switch (r.action) {
             case RuleAction::syn_auth:
+                if (m.payload.present())
+                    fail(action, "syn-auth answers SYNs, which carry no payload: no payload match");
                 if (is_aggregate(r.key_kind))
                     fail(action,
                          std::string("syn-auth verifies sources: it needs a per-source key, "

@@ -7,6 +7,7 @@
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
 #include "rules/load.h"
+#include "rules/payload.h"
 
 namespace floodgate {
 namespace {
@@ -171,6 +172,22 @@ rules:
         "proto tcp, dst_port 1000-2000, src 198.18.0.0/16,2001:db8::/32, tcp_flags \"syn !ack\"");
     EXPECT_EQ(describe_match(c.rules[1].match), "every IP packet");
     EXPECT_EQ(describe_limit(c.rules[0]), "1/h burst 1");
+}
+
+// A payload match is described by its size, window and fingerprint, so that `rules load
+// --dry-run` shows a change of any pattern.
+TEST(RulesDiff, DescribesPayloadMatches) {
+    if (!payload_engine_available()) GTEST_SKIP() << "built without Hyperscan";
+    const auto rule = [](const std::string &patterns) {
+        return parse_config("rules:\n  - name: p\n    match: { proto: udp, payload: { patterns: " +
+                            patterns + ", offset: 12 } }\n    limit: { rate: 1/s, burst: 1 }\n")
+            .rules[0];
+    };
+    const Rule one = rule("['attack']"), other = rule("['attacks']"), two = rule("['a1', 'a2']");
+    const std::string d = describe_match(one.match);
+    EXPECT_EQ(d.rfind("proto udp, payload 1 pattern offset 12 (", 0), 0u) << d;
+    EXPECT_NE(describe_match(other.match), d);  // one byte more: another fingerprint
+    EXPECT_NE(describe_match(two.match).find("payload 2 patterns"), std::string::npos);
 }
 
 }  // namespace

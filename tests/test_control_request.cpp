@@ -98,19 +98,31 @@ TEST(ControlRequest, LoadTakesCompiledPayloadDatabases) {
         return decode_as<LoadRequest>(
             R"({"cmd": "load", "source": "p.yaml", "text": "", "rules": )" + rules + dbs + "}");
     };
-    const LoadRequest shipped =
-        load(R"(, "payload_databases": {"0": ")" + base64_encode(db->serialize()) + "\"}");
+    const auto entry = [](const std::string &bytes, const std::string &print) {
+        return R"(, "payload_databases": {"0": {"database": ")" + base64_encode(bytes) +
+               R"(", "fingerprint": ")" + print + "\"}}";
+    };
+    const std::string print = payload_fingerprint({p});
+    const LoadRequest shipped = load(entry(db->serialize(), print));
     EXPECT_EQ(shipped.payload_precompiled, 1u);
     EXPECT_EQ(shipped.payload_compiled, 0u);
     ASSERT_NE(shipped.rules.config.rules[0].match.payload.compiled, nullptr);
-    const LoadRequest garbage =
-        load(R"(, "payload_databases": {"0": ")" + base64_encode("not a database") + "\"}");
+    // A database for other patterns (its fingerprint is not this rule's): compiled here.
+    const auto other = PayloadDatabase::compile(
+        {PayloadPattern{PayloadPattern::Kind::literal, "a", false}}, &error, &bad);
+    ASSERT_NE(other, nullptr) << error;
+    const LoadRequest mixed_up = load(
+        entry(other->serialize(),
+              payload_fingerprint({PayloadPattern{PayloadPattern::Kind::literal, "a", false}})));
+    EXPECT_EQ(mixed_up.payload_precompiled, 0u);
+    EXPECT_EQ(mixed_up.payload_compiled, 1u);
+    const LoadRequest garbage = load(entry("not a database", print));
     EXPECT_EQ(garbage.payload_precompiled, 0u);
     EXPECT_EQ(garbage.payload_compiled, 1u);
     const LoadRequest none = load("");
     EXPECT_EQ(none.payload_compiled, 1u);
     EXPECT_NE(error_of(R"({"cmd": "load", "source": "p", "text": "", "rules": )" + rules +
-                       R"(, "payload_databases": {"0": "!!"}})")
+                       R"(, "payload_databases": {"0": {"database": "!!", "fingerprint": ""}}})")
                   .find("not base64"),
               std::string::npos);
     EXPECT_NE(error_of(R"({"cmd": "load", "source": "p", "text": "", "rules": )" + rules +

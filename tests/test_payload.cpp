@@ -195,6 +195,17 @@ TEST(PayloadConfig, RefusalsNameTheFieldLineAndIndex) {
     EXPECT_NE(refused(head + "          - { regex: 'x', literal: 'y' }\n")
                   .find("one of literal, regex or dns_suffix"),
               std::string::npos);
+    EXPECT_NE(refused(head + "          - { regex: \"GET\\0/x\" }\n").find("control byte"),
+              std::string::npos);
+    const std::string gre =
+        "rules:\n  - name: gre\n    limit: { rate: 1/s, burst: 1 }\n    match:\n"
+        "      proto: 47\n      payload: { patterns: ['x'] }\n";
+    EXPECT_NE(refused(gre).find("payload needs proto tcp, udp, icmp or icmpv6"), std::string::npos)
+        << refused(gre);
+    const std::string syn =
+        "rules:\n  - name: syn\n    limit: { rate: 1/s, burst: 1 }\n    action: syn-auth\n"
+        "    match: { tcp_flags: \"syn !ack\", payload: { patterns: ['x'] } }\n";
+    EXPECT_NE(refused(syn).find("carry no payload"), std::string::npos) << refused(syn);
     const Config ok = parse_config(
         head +
             "          - 'GET / '\n          - { regex: 'x+y', caseless: true }\n"

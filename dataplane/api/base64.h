@@ -8,7 +8,8 @@
 namespace floodgate {
 
 std::string base64_encode(const std::string &bytes);
-// nullopt for anything that is not canonical base64 (length, alphabet, padding).
+// nullopt for anything that is not well-formed base64 (length, alphabet, where padding is);
+// the unused bits before padding are not checked.
 std::optional<std::string> base64_decode(const std::string &text);
 
 }  // namespace floodgate
