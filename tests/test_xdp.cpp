@@ -1,7 +1,7 @@
 // The XDP program itself, run by the kernel on crafted frames (BPF_PROG_TEST_RUN): each header
 // variant, truncated frames, blocked and unblocked sources, expired entries, each with its
-// verdict and counter. Needs root (CAP_BPF); without it every test skips, saying why. Maps are
-// not pinned: nothing here touches /sys/fs/bpf.
+// verdict and counter; and the dataplane's feed of its maps. Needs root (CAP_BPF); without it every
+// test skips, saying why. Maps are not pinned: nothing here touches /sys/fs/bpf.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
@@ -12,6 +12,7 @@
 
 #include "bpf/xdp_tier.h"
 #include "dataplane/parse.h"
+#include "dataplane/xdp_feed.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
@@ -275,6 +276,82 @@ TEST_F(XdpProgram, WithoutAnAfXdpSocketFramesFallBackToTheKernel) {
     block("198.19.0.0/16");
     EXPECT_EQ(run(udp4("198.19.0.1")), XDP_DROP);
     EXPECT_EQ(run(udp4("198.18.0.1")), XDP_PASS);
+}
+
+}  // namespace
+}  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// The dataplane's feed (dataplane/xdp_feed.h) on a program of its own, driven by hand: the
+// running rules' lists and overrides written, an override dropped on the next version, a source
+// escalated from the top-refused samples and removed when its TTL ends. Times are the feed's
+// own (what the control thread would pass); counts from its stats.
+class XdpFeedTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        XdpOptions o;
+        o.pin_dir.clear();
+        std::string error;
+        std::unique_ptr<XdpTier> tier = XdpTier::load(o, &error);
+        if (!tier) GTEST_SKIP() << "the kernel does not load BPF programs here: " << error;
+        feed_ = std::make_unique<XdpFeed>(std::move(tier), "test0", "");
+    }
+    static Prefix p(const char *text) {
+        std::string why;
+        return parse_prefix(text, &why).value();
+    }
+    // One tick at s seconds with running rules of version v and the dns rule's refusals of
+    // 198.18.66.6 so far.
+    void tick(uint64_t s, uint64_t v, const RunningRules &r, uint64_t refused) {
+        const nlohmann::ordered_json stats = {
+            {"rules",
+             {{{"name", "dns"},
+               {"mode", "enforce"},
+               {"top_refused",
+                {{{"source", "198.18.66.6/32"}, {"count", refused}, {"error", 0}}}}}}}};
+        feed_->tick(
+            s * 1'000'000'000ull, v, [&] { return r; }, [&] { return stats; });
+    }
+    uint64_t entries(const char *origin) { return feed_->stats()["entries"][origin]; }
+    uint64_t escalations(const char *what) { return feed_->stats()["escalations"][what]; }
+
+    std::unique_ptr<XdpFeed> feed_;
+};
+
+TEST_F(XdpFeedTest, ListsOverridesAndEscalationsReachTheMapsAndLeaveThem) {
+    RunningRules r;
+    r.version = 1;
+    r.allow = {p("198.18.1.0/24")};
+    r.block = {p("198.19.0.0/16")};
+    r.overrides = {{p("198.18.9.0/24"), PrefixVerdict::block, 0}};
+    Rule dns;
+    dns.name = "dns";
+    dns.escalate.after_ns = 1'000'000'000ull;
+    dns.escalate.min_refused_count = 100;
+    dns.escalate.ttl_ns = 10'000'000'000ull;
+    r.rules = {dns};
+    tick(10, 1, r, 0);
+    EXPECT_EQ(entries("rules"), 2u);
+    EXPECT_EQ(entries("override"), 1u);
+    tick(11, 1, r, 50);  // 50/s: under 100/s
+    EXPECT_EQ(escalations("total"), 0u);
+    tick(12, 1, r, 250);  // 200/s for one second: over since 11 s, `after` reached
+    EXPECT_EQ(escalations("total"), 1u);
+    EXPECT_EQ(entries("escalated"), 1u);
+    tick(13, 1, r, 250);  // its frames die in the driver now: no more refusals
+    EXPECT_EQ(escalations("total"), 1u);
+    r.version = 2;
+    r.overrides.clear();
+    tick(14, 2, r, 250);
+    EXPECT_EQ(entries("override"), 0u);
+    EXPECT_EQ(entries("rules"), 2u);
+    EXPECT_EQ(entries("escalated"), 1u);
+    tick(22, 2, r, 250);  // escalated at 12 s for 10 s: expires at 22 s
+    EXPECT_EQ(escalations("expired"), 1u);
+    EXPECT_EQ(entries("escalated"), 0u);
+    EXPECT_EQ(feed_->stats()["counters"]["packets"], 0u);  // no frame ran the program
 }
 
 }  // namespace
