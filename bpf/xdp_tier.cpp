@@ -188,9 +188,7 @@ std::unique_ptr<XdpTier> XdpTier::load(const XdpOptions &options, std::string *e
         *error = load_error(rc, options.pin_dir);
         return nullptr;
     }
-    t->block4_fd_ = bpf_map__fd(t->skel_->maps.block4);
-    t->block6_fd_ = bpf_map__fd(t->skel_->maps.block6);
-    t->counters_fd_ = bpf_map__fd(t->skel_->maps.counters);
+    t->use_skeleton_maps();
     return t;
 }
 
@@ -256,10 +254,14 @@ std::unique_ptr<XdpTier> XdpTier::adopt(const std::string &iface, const std::str
     if (xsks >= 0) close(xsks);
     close(old.fd);
     if (!ok) return nullptr;
-    t->block4_fd_ = bpf_map__fd(t->skel_->maps.block4);
-    t->block6_fd_ = bpf_map__fd(t->skel_->maps.block6);
-    t->counters_fd_ = bpf_map__fd(t->skel_->maps.counters);
+    t->use_skeleton_maps();
     return t;
+}
+
+void XdpTier::use_skeleton_maps() {
+    block4_fd_ = bpf_map__fd(skel_->maps.block4);
+    block6_fd_ = bpf_map__fd(skel_->maps.block6);
+    counters_fd_ = bpf_map__fd(skel_->maps.counters);
 }
 
 XdpTier::~XdpTier() {

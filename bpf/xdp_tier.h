@@ -109,6 +109,7 @@ class XdpTier {
 
   private:
     XdpTier() = default;
+    void use_skeleton_maps();        // the loaded skeleton's maps are the ones read and written
     floodgate_xdp *skel_ = nullptr;  // nullptr for open_pinned()
     int block4_fd_ = -1;
     int block6_fd_ = -1;

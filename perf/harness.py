@@ -575,20 +575,22 @@ table netdev floodgate_perf {
             subprocess.run(nft + ["delete", "table", "netdev", "floodgate_perf"])
 
     # --- micro -------------------------------------------------------------------------
+    def gbench_medians(self, name):
+        """A Google Benchmark binary's median aggregates over --reps repetitions."""
+        p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
+                            "--benchmark_repetitions=%d" % self.args.reps,
+                            "--benchmark_report_aggregates_only=true",
+                            "--benchmark_format=json"], capture_output=True, text=True,
+                           timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(name + ": " + p.stderr[-2000:])
+        return [b for b in json.loads(p.stdout)["benchmarks"] if b.get("aggregate_name") == "median"]
+
     def micro(self):
         res = {}
         for name in ("bench_decision", "bench_table"):
-            p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
-                                "--benchmark_repetitions=%d" % self.args.reps,
-                                "--benchmark_report_aggregates_only=true",
-                                "--benchmark_format=json"], capture_output=True, text=True,
-                               timeout=3600)
-            if p.returncode != 0:
-                raise RuntimeError(name + ": " + p.stderr[-2000:])
             rows = []
-            for b in json.loads(p.stdout)["benchmarks"]:
-                if b.get("aggregate_name") != "median":
-                    continue
+            for b in self.gbench_medians(name):
                 row = {"name": b["run_name"], "ns": b["real_time"]}
                 for k in ("bytes_per_key", "keys_live", "table_MiB"):
                     if k in b:
@@ -598,17 +600,9 @@ table netdev floodgate_perf {
         self.results["micro"] = res
 
     def medians_in_ns(self, name, counter):
-        """A Google Benchmark binary's medians of an inverted-rate counter (seconds per item),
-        in ns."""
-        p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
-                            "--benchmark_repetitions=%d" % self.args.reps,
-                            "--benchmark_report_aggregates_only=true",
-                            "--benchmark_format=json"], capture_output=True, text=True,
-                           timeout=1800)
-        if p.returncode != 0:
-            raise RuntimeError(name + ": " + p.stderr[-2000:])
+        """The medians of an inverted-rate counter (seconds per item), in ns."""
         return [{"name": b["run_name"], counter: b[counter] * 1e9}
-                for b in json.loads(p.stdout)["benchmarks"] if b.get("aggregate_name") == "median"]
+                for b in self.gbench_medians(name)]
 
     def xdp(self):
         """perf/bench_xdp: the XDP program's cost per frame (BPF_PROG_TEST_RUN), beside a
