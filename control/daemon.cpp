@@ -17,6 +17,7 @@
 #include "control/metrics.h"
 #include "control/rules_diff.h"
 #include "dataplane/api/message.h"
+#include "dataplane/api/stats_rates.h"
 #include "dataplane/api/unix_socket.h"
 #include "rules/load.h"
 
@@ -113,10 +114,8 @@ class Daemon {
     Remembered remembered_;
 
     std::mutex sample_lock_;
-    json rates_ = json::array();
-    json table_ = nullptr;
-    json last_nic_ = nullptr;
-    double last_sample_s_ = 0;
+    json last_stats_ = nullptr;  // the latest sample's stats, with the dataplane's clock
+    json rates_ = nullptr;       // between the last two samples (stats_rates.h)
 };
 
 bool Daemon::raw(const json &request, json *reply, std::string *error, int timeout_ms) {
@@ -256,37 +255,18 @@ bool Daemon::adopt() {
 void Daemon::sample() {
     json reply;
     std::string error;
-    if (!call({{"cmd", "stats"}}, &reply, &error) || !reply.value("ok", false)) {
-        std::lock_guard<std::mutex> guard(sample_lock_);
-        rates_ = json::array();
-        last_nic_ = nullptr;
+    const bool ok = call({{"cmd", "stats"}}, &reply, &error) && reply.value("ok", false);
+    std::lock_guard<std::mutex> guard(sample_lock_);
+    if (!ok) {
+        last_stats_ = rates_ = nullptr;
         return;
     }
-    // Rates over the monotonic clock: a wall-clock step would make them nonsense.
-    const double now =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    const json &stats = reply["stats"];
-    std::lock_guard<std::mutex> guard(sample_lock_);
-    json rates = json::array();
-    const json nic = stats.value("nic", json::array());
-    if (last_nic_.is_array() && last_nic_.size() == nic.size() && now > last_sample_s_) {
-        const double dt = now - last_sample_s_;
-        auto rate = [&](const json &a, const json &b, const char *field, double scale) {
-            uint64_t x = a.value(field, uint64_t{0}), y = b.value(field, uint64_t{0});
-            return y >= x ? static_cast<double>(y - x) * scale / dt : 0.0;
-        };
-        for (size_t i = 0; i < nic.size(); ++i)
-            rates.push_back({{"port", nic[i].value("port", 0)},
-                             {"role", nic[i].value("role", "")},
-                             {"rx_pps", rate(last_nic_[i], nic[i], "rx_packets", 1)},
-                             {"rx_bps", rate(last_nic_[i], nic[i], "rx_bytes", 8)},
-                             {"tx_pps", rate(last_nic_[i], nic[i], "tx_packets", 1)},
-                             {"tx_bps", rate(last_nic_[i], nic[i], "tx_bytes", 8)}});
-    }
-    rates_ = rates;
-    table_ = stats.value("table", json(nullptr));
-    last_nic_ = nic;
-    last_sample_s_ = now;
+    json &stats = reply["stats"];
+    // Top offenders are not sampled; floodctl top and watch ask for them.
+    for (json &r : stats["rules"]) r.erase("top_refused");
+    // A restarted dataplane's counters start again: stats_rates leaves out what went down.
+    rates_ = last_stats_.is_null() ? json(nullptr) : stats_rates(last_stats_, stats);
+    last_stats_ = std::move(stats);
 }
 
 json Daemon::status() {
@@ -305,9 +285,24 @@ json Daemon::status() {
     reply["dataplane_up"] = up;
     reply["dataplane"] = up ? dataplane : json(nullptr);
     if (!up) reply["dataplane_error"] = error;
+    if (!up) {
+        reply["rates"] = reply["table"] = nullptr;
+        return reply;
+    }
+    bool sampled;
+    {
+        std::lock_guard<std::mutex> guard(sample_lock_);
+        sampled = !last_stats_.is_null();
+    }
+    if (!sampled) sample();  // asked before the first sample: take it now
     std::lock_guard<std::mutex> guard(sample_lock_);
-    reply["rates"] = up ? rates_ : json::array();
-    reply["table"] = up ? table_ : json(nullptr);
+    // Until two samples a second apart exist, the rates since the dataplane started: its
+    // counters start at zero, so that is exact too, over a longer interval.
+    reply["rates_since_start"] = rates_.is_null();
+    reply["rates"] = rates_.is_null() && !last_stats_.is_null()
+                         ? stats_rates_since_start(last_stats_, last_stats_.value("uptime_s", 0.0))
+                         : rates_;
+    reply["table"] = last_stats_.is_null() ? json(nullptr) : last_stats_.value("table", json());
     return reply;
 }
 

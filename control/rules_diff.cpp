@@ -176,6 +176,75 @@ std::string describe_reserve(const ClassReserve &r) {
            std::to_string(r.verified) + "%, known " + std::to_string(r.known) + "%";
 }
 
+nlohmann::json rule_json(const Rule &r) {
+    using nlohmann::json;
+    const RuleMatch &m = r.match;
+    json match = json::object();
+    if (m.proto) match["proto"] = proto_text(*m.proto);
+    auto ports = [](const std::vector<PortRange> &rs) {
+        json a = json::array();
+        for (const PortRange &p : rs) a.push_back({{"from", p.lo}, {"to", p.hi}});
+        return a;
+    };
+    auto prefixes = [](const std::vector<Prefix> &ps) {
+        json a = json::array();
+        for (const Prefix &p : ps) a.push_back(format_prefix(p));
+        return a;
+    };
+    if (!m.dst_ports.empty()) match["dst_port"] = ports(m.dst_ports);
+    if (!m.src_ports.empty()) match["src_port"] = ports(m.src_ports);
+    if (!m.src.empty()) match["src"] = prefixes(m.src);
+    if (!m.dst.empty()) match["dst"] = prefixes(m.dst);
+    if ((m.tcp_flags.must_set | m.tcp_flags.must_clear) != 0)
+        match["tcp_flags"] = flags_text(m.tcp_flags);
+    if (m.payload.present()) {
+        json patterns = json::array();
+        for (const PayloadPattern &p : m.payload.patterns)
+            patterns.push_back({{"kind", p.kind == PayloadPattern::Kind::regex        ? "regex"
+                                         : p.kind == PayloadPattern::Kind::dns_suffix ? "dns_suffix"
+                                                                                      : "literal"},
+                                {"text", p.text},
+                                {"caseless", p.caseless}});
+        match["payload"] = {{"patterns", patterns},
+                            {"offset", m.payload.offset},
+                            {"depth", m.payload.depth},
+                            {"fingerprint", payload_fingerprint(m.payload.patterns)}};
+    }
+    json key = {{"kind", key_kind_name(r.key_kind)}};
+    if (r.key_kind == KeyKind::src || r.key_kind == KeyKind::src_dst)
+        key["ipv4"] = r.key_ipv4_len, key["ipv6"] = r.key_ipv6_len;
+    if (r.key_kind == KeyKind::dst || r.key_kind == KeyKind::src_dst)
+        key["dst_ipv4"] = r.dst_key_ipv4_len, key["dst_ipv6"] = r.dst_key_ipv6_len;
+    json limit = {{"algorithm", rule_algorithm_name(r.algorithm)},
+                  {"rate", format_rate(r.rate_count, r.rate_period_ns)},
+                  {"count", r.rate_count},
+                  {"period_ns", r.rate_period_ns}};
+    if (!is_window(r.algorithm)) limit["burst"] = r.burst_pkts;
+    json action = {{"kind", rule_action_name(r.action)}};
+    if (r.action == RuleAction::syn_auth) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
+    if (r.action == RuleAction::dns_truncate) action["slip"] = r.slip;
+    json j = {{"name", r.name},
+              {"line", r.line},
+              {"mode", mode_text(r.mode)},
+              {"match", match},
+              {"key", key},
+              {"limit", limit},
+              {"action", action},
+              {"on_table_full", table_full_text(r.on_table_full)},
+              {"text",
+               {{"match", describe_match(m)},
+                {"key", describe_key(r)},
+                {"limit", describe_limit(r)},
+                {"action", describe_action(r)}}}};
+    if (is_aggregate(r.key_kind)) j["reserve"] = describe_reserve(r.reserve);
+    if (r.escalate.enabled())
+        j["escalate"] = {{"after_s", r.escalate.after_ns / 1e9},
+                         {"min_refused_rate", format_rate(r.escalate.min_refused_count,
+                                                          r.escalate.min_refused_period_ns)},
+                         {"ttl_s", r.escalate.ttl_ns / 1e9}};
+    return j;
+}
+
 RulesDiff diff_rules(const Config &running, const Config &next) {
     RulesDiff d;
     diff_prefixes("allow", running.allow, next.allow, &d.changes);

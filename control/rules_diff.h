@@ -3,6 +3,7 @@
 // limiter state (same name and key) and which start afresh.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,9 @@ RulesDiff diff_rules(const Config &running, const Config &next);
 std::string describe_match(const RuleMatch &m);
 std::string describe_limit(const Rule &r);
 std::string describe_key(const Rule &r);
+
+// A rule as structured fields, as `nft -j` gives them (`floodctl -j rules show`): match (each
+// field as its own value), key, limit, action, mode; `text` keeps the one-line descriptions.
+nlohmann::json rule_json(const Rule &r);
 
 }  // namespace floodgate

@@ -67,6 +67,11 @@ ordered_json ControlService::dispatch(const ControlRequest &request) {
 ordered_json ControlService::execute(const StatsRequest &request) {
     ordered_json reply = {{"ok", true}, {"version", version_}};
     live_->with_current([&](const RuleSet &rs) { reply["stats"] = stats_(rs, request.top); });
+    // The instant of the reading on the dataplane's monotonic clock, and its uptime: rates
+    // between two readings (stats_rates.h), or since the start, need no clock of the reader's.
+    const uint64_t now = clock_.monotonic_ns();
+    reply["stats"]["sampled_ns"] = now;
+    reply["stats"]["uptime_s"] = (now - started_ns_) / 1e9;
     return reply;
 }
 
@@ -136,10 +141,18 @@ ordered_json ControlService::execute(const LoadRequest &request) {
                            std::to_string(rules_.config.table_entries_per_core) + " to " +
                            std::to_string(next.config.table_entries_per_core) +
                            ": the tables keep their size until floodgate restarts");
+    // The file that runs, again, with no mode switch to end: nothing to do, and nothing done
+    // (the version stays, so that a watcher of it sees no change).
+    if (next.text == rules_.text && modes_.empty()) {
+        ordered_json reply = rules_locked();
+        reply["changed"] = false;
+        return reply;
+    }
     std::string error;
     // A load is a whole declaration: it ends every earlier `floodctl rule NAME` mode switch.
     if (!apply(next, {}, overrides_, "floodctl", &error)) return error_reply(error);
     ordered_json reply = rules_locked();
+    reply["changed"] = true;
     reply["warnings"] = warnings;
     reply["payload_databases"] = {{"precompiled", request.payload_precompiled},
                                   {"compiled_here", request.payload_compiled}};
@@ -147,14 +160,24 @@ ordered_json ControlService::execute(const LoadRequest &request) {
 }
 
 ordered_json ControlService::execute(const ModeRequest &request) {
-    bool known = false;
-    for (const Rule &r : rules_.config.rules) known |= r.name == request.rule;
-    if (!known) throw MessageError("no rule named \"" + request.rule + "\"");
+    const Rule *rule = nullptr;
+    for (const Rule &r : rules_.config.rules)
+        if (r.name == request.rule) rule = &r;
+    if (rule == nullptr) throw MessageError("no rule named \"" + request.rule + "\"");
+    const auto switched = modes_.find(request.rule);
+    const RuleMode now = switched != modes_.end() ? switched->second : rule->mode;
+    if (now == request.mode) {  // already so: no new ruleset, no new version
+        ordered_json reply = rules_locked();
+        reply["changed"] = false;
+        return reply;
+    }
     std::map<std::string, RuleMode> modes = modes_;
     modes[request.rule] = request.mode;
     std::string error;
     if (!apply(rules_, modes, overrides_, origin_.c_str(), &error)) return error_reply(error);
-    return rules_locked();
+    ordered_json reply = rules_locked();
+    reply["changed"] = true;
+    return reply;
 }
 
 ordered_json ControlService::execute(const OverrideAddRequest &request) {
@@ -165,14 +188,24 @@ ordered_json ControlService::execute(const OverrideAddRequest &request) {
                        ? 0
                        : clock_.monotonic_ns() + static_cast<uint64_t>(request.ttl_s) * 1000000000;
     std::vector<PrefixOverride> next;
-    for (const PrefixOverride &old : overrides_)
-        if (!(old.prefix == o.prefix)) next.push_back(old);  // one override per prefix
+    const PrefixOverride *replaced = nullptr;
+    for (const PrefixOverride &old : overrides_) {
+        if (!(old.prefix == o.prefix))
+            next.push_back(old);
+        else if (old.verdict != o.verdict)
+            replaced = &old;  // one override per prefix: the other list's goes, and says so
+    }
     if (next.size() >= kMaxOverrides)
         throw MessageError("too many overrides (" + std::to_string(kMaxOverrides) + ")");
     next.push_back(o);
+    ordered_json was = nullptr;
+    if (replaced != nullptr)
+        was = {{"list", list_name(replaced->verdict)}, {"prefix", format_prefix(replaced->prefix)}};
     std::string error;
     if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
-    return overrides_locked();
+    ordered_json reply = overrides_locked();
+    if (!was.is_null()) reply["replaced"] = was;
+    return reply;
 }
 
 ordered_json ControlService::execute(const OverrideDelRequest &request) {

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "dataplane/api/numbers.h"
+#include "dataplane/api/stats_text.h"
 #include "dataplane/eal.h"
 #include "dataplane/merge.h"
 #include "dataplane/output_files.h"
@@ -399,7 +400,7 @@ int replay_main(int argc, char **argv) {
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
-        if (!opt.quiet) std::fputs(stats_summary(stats).c_str(), stdout);
+        if (!opt.quiet) std::fputs(stats_text(nlohmann::json(stats)).c_str(), stdout);
     }
     return rc;
 }

@@ -14,13 +14,17 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/numbers.h"
+#include "dataplane/api/stats_rates.h"
+#include "dataplane/api/stats_text.h"
 #include "dataplane/api/unix_socket.h"
 #include "dataplane/control_service.h"
 #include "dataplane/eal.h"
@@ -175,27 +179,50 @@ int launch_worker(void *arg) {
     return 0;
 }
 
-std::string one_line_summary(const RuleSet &rules,
-                             const std::vector<std::unique_ptr<Worker>> &workers) {
-    uint64_t rx = 0, passed = 0, dropped = 0, tx_failed = 0, back = 0;
-    for (const auto &w : workers) {
-        Pipeline::Stats s;
-        if (!w->pipeline().read_stats(rules, &s)) return "counters busy";
-        rx += s.counters.packets;
-        passed += s.counters.passed;
-        dropped += s.counters.dropped;
-        tx_failed += w->filtered_tx_failed() + w->returning_tx_failed();
-        back += w->returning_rx();
+// --stats-interval: what the interval since the last line did, as rates, under the time it
+// ends; the counters' totals are for floodctl and the exit summary.
+class IntervalPrinter {
+  public:
+    void print(const LiveRuleSet &rules, const LiveView &view) {
+        nlohmann::json now;
+        try {
+            rules.with_current([&](const RuleSet &rs) { now = live_stats(rs, view, 0); });
+        } catch (const std::exception &e) {
+            std::printf("[%s] stats: %s\n", utc_text(unix_now_ns() / 1e9).c_str(), e.what());
+            return;
+        }
+        now["sampled_ns"] = monotonic_now_ns();
+        const nlohmann::json rates = stats_rates(last_, now);
+        const nlohmann::json &back = now["ports"]["inside_to_outside"];
+        if (rates.is_null()) {
+            std::printf("[%s] stats every interval from now on, as rates\n",
+                        utc_text(unix_now_ns() / 1e9).c_str());
+        } else {
+            // The exact rate first, for scripts (perf/harness.py reads it).
+            const double rx = rates.value("packets", 0.0);
+            std::printf(
+                "[%s] over %.2f s: outside rx %.0f pps; inside->outside %s; tx failed %llu "
+                "in all\n%s",
+                utc_text(unix_now_ns() / 1e9).c_str(), rates["interval_s"].get<double>(), rx,
+                (si(rate(back, "rx", rates)) + "pps").c_str(),
+                static_cast<unsigned long long>(
+                    now["ports"]["outside_to_inside"].value("tx_failed", uint64_t{0}) +
+                    back.value("tx_failed", uint64_t{0})),
+                rates_text(rates).c_str());
+        }
+        last_ = std::move(now);
     }
-    char line[256];
-    std::snprintf(
-        line, sizeof line,
-        "outside rx %llu: passed %llu, dropped %llu; inside->outside %llu; tx failed %llu",
-        static_cast<unsigned long long>(rx), static_cast<unsigned long long>(passed),
-        static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(back),
-        static_cast<unsigned long long>(tx_failed));
-    return line;
-}
+
+  private:
+    // The inside-to-outside rate: not a counter stats_rates knows.
+    double rate(const nlohmann::json &now, const char *field, const nlohmann::json &rates) const {
+        if (last_.is_null()) return 0;
+        const uint64_t a = last_["ports"]["inside_to_outside"].value(field, uint64_t{0});
+        const uint64_t b = now.value(field, uint64_t{0});
+        return b >= a ? static_cast<double>(b - a) / rates["interval_s"].get<double>() : 0;
+    }
+    nlohmann::json last_;
+};
 
 #if FG_HAVE_XDP
 // The XDP feed with what its ticks need from the run: the live stats for escalation.
@@ -427,7 +454,11 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
             });
         }
 
-        auto next = std::chrono::steady_clock::now();
+        IntervalPrinter interval;
+        if (opt.stats_interval_s > 0) interval.print(rules, view);
+        auto next = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(opt.stats_interval_s));
         // The main lcore does no packet work: it forwards merge records and prints stats.
         const auto poll = std::chrono::nanoseconds(
             merger ? std::min<uint64_t>(opt.merge_interval_ns / 2, 100000000) : 100000000);
@@ -437,18 +468,13 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
             if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
                 next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(opt.stats_interval_s));
-                rules.with_current([&](const RuleSet &rs) {
-                    std::printf("%s\n", one_line_summary(rs, workers).c_str());
-                });
+                interval.print(rules, view);
                 std::fflush(stdout);
             }
         }
         control_thread.join();
         attach_telemetry(nullptr);
         rte_eal_mp_wait_lcore();
-        rules.with_current(
-            [&](const RuleSet &rs) { std::printf("%s\n", one_line_summary(rs, workers).c_str()); });
-
         nlohmann::ordered_json stats;
         rules.with_current(
             [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
@@ -456,7 +482,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }
-        std::fputs(stats_summary(stats).c_str(), stdout);
+        std::fputs(stats_text(nlohmann::json(stats)).c_str(), stdout);
     }
 
     // Release in reverse order of creation: workers, merge rings, tables, ports, then the pool
@@ -470,10 +496,43 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     return rc;
 }
 
+// Whether argv names one of floodgate run's own options before any "--" (the EAL would refuse
+// it with its whole help text, which says nothing of floodgate's).
+const char *own_option_before_separator(int argc, char **argv) {
+    static const char *const kOwn[] = {
+        "--config",  "--outside", "--inside",    "--stats-interval", "--stats",
+        "--control", "--mbufs",   "--mbuf-size", "--xdp-pin-dir",    "--merge-interval-us"};
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") return nullptr;
+        for (const char *own : kOwn)
+            if (a == own || (a.starts_with(own) && a[std::strlen(own)] == '=')) return argv[i];
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 int run_main(int argc, char **argv) {
-    // EAL options come first, ours after "--", as in every DPDK application.
+    // EAL options come first, ours after "--", as in every DPDK application. Help is
+    // floodgate's own, wherever it is asked for (the EAL's is `dpdk-testpmd --help`'s).
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            std::fputs(
+                "EAL options (before --): -l CORES or --lcores MAP, -a PCI (--allow), --vdev "
+                "DEVICE,\n--no-huge -m MB, --file-prefix NAME, ...; DPDK's list: "
+                "https://doc.dpdk.org/guides-22.11/linux_gsg/linux_eal_parameters.html\n",
+                stdout);
+            return 0;
+        }
+    if (const char *own = own_option_before_separator(argc, argv)) {
+        std::fprintf(stderr,
+                     "floodgate run: %s is floodgate's option: put it after `--`, the EAL's "
+                     "before it (floodgate run [EAL options] -- --config RULES.yaml ...)\n",
+                     own);
+        return 2;
+    }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     int eal_argc = rte_eal_init(argc, argv);

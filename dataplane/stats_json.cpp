@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace floodgate {
@@ -104,62 +103,6 @@ bool write_stats(const std::string &path, const nlohmann::ordered_json &stats) {
     out << stats.dump(2) << "\n";
     out.close();
     return static_cast<bool>(out);
-}
-
-std::string stats_summary(const nlohmann::ordered_json &s) {
-    std::ostringstream o;
-    o << "packets " << s["packets"] << ": passed " << s["passed"] << ", dropped " << s["dropped"]
-      << " (rate-limited " << s["rate_limited"] << ", blocked " << s["block_hits"] << ", malformed "
-      << s["malformed"] << ")\n";
-    o << "  allow-listed " << s["allow_hits"] << ", non-IP passed " << s["non_ip"] << "; table "
-      << s["table"]["occupancy"] << "/" << s["table"]["capacity"] << " keys, "
-      << s["table"]["reclaims"] << " reclaimed, " << s["table"]["full_events"] << " full\n";
-    for (const auto &[reason, n] : s["malformed_reasons"].items())
-        if (n != 0) o << "  malformed " << reason << ": " << n << "\n";
-    if (s["answered"] != 0 || s["answer_capped"] != 0 || s["syn_auth_replies"] != 0) {
-        o << "  answered " << s["answered"] << " (";
-        bool first = true;
-        for (const auto &[kind, n] : s["answers_by_kind"].items()) {
-            o << (first ? "" : ", ") << kind << " " << n;
-            first = false;
-        }
-        o << "), " << s["answered_bytes"] << " bytes; capped " << s["answer_capped"]
-          << "; syn-auth replies " << s["syn_auth_replies"] << ", cookies failed "
-          << s["cookie_failed"] << "\n";
-    }
-    for (const auto &r : s["rules"]) {
-        o << "rule " << r["name"].get<std::string>() << " (" << r["mode"].get<std::string>()
-          << "): matched " << r["matched"] << ", passed " << r["passed"] << ", refused "
-          << r["refused"] << ", overruled " << r["overruled"] << ", shadow-refused "
-          << r["shadow_refused"] << "\n";
-        if (r["action"] != "drop")
-            o << "    " << r["action"].get<std::string>() << ": answered " << r["answered"] << " ("
-              << r["answered_bytes"] << " of " << r["answered_for_bytes"] << " bytes), capped "
-              << r["answer_capped"] << ", not answerable " << r["answer_skipped"] << ", unanswered "
-              << r["unanswered"] << ", verified " << r["verified"] << ", cookies failed "
-              << r["cookie_failed"] << "\n";
-        if (r["key"] == "dst" || r["key"] == "none")
-            o << "    key " << r["key"].get<std::string>() << ": refused by class: established "
-              << r["refused_established"] << ", verified " << r["refused_verified"] << ", known "
-              << r["refused_known"] << ", new " << r["refused_new"]
-              << "; passed from the reserve: established " << r["reserve_established"]
-              << ", verified " << r["reserve_verified"] << ", known " << r["reserve_known"] << "\n";
-        for (const auto &t : r["top_refused"])
-            o << "    " << t["source"].get<std::string>() << "  refused " << t["count"] << "\n";
-    }
-    if (s.value("established_marked", 0) != 0 || s.value("established_full", 0) != 0)
-        o << "  established: " << s["established_marked"] << " replies marked their destination, "
-          << s["established_full"] << " found the table full\n";
-    if (s.contains("xdp")) {
-        const auto &x = s["xdp"];
-        const auto &c = x["counters"];
-        const auto &e = x["escalations"];
-        o << "xdp on " << x["iface"].get<std::string>() << ": frames " << c["packets"]
-          << ", passed " << c["passed"] << ", dropped in the driver: blocked " << c["block_hits"]
-          << ", escalated " << c["escalated_hits"] << "; escalations " << e["total"] << " (expired "
-          << e["expired"] << ", failed " << e["failed"] << ")\n";
-    }
-    return o.str();
 }
 
 }  // namespace floodgate

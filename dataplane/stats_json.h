@@ -32,7 +32,4 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 // Writes the document to path; false if it could not be written whole.
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats);
 
-// A few lines for people: totals, why packets were dropped, per rule, top offenders.
-std::string stats_summary(const nlohmann::ordered_json &stats);
-
 }  // namespace floodgate

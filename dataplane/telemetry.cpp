@@ -92,7 +92,11 @@ int rule_cmd(const char *, const char *params, rte_tel_data *d) {
             add_scalars(d, rule);
             return 0;
         }
-        return -ENOENT;
+        // DPDK shows a failed command as null: say what is wrong instead.
+        rte_tel_data_start_dict(d);
+        rte_tel_data_add_dict_string(d, "error",
+                                     fit("no rule named \"" + std::string(params) + "\"").c_str());
+        return 0;
     });
 }
 

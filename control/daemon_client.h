@@ -1,0 +1,15 @@
+// One request from the floodctl CLI to its daemon (control/daemon.h), one JSON line each way.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace floodgate {
+
+// Sends request on socket and reads the reply. False, with why printed on stderr ("floodctl:
+// ..."), when the daemon cannot be reached or refuses; with json_out a refusal's reply is also
+// printed on stdout, so that -j always prints the daemon's answer.
+bool ask_daemon(const std::string &socket, bool json_out, const nlohmann::json &request,
+                nlohmann::json *reply);
+
+}  // namespace floodgate

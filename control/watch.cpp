@@ -1,0 +1,336 @@
+#include "control/watch.h"
+
+#include <langinfo.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <clocale>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "control/daemon_client.h"
+#include "dataplane/api/numbers.h"
+#include "dataplane/api/stats_rates.h"
+#include "dataplane/api/stats_text.h"
+
+namespace floodgate {
+
+namespace {
+
+using nlohmann::json;
+
+volatile std::sig_atomic_t g_quit = 0;
+void on_quit(int) {
+    g_quit = 1;
+}
+
+constexpr size_t kHistory = 60;  // sparkline samples
+
+// The terminal in the state the view needs, given back on every way out.
+class Screen {
+  public:
+    explicit Screen(bool tty) : tty_(tty) {
+        if (!tty_) return;
+        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0) {
+            termios raw = saved_;
+            raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // keys one by one, unechoed
+            raw.c_cc[VMIN] = 0;
+            raw.c_cc[VTIME] = 0;
+            restore_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+        }
+        std::fputs("\x1b[?1049h\x1b[?25l", stdout);  // alternate screen, cursor hidden
+        std::fflush(stdout);
+    }
+    ~Screen() {
+        if (!tty_) return;
+        std::fputs("\x1b[?25h\x1b[?1049l", stdout);
+        std::fflush(stdout);
+        if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    }
+    Screen(const Screen &) = delete;
+    Screen &operator=(const Screen &) = delete;
+
+    // Columns and rows; 80x24 when the terminal does not say.
+    std::pair<unsigned, unsigned> size() const {
+        winsize w{};
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 && w.ws_row > 0)
+            return {w.ws_col, w.ws_row};
+        return {80, 24};
+    }
+
+    // Waits until the deadline or a key; true when the key says quit.
+    bool wait_key(std::chrono::steady_clock::time_point until) const {
+        for (;;) {
+            if (g_quit) return true;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                until - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return false;
+            if (!tty_ || !restore_) {
+                poll(nullptr, 0, static_cast<int>(std::min<long long>(left.count(), 100)));
+                continue;
+            }
+            pollfd p{STDIN_FILENO, POLLIN, 0};
+            if (poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100))) > 0) {
+                char c = 0;
+                if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q')) return true;
+            }
+        }
+    }
+
+  private:
+    bool tty_;
+    bool restore_ = false;
+    termios saved_{};
+};
+
+// Display width of UTF-8 text (every code point one column: the view writes no wide ones).
+size_t columns(const std::string &s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+std::string cut(const std::string &s, size_t width) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if ((c & 0xC0) != 0x80 && n++ == width) return s.substr(0, i);
+    }
+    return s;
+}
+
+std::string pad(const std::string &s, size_t width) {
+    const size_t n = columns(s);
+    return n >= width ? cut(s, width) : s + std::string(width - n, ' ');
+}
+
+std::string rpad(const std::string &s, size_t width) {
+    const size_t n = columns(s);
+    return n >= width ? s : std::string(width - n, ' ') + s;
+}
+
+std::string pps(const json &rates, const char *field) {
+    return rates.is_object() && rates.contains(field) ? si(rates[field].get<double>()) : "-";
+}
+
+// The last values as eight levels of blocks, scaled to their largest; ASCII without UTF-8.
+std::string sparkline(const std::deque<double> &values, size_t width, bool unicode) {
+    static const char *const kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    static const char kAscii[] = "_.-=+*#@";
+    const size_t n = std::min(values.size(), width);
+    double top = 0;
+    for (size_t i = values.size() - n; i < values.size(); ++i) top = std::max(top, values[i]);
+    std::string s;
+    for (size_t i = values.size() - n; i < values.size(); ++i) {
+        const int level = top > 0 ? std::min(7, static_cast<int>(values[i] / top * 7.999)) : 0;
+        if (unicode)
+            s += values[i] > 0 ? kBlocks[level] : " ";
+        else
+            s += values[i] > 0 ? kAscii[level] : ' ';
+    }
+    return s;
+}
+
+// What the view keeps between frames: the last reading and each rule's history.
+struct WatchState {
+    json last;                                          // the previous stats (with sampled_ns)
+    std::map<std::string, std::deque<double>> refused;  // refusals per second, per rule
+};
+
+std::string offender_rate(const json &t, const json &last_rule, double interval_s) {
+    if (!last_rule.is_object() || interval_s <= 0) return "-";
+    for (const json &p : last_rule.value("top_refused", json::array()))
+        if (p.value("source", "") == t.value("source", "")) {
+            const uint64_t a = p.value("count", uint64_t{0}), b = t.value("count", uint64_t{0});
+            return b >= a ? si(static_cast<double>(b - a) / interval_s) + "/s" : "-";
+        }
+    return "new";
+}
+
+const json *rule_named(const json &stats, const std::string &name) {
+    const auto rules = stats.find("rules");
+    if (rules == stats.end() || !rules->is_array()) return nullptr;
+    for (const json &r : *rules)
+        if (r.value("name", "") == name) return &r;
+    return nullptr;
+}
+
+std::vector<std::string> frame(const json &status, const json &stats, const json &rates,
+                               const WatchState &state, const WatchOptions &o, unsigned width,
+                               unsigned height, bool unicode) {
+    std::vector<std::string> lines;
+    const json &d = status.value("dataplane", json::object());
+    const json &rs = d.value("ruleset", json::object());
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "floodgate watch  %s  every %.1f s%s",
+                  utc_text(std::time(nullptr)).c_str(), o.interval_s,
+                  o.count == 0 ? "  (q: quit)" : "");
+    lines.push_back(buf);
+    const double lag_ms = stats["merge"].value("max_lag_ns", 0.0) / 1e6;
+    std::snprintf(buf, sizeof buf, "up %s, %u workers, ruleset v%llu (%s), merge lag %.1f ms",
+                  format_duration_s(static_cast<long long>(d.value("uptime_s", 0.0))).c_str(),
+                  d.value("workers", 0u),
+                  static_cast<unsigned long long>(rs.value("version", uint64_t{0})),
+                  rs.value("source", "").c_str(), lag_ms);
+    lines.push_back(buf);
+    std::snprintf(buf, sizeof buf, "decided %spps: passed %spps, dropped %spps (blocked %spps)",
+                  pps(rates, "packets").c_str(), pps(rates, "passed").c_str(),
+                  pps(rates, "dropped").c_str(), pps(rates, "block_hits").c_str());
+    lines.push_back(rates.is_null() ? "decided: rates from the next frame on" : buf);
+    const json &t = stats.value("table", json::object());
+    const double cap = t.value("capacity", 0.0);
+    std::snprintf(buf, sizeof buf, "table %llu of %llu keys (%.1f%%), %llu reclaimed, %llu full",
+                  static_cast<unsigned long long>(t.value("occupancy", uint64_t{0})),
+                  static_cast<unsigned long long>(t.value("capacity", uint64_t{0})),
+                  cap > 0 ? 100.0 * t.value("occupancy", 0.0) / cap : 0.0,
+                  static_cast<unsigned long long>(t.value("reclaims", uint64_t{0})),
+                  static_cast<unsigned long long>(t.value("full_events", uint64_t{0})));
+    lines.push_back(buf);
+    const json ports = rates.is_object() ? rates.value("ports", json::array()) : json::array();
+    for (const json &p : ports) {
+        std::snprintf(buf, sizeof buf, "port %u %-8s rx %spps  tx %spps  missed %spps",
+                      p.value("port", 0u), p.value("role", "").c_str(), pps(p, "rx_pps").c_str(),
+                      pps(p, "tx_pps").c_str(), pps(p, "rx_missed_pps").c_str());
+        lines.push_back(buf);
+    }
+
+    // The rules: a row each, packets per second over the interval, then the history.
+    const size_t name_w = 14, num_w = 9;
+    const size_t fixed = name_w + 4 * (num_w + 1) + 2;
+    const size_t spark_w = width > fixed + 8 ? std::min<size_t>(kHistory, width - fixed) : 0;
+    lines.push_back(pad("RULE", name_w) + rpad("MATCH/s", num_w + 1) + rpad("PASS/s", num_w + 1) +
+                    rpad("REFUSE/s", num_w + 1) + rpad("ANSWER/s", num_w + 1) + "  " +
+                    (spark_w > 0 ? "refused, last " + std::to_string(spark_w) + " frames" : ""));
+    const json rules = stats.value("rules", json::array());
+    std::vector<const json *> shown;
+    for (const json &r : rules)
+        if (o.rule.empty() || r.value("name", "") == o.rule) shown.push_back(&r);
+    // Every rule row first; the offenders get what is left of the screen.
+    const size_t reserve_rows = 1;  // the "top refused" header
+    size_t room = height > lines.size() + reserve_rows ? height - lines.size() - reserve_rows : 0;
+    size_t rule_rows = std::min(shown.size(), room);
+    if (rule_rows < shown.size() && rule_rows > 0) --rule_rows;  // one line says what is cut
+    for (size_t i = 0; i < rule_rows; ++i) {
+        const json &r = *shown[i];
+        const std::string name = r.value("name", "");
+        const json *rr = nullptr;
+        if (rates.is_object())
+            for (const json &x : rates["rules"])
+                if (x.value("name", "") == name) rr = &x;
+        const json none;
+        const json &x = rr ? *rr : none;
+        const auto h = state.refused.find(name);
+        std::string line = pad(name + (r.value("mode", "") == "shadow" ? " (sh)" : ""), name_w) +
+                           rpad(pps(x, "matched"), num_w + 1) + rpad(pps(x, "passed"), num_w + 1) +
+                           rpad(pps(x, "refused"), num_w + 1) +
+                           rpad(pps(x, "answered"), num_w + 1) + "  ";
+        if (spark_w > 0 && h != state.refused.end()) line += sparkline(h->second, spark_w, unicode);
+        lines.push_back(line);
+    }
+    if (rule_rows < shown.size())
+        lines.push_back("... " + std::to_string(shown.size() - rule_rows) +
+                        " more rules (a taller terminal, or --rule NAME)");
+
+    // Top refused sources: the count's bound (stats_text.h) and the rate since the last frame.
+    if (lines.size() < height) lines.push_back("TOP REFUSED  source, refused in all, refused/s");
+    const double interval = rates.is_object() ? rates.value("interval_s", 0.0) : 0.0;
+    for (const json *r : shown) {
+        for (const json &top : r->value("top_refused", json::array())) {
+            if (lines.size() >= height) break;
+            const json *before =
+                state.last.is_null() ? nullptr : rule_named(state.last, r->value("name", ""));
+            lines.push_back(pad(r->value("name", ""), 12) + " " + pad(top.value("source", ""), 24) +
+                            " " + pad(refused_bound_text(top), 28) + " " +
+                            offender_rate(top, before ? *before : json(), interval));
+        }
+    }
+    for (std::string &l : lines) l = cut(l, width);
+    if (lines.size() > height) lines.resize(height);
+    return lines;
+}
+
+}  // namespace
+
+int run_watch(const WatchOptions &o) {
+    std::setlocale(LC_CTYPE, "");
+    const bool unicode = std::string(nl_langinfo(CODESET)) == "UTF-8";
+    const bool tty = !o.json_out && isatty(STDOUT_FILENO);
+    struct sigaction sa {};
+    sa.sa_handler = on_quit;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    WatchState state;
+    int rc = 0;
+    {
+        Screen screen(tty);
+        auto next = std::chrono::steady_clock::now();
+        for (unsigned shown = 0; !g_quit && (o.count == 0 || shown < o.count);) {
+            json status, reply;
+            if (!ask_daemon(o.socket, false, {{"cmd", "status"}}, &status)) {
+                rc = 1;
+                break;
+            }
+            if (!status.value("dataplane_up", false)) {
+                std::fprintf(stderr, "floodctl: the dataplane is down: %s\n",
+                             status.value("dataplane_error", "").c_str());
+                rc = 1;
+                break;
+            }
+            if (!ask_daemon(o.socket, false, {{"cmd", "stats"}, {"top", o.top}}, &reply)) {
+                rc = 1;
+                break;
+            }
+            const json &stats = reply["stats"];
+            const json rates =
+                state.last.is_null() ? json(nullptr) : stats_rates(state.last, stats);
+            if (rates.is_object())
+                for (const json &r : rates["rules"]) {
+                    std::deque<double> &h = state.refused[r.value("name", "")];
+                    h.push_back(r.value("refused", 0.0));
+                    if (h.size() > kHistory) h.pop_front();
+                }
+            ++shown;
+            if (o.json_out) {
+                std::printf("%s\n", json({{"version", reply.value("version", uint64_t{0})},
+                                          {"stats", stats},
+                                          {"rates", rates}})
+                                        .dump()
+                                        .c_str());
+            } else {
+                const auto [width, height] =
+                    tty ? screen.size() : std::pair<unsigned, unsigned>{200, 1000};
+                const std::vector<std::string> lines =
+                    frame(status, stats, rates, state, o, width, height, unicode && tty);
+                // On a terminal the last line ends without a newline: a full screen must not
+                // scroll.
+                std::string out = tty ? "\x1b[H" : "";
+                for (size_t i = 0; i < lines.size(); ++i)
+                    out += lines[i] + (!tty                   ? "\n"
+                                       : i + 1 < lines.size() ? "\x1b[K\r\n"
+                                                              : "\x1b[K");
+                out += tty ? "\x1b[J" : "\n";
+                std::fputs(out.c_str(), stdout);
+            }
+            std::fflush(stdout);
+            state.last = stats;
+            if (o.count != 0 && shown >= o.count) break;
+            next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(o.interval_s));
+            if (screen.wait_key(next)) break;
+        }
+    }
+    return rc;
+}
+
+}  // namespace floodgate
