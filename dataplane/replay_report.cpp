@@ -489,8 +489,7 @@ std::string report_html(const ReportInput &in) {
             o += "</tbody>\n</table>\n";
             o += "<p class=\"note\">From a Space-Saving summary per rule and core: a key&#39;s "
                  "count never undercounts it, and count &#8722; error never overcounts it, so "
-                 "the range shown is sure; a key not listed was refused at most as often as the "
-                 "last one listed.</p>\n";
+                 "the true count lies in the range shown.</p>\n";
         }
         o += "</section>\n";
     }
@@ -498,8 +497,7 @@ std::string report_html(const ReportInput &in) {
     o += "<h2>Rules file <code>" + rules_file + "</code></h2>\n<pre class=\"rules\">" +
          html_escape(in.rules_text) + "</pre>\n";
     o += "<footer>Written by <code>floodgate replay --report</code>. One self-contained file: "
-         "nothing is fetched; hover a bar for its numbers. " +
-         rule_words + "</footer>\n";
+         "nothing is fetched; hover a bar for its numbers.</footer>\n";
     o += "</main>\n</body>\n</html>\n";
     return o;
 }
