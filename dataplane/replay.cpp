@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <rte_malloc.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "dataplane/output_files.h"
 #include "dataplane/pcap_file.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/replay_report.h"
 #include "dataplane/stats_json.h"
 #include "rules/load.h"
 
@@ -37,7 +39,7 @@ constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e0370734
 enum class Spread : uint8_t { hash, round_robin };
 
 struct ReplayOptions {
-    std::string config, in, pass, drop, answers, stats;
+    std::string config, in, pass, drop, answers, stats, report;
     bool quiet = false;
     unsigned workers = 1;
     Spread spread = Spread::hash;
@@ -65,7 +67,8 @@ void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
         "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
-        "                        [--stats STATS.json] [--quiet] [--inside PREFIX,...]\n"
+        "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
+        "                        [--inside PREFIX,...]\n"
         "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
         "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
         "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
@@ -73,7 +76,10 @@ void usage(std::FILE *to) {
         "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
         "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n"
         "--inside names the protected side: frames from it are passed unjudged, and replies\n"
-        "among them make their destinations established sources (aggregate rules' classes).\n",
+        "among them make their destinations established sources (aggregate rules' classes).\n"
+        "--report writes one self-contained HTML page: per rule, matched, passed, refused and\n"
+        "answered per bin of packet time (at most 60 bins, of the 1-2-5 series' smallest width\n"
+        "that covers the capture), the totals, the top refused sources and the rules file.\n",
         to);
 }
 
@@ -84,6 +90,7 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
                                       {"drop", required_argument, nullptr, 'd'},
                                       {"answers", required_argument, nullptr, 'a'},
                                       {"stats", required_argument, nullptr, 's'},
+                                      {"report", required_argument, nullptr, 'r'},
                                       {"quiet", no_argument, nullptr, 'q'},
                                       {"workers", required_argument, nullptr, 'w'},
                                       {"spread", required_argument, nullptr, 'S'},
@@ -149,6 +156,9 @@ bool parse_options(int argc, char **argv, ReplayOptions *o) {
             case 's':
                 o->stats = optarg;
                 break;
+            case 'r':
+                o->report = optarg;
+                break;
             case 'q':
                 o->quiet = true;
                 break;
@@ -208,10 +218,99 @@ void write_decided(const PcapRecord &r, Verdict v, const Pipeline &pipeline, uin
     out.answers->write(answer);
 }
 
+// The first and last value of the limiter's clock over a capture (its first timestamp and its
+// largest), for --report's bins: a pass over the file before the run.
+struct ClockRange {
+    uint64_t frames = 0, first_ns = 0, last_ns = 0;
+};
+
+bool read_clock_range(const std::string &path, ClockRange *range, std::string *error) {
+    PcapReader in(path);
+    PcapRecord r;
+    while (in.ok() && in.next(&r)) {
+        if (range->frames++ == 0) range->first_ns = range->last_ns = r.ts_ns;
+        range->last_ns = std::max(range->last_ns, r.ts_ns);
+    }
+    *error = in.error();
+    return error->empty();
+}
+
+// --report's counts per bin (dataplane/replay_report.h): every core's cumulative counters
+// read at each bin boundary, less the reading at the one before. Exact: offline, a core's
+// counters change only inside decide(), and the runs below close a bin before deciding the
+// first frame past it.
+class BinRecorder {
+  public:
+    BinRecorder(const BinLayout &layout, const RuleSet &rules, const std::vector<Pipeline *> &cores)
+        : layout_(layout), rules_(rules), cores_(cores), before_(read()) {
+        bins_.reserve(layout.count);
+    }
+
+    // Where the open bin ends: a frame whose clock is there or later belongs to a later bin.
+    uint64_t end_ns() const {
+        return bins_.size() < layout_.count ? layout_.end_ns(bins_.size()) : UINT64_MAX;
+    }
+
+    // Closes every bin that ends at or before clock_ns; every frame decided so far is in them.
+    void close_before(uint64_t clock_ns) {
+        if (end_ns() > clock_ns) return;
+        const BinCounts now = read();
+        bins_.push_back(difference(now, before_));
+        before_ = now;
+        while (end_ns() <= clock_ns) bins_.push_back(difference(now, now));  // idle bins
+    }
+
+    // After the last frame: the open bin, and any left (none when the layout fits the trace).
+    std::vector<BinCounts> finish() {
+        if (bins_.size() < layout_.count) close_before(UINT64_MAX - 1);
+        return std::move(bins_);
+    }
+
+  private:
+    BinCounts read() const {
+        BinCounts sum;
+        sum.rules.resize(rules_.rules().size());
+        for (const Pipeline *core : cores_) {
+            const CoreReading c = read_core(rules_, *core);
+            sum.packets += c.stats.counters.packets;
+            sum.passed += c.stats.counters.passed;
+            sum.dropped += c.stats.counters.dropped;
+            for (size_t i = 0; i < sum.rules.size(); ++i) {
+                const RuleCounters &r = c.stats.rules[i];
+                sum.rules[i].matched += r.matched;
+                sum.rules[i].passed += r.passed;
+                sum.rules[i].refused += r.refused;
+                sum.rules[i].overruled += r.overruled;
+                sum.rules[i].answered += r.answered;
+            }
+        }
+        return sum;
+    }
+
+    static BinCounts difference(const BinCounts &a, const BinCounts &b) {
+        BinCounts d{a.packets - b.packets, a.passed - b.passed, a.dropped - b.dropped, {}};
+        d.rules.resize(a.rules.size());
+        for (size_t i = 0; i < a.rules.size(); ++i)
+            d.rules[i] = {a.rules[i].matched - b.rules[i].matched,
+                          a.rules[i].passed - b.rules[i].passed,
+                          a.rules[i].refused - b.rules[i].refused,
+                          a.rules[i].overruled - b.rules[i].overruled,
+                          a.rules[i].answered - b.rules[i].answered};
+        return d;
+    }
+
+    BinLayout layout_;
+    const RuleSet &rules_;
+    std::vector<Pipeline *> cores_;
+    BinCounts before_;  // the reading at the end of the last closed bin
+    std::vector<BinCounts> bins_;
+};
+
 // Runs the trace through one pipeline; returns false with *error on an I/O failure. A burst
-// holds frames of one direction (--inside), so that each is seen in capture order.
+// holds frames of one direction (--inside), so that each is seen in capture order, and, with
+// --report (bins not null), of one bin, so that each is counted in its own.
 bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, const Outputs &out,
-               std::string *error) {
+               BinRecorder *bins, std::string *error) {
     std::vector<PcapRecord> burst(kMaxBurst);
     PcapRecord next;  // read for the next burst: its direction differs from this one's
     bool have_next = false;
@@ -221,6 +320,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, con
     uint64_t now_ns[kMaxBurst];
     Verdict verdicts[kMaxBurst];
     uint64_t clock_ns = 0;
+    uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;  // never, without bins
     for (;;) {
         uint16_t n = 0;
         bool back = false;  // this burst went inside to outside
@@ -231,6 +331,17 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, con
             } else if (!in.next(&burst[n])) {
                 break;
             }
+            // Captures are not always in time order; the limiter's clock never runs backwards.
+            const uint64_t at_ns = std::max(clock_ns, burst[n].ts_ns);
+            if (at_ns >= bin_end_ns) [[unlikely]] {
+                if (n > 0) {  // the frame starts the next burst, after this one is counted
+                    std::swap(burst[n], next);
+                    have_next = true;
+                    break;
+                }
+                bins->close_before(at_ns);
+                bin_end_ns = bins->end_ns();
+            }
             const bool r = returning(burst[n], opt);
             if (n == 0) {
                 back = r;
@@ -239,8 +350,7 @@ bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, con
                 have_next = true;
                 break;
             }
-            // Captures are not always in time order; the limiter's clock never runs backwards.
-            clock_ns = std::max(clock_ns, burst[n].ts_ns);
+            clock_ns = at_ns;
             frames[n] = burst[n].data.data();
             captured_lens[n] = burst[n].captured_len();
             wire_lens[n] = burst[n].wire_len();
@@ -277,12 +387,18 @@ unsigned core_for(const PcapRecord &r, uint64_t index, const ReplayOptions &opt)
 // Several virtual cores, one frame at a time so that every frame sees exactly the merges
 // whose time it has passed: deterministic, on packet time, like the live merge on the TSC.
 bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
-                        const ReplayOptions &opt, const Outputs &out, std::string *error) {
+                        const ReplayOptions &opt, const Outputs &out, BinRecorder *bins,
+                        std::string *error) {
     PcapRecord r;
     std::vector<Consumption> scratch;
     uint64_t clock_ns = 0, next_merge_ns = 0;
+    uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;
     for (uint64_t index = 0; in.next(&r); ++index) {
         clock_ns = std::max(clock_ns, r.ts_ns);
+        if (clock_ns >= bin_end_ns) [[unlikely]] {
+            bins->close_before(clock_ns);
+            bin_end_ns = bins->end_ns();
+        }
         if (index == 0) next_merge_ns = clock_ns + opt.merge_interval_ns;
         if (clock_ns >= next_merge_ns) {
             merge_cores(cores, next_merge_ns, &scratch);
@@ -320,20 +436,33 @@ int replay_main(int argc, char **argv) {
     }
 
     Config config;
+    std::string rules_text;  // for --report: the bytes the rules were read from
     try {
-        config = load_config(opt.config);
+        rules_text = read_config_file(opt.config);
+        config = parse_config(rules_text, opt.config);
     } catch (const ConfigError &e) {
         return fail(e.what());
     }
 
     PcapReader in(opt.in);
     if (!in.ok()) return fail(in.error());
+    // --report's bins need the capture's last timestamp before the first frame is decided: the
+    // file is read twice, so it must be one that reads the same twice.
+    ClockRange range;
+    if (!opt.report.empty()) {
+        struct stat st;
+        if (fstat(in.fd(), &st) != 0 || !S_ISREG(st.st_mode))
+            return fail(opt.in + ": --report reads the capture twice: it must be a regular file");
+        std::string error;
+        if (!read_clock_range(opt.in, &range, &error)) return fail(error);
+    }
     // Every output at once, none of them the input or another one (dataplane/output_files.h);
     // two names of one file are a usage error.
     std::vector<NamedFile> names = {{"--pass", opt.pass}};
     if (!opt.drop.empty()) names.push_back({"--drop", opt.drop});
     if (!opt.answers.empty()) names.push_back({"--answers", opt.answers});
     if (!opt.stats.empty()) names.push_back({"--stats", opt.stats});
+    if (!opt.report.empty()) names.push_back({"--report", opt.report});
     OpenedOutputs outputs = open_distinct_outputs({"--in", opt.in}, in.fd(), names);
     if (!outputs.error.empty()) {
         std::fprintf(stderr, "floodgate replay: %s\n", outputs.error.c_str());
@@ -355,9 +484,9 @@ int replay_main(int argc, char **argv) {
                                                in.nanosecond(), in.linktype(), in.snaplen());
         if (!answers->ok()) return fail(answers->error());
     }
-    // STATS.json is written by name when the run ends (write_stats); the file checked and
-    // emptied above is closed here. The check holds as long as nobody renames files under a
-    // running replay.
+    // STATS.json and REPORT.html are written by name when the run ends (write_stats,
+    // write_report); the files checked and emptied above are closed here. The check holds as long
+    // as nobody renames files under a running replay.
     outputs.files.clear();
 
     Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config, opt.workers))));
@@ -387,8 +516,12 @@ int replay_main(int argc, char **argv) {
         }
 
         const Outputs out{&pass, drop.get(), answers.get()};
-        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], opt, out, &error)
-                                   : run_trace_on_cores(in, cores, opt, out, &error);
+        const BinLayout layout =
+            range.frames > 0 ? choose_bins(range.first_ns, range.last_ns) : BinLayout{};
+        std::unique_ptr<BinRecorder> bins;
+        if (!opt.report.empty()) bins = std::make_unique<BinRecorder>(layout, *rules, cores);
+        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], opt, out, bins.get(), &error)
+                                   : run_trace_on_cores(in, cores, opt, out, bins.get(), &error);
         if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());
@@ -399,6 +532,12 @@ int replay_main(int argc, char **argv) {
         nlohmann::ordered_json stats = stats_to_json(*rules, readings);
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
+        }
+        if (bins) {
+            ReportInput report{opt.in,        opt.config, rules_text,     range.frames,
+                               range.last_ns, layout,     bins->finish(), &stats};
+            if (!write_report(opt.report, report_html(report)))
+                rc = fail(opt.report + ": cannot write the report");
         }
         if (!opt.quiet) std::fputs(stats_text(nlohmann::json(stats)).c_str(), stdout);
     }

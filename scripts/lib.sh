@@ -17,6 +17,7 @@ FG_PACKAGES=(
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool
   tshark curl dnsmasq-base bind9-dnsutils
+  chromium chromium-driver python3-selenium
 )
 
 fg_as_root() {

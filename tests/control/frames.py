@@ -39,9 +39,12 @@ def udp6(src, dst, sport, dport, payload=b"x" * 18):
     return b"\x02\0\0\0\0\x02" + b"\x02\0\0\0\0\x01" + b"\x86\xdd" + ip + udp
 
 
-def write_pcap(path, frames):
+def write_pcap(path, frames, times_us=None):
+    """A microsecond pcap of frames; frame i at times_us[i] microseconds since the epoch, or,
+    without times_us, at i microseconds."""
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         for i, frame in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(frame), len(frame)))
+            t_us = i if times_us is None else times_us[i]
+            f.write(struct.pack("<IIII", t_us // 1000000, t_us % 1000000, len(frame), len(frame)))
             f.write(frame)

@@ -1,13 +1,20 @@
 // Scenarios on what replay reads and writes: every kind of frame (malformed, non-IP, tagged,
 // fragments) with allow and block prefixes, the same trace twice, bad rules files, outputs that
 // are one file, and the pcap reader and writer the harness relies on.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -301,8 +308,11 @@ class SameFile : public Scenario {
 };
 
 TEST_F(SameFile, OneNameForTwoOutputsIsRefused) {
-    const std::pair<const char *, const char *> pairs[] = {
-        {"--pass", "--drop"}, {"--pass", "--stats"}, {"--drop", "--stats"}};
+    const std::pair<const char *, const char *> pairs[] = {{"--pass", "--drop"},
+                                                           {"--pass", "--stats"},
+                                                           {"--drop", "--stats"},
+                                                           {"--pass", "--report"},
+                                                           {"--stats", "--report"}};
     for (const auto &[a, b] : pairs) {
         SCOPED_TRACE(std::string(a) + " and " + b);
         std::vector<std::string> outputs = {a, path("out.pcap"), b, path("out.pcap")};
@@ -351,6 +361,37 @@ TEST_F(SameFile, TheInputIsNeverAnOutputAndIsLeftAsItWas) {
     expect_refused({"--pass", path("p.pcap"), "--drop", dot}, "--in", "--drop");
     expect_refused({"--pass", path("p.pcap"), "--stats", path("sym.pcap")}, "--in", "--stats");
     expect_refused({"--pass", path("hard.pcap")}, "--in", "--pass");
+}
+
+// --report is written by name at the end, like --stats: a directory there fails the run (1),
+// before anything is replayed, and leaves the other outputs unwritten. The capture is read
+// twice for its bins, so a pipe as --in is refused.
+TEST_F(SameFile, ReportToADirectoryOrFromAPipeFails) {
+    std::filesystem::create_directory(path("dir"));
+    ProcessResult r = replay_with({"--pass", path("p.pcap"), "--report", path("dir")});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("--report"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("p.pcap"))) << "a failed run left --pass";
+    // The trace through a FIFO, written once replay has opened it (a non-blocking open for
+    // writing fails with ENXIO until a reader is there); given up after 10 s.
+    ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0) << std::strerror(errno);
+    std::thread writer([&] {
+        int fd = -1;
+        for (int tries = 0; fd < 0 && tries < 1000; ++tries) {
+            fd = ::open(path("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        if (fd < 0) return;
+        [[maybe_unused]] ssize_t n = ::write(fd, trace_.data(), trace_.size());  // < PIPE_BUF x 16
+        ::close(fd);
+    });
+    r = run_process({floodgate_bin(), "replay", "--config", path("rules.yaml"), "--in",
+                     path("fifo"), "--pass", path("p.pcap"), "--report", path("r.html")},
+                    dir_);
+    writer.join();
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("regular file"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("r.html"))) << "a failed run left --report";
 }
 
 TEST_F(SameFile, DevNullMayBeNamedTwice) {
