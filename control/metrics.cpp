@@ -421,14 +421,27 @@ void rule_metrics(const json *stats, std::string &out) {
                "Packets the rule refused from each of its top refused sources (prefixes of the "
                "rule's key length), summed over the worker cores. A Space-Saving estimate: an "
                "upper bound on the true count. Sources come and go from the list.");
+    // Its lower bound beside it: the count less the summary's error, what it can vouch for.
+    Family vouched("floodgate_rule_top_refused_guaranteed_packets", Type::gauge,
+                   "The lower bound of floodgate_rule_top_refused_packets: packets the rule "
+                   "certainly refused from the source (the estimate less its Space-Saving error). "
+                   "The true count lies between the two.");
     for (const auto &[rule, r] : named) {
         const json *rows = array_at(r, "top_refused");
         if (rows == nullptr) continue;
         for (const json &row : *rows)
-            if (auto source = label_at(&row, "source"))
+            if (auto source = label_at(&row, "source")) {
                 top.add({{"rule", rule}, {"source", *source}}, number_at(&row, "count"));
+                const json *count = member(&row, "count"), *error = member(&row, "error");
+                if (count != nullptr && error != nullptr && count->is_number_integer() &&
+                    error->is_number_integer()) {
+                    const uint64_t c = count->get<uint64_t>(), e = error->get<uint64_t>();
+                    vouched.add({{"rule", rule}, {"source", *source}}, Value{c > e ? c - e : 0});
+                }
+            }
     }
     top.write(out);
+    vouched.write(out);
 }
 
 // The NICs' own counters (stats.nic[]), which include what never reached a worker.

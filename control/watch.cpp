@@ -118,8 +118,12 @@ std::string rpad(const std::string &s, size_t width) {
     return n >= width ? s : std::string(width - n, ' ') + s;
 }
 
+// "9.15M", "0": one word each, so that a row splits into its columns.
 std::string pps(const json &rates, const char *field) {
-    return rates.is_object() && rates.contains(field) ? si(rates[field].get<double>()) : "-";
+    if (!rates.is_object() || !rates.contains(field)) return "-";
+    std::string s = si(rates[field].get<double>());
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+    return s;
 }
 
 // The last values as eight levels of blocks, scaled to their largest; ASCII without UTF-8.
@@ -182,7 +186,7 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                   static_cast<unsigned long long>(rs.value("version", uint64_t{0})),
                   rs.value("source", "").c_str(), lag_ms);
     lines.push_back(buf);
-    std::snprintf(buf, sizeof buf, "decided %spps: passed %spps, dropped %spps (blocked %spps)",
+    std::snprintf(buf, sizeof buf, "decided %s pps: passed %s, dropped %s (blocked %s)",
                   pps(rates, "packets").c_str(), pps(rates, "passed").c_str(),
                   pps(rates, "dropped").c_str(), pps(rates, "block_hits").c_str());
     lines.push_back(rates.is_null() ? "decided: rates from the next frame on" : buf);
@@ -197,7 +201,7 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
     lines.push_back(buf);
     const json ports = rates.is_object() ? rates.value("ports", json::array()) : json::array();
     for (const json &p : ports) {
-        std::snprintf(buf, sizeof buf, "port %u %-8s rx %spps  tx %spps  missed %spps",
+        std::snprintf(buf, sizeof buf, "port %u %-8s rx %s pps  tx %s pps  missed %s pps",
                       p.value("port", 0u), p.value("role", "").c_str(), pps(p, "rx_pps").c_str(),
                       pps(p, "tx_pps").c_str(), pps(p, "rx_missed_pps").c_str());
         lines.push_back(buf);

@@ -141,9 +141,13 @@ ordered_json ControlService::execute(const LoadRequest &request) {
                            std::to_string(rules_.config.table_entries_per_core) + " to " +
                            std::to_string(next.config.table_entries_per_core) +
                            ": the tables keep their size until floodgate restarts");
-    // The file that runs, again, with no mode switch to end: nothing to do, and nothing done
-    // (the version stays, so that a watcher of it sees no change).
-    if (next.text == rules_.text && modes_.empty()) {
+    // The file that runs, again, with no mode switch to end (none left, or each the file's own
+    // mode): nothing to do, and nothing done (the version stays).
+    bool modes_as_written = true;  // every mode switch left is the file's own mode
+    for (const Rule &r : next.config.rules)
+        if (const auto m = modes_.find(r.name); m != modes_.end() && m->second != r.mode)
+            modes_as_written = false;
+    if (next.text == rules_.text && modes_as_written) {
         ordered_json reply = rules_locked();
         reply["changed"] = false;
         return reply;

@@ -156,16 +156,10 @@ def testpmd_parser(port):
 
 
 def floodgate_parser(line, state):
-    """floodgate run --stats-interval 1: "outside rx N: ..." lines; the rate between two."""
-    m = re.match(r"outside rx (\d+):", line)
-    if not m:
-        return None
-    now, n = time.monotonic(), int(m.group(1))
-    prev = state.get("prev")
-    state["prev"] = (now, n)
-    if prev is None or now <= prev[0]:
-        return None
-    return (n - prev[1]) / (now - prev[0])
+    """floodgate run --stats-interval 1: "[time] over T s: outside rx N pps; ..." lines, each
+    the rate over its interval on the dataplane's clock."""
+    m = re.search(r"\] over [\d.]+ s: outside rx (\d+) pps", line)
+    return float(m.group(1)) if m else None
 
 
 class Generator:

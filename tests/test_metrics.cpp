@@ -279,6 +279,9 @@ TEST(Metrics, Rules) {
         "floodgate_rule_shadow{rule=\"syn\"} 1",
         "floodgate_rule_top_refused_packets{rule=\"dns\",source=\"198.18.1.1/32\"} 40",
         "floodgate_rule_top_refused_packets{rule=\"dns\",source=\"2001:db8::/64\"} 2",
+        // count less error: what the summary vouches for
+        "floodgate_rule_top_refused_guaranteed_packets{rule=\"dns\",source=\"198.18.1.1/32\"} 40",
+        "floodgate_rule_top_refused_guaranteed_packets{rule=\"dns\",source=\"2001:db8::/64\"} 1",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
     EXPECT_EQ(text.find("floodgate_rule_top_refused_packets{rule=\"syn\""), std::string::npos);

@@ -105,6 +105,9 @@ class Floodctl:
 
     def json(self, *args):
         code, out, err = self.run("-j", *args)
+        # status exits 1 while the dataplane is down, with its reply all the same
+        if code == 1 and args[:1] == ("status",) and out.startswith("{"):
+            return json.loads(out)
         if code != 0:
             raise RuntimeError("floodctl %s: exit %d: %s" % (" ".join(args), code, err))
         return json.loads(out)
@@ -259,7 +262,7 @@ def metrics_endpoint_addresses(work):
                               "--metrics", metrics], stdout=open(log_path, "w"),
                              stderr=subprocess.STDOUT)
         ctl = Floodctl(sock)
-        wait_until(lambda: p.poll() is not None or ctl.run("-j", "status")[0] == 0,
+        wait_until(lambda: p.poll() is not None or ctl.run("-j", "status")[1].startswith("{"),
                    "the daemon with --metrics %s" % metrics)
         return p, ctl, log_path
 
@@ -270,11 +273,18 @@ def metrics_endpoint_addresses(work):
 
     p, ctl, _ = start("metrics-noport", ":0")
     try:
+        # The exit status does not depend on the format: a dataplane that is down is 1.
+        text_code, text_out, _ = ctl.run("status")
+        json_code, json_out, _ = ctl.run("-j", "status")
+        check(text_code == 1 and json_code == 1 and "DOWN" in text_out and
+              json.loads(json_out)["dataplane_up"] is False,
+              "status with the dataplane down exits 1 in text and in JSON (%d, %d)" %
+              (text_code, json_code), text_out + json_out)
         bound = listening_tcp(p.pid) if p.poll() is None else []
         port = bound[0][1] if bound else 0
         check(len(bound) == 1 and bound[0][0] == "127.0.0.1" and port != 0,
               "--metrics :0 listens on 127.0.0.1 only (/proc/net/tcp: %s)" % bound)
-        said = ctl.json("status")["daemon"]["metrics"] if p.poll() is None else None
+        said = json.loads(ctl.run("-j", "status")[1])["daemon"]["metrics"] if p.poll() is None else None
         check(said == "127.0.0.1:%d" % port, "and status says so: %s" % said)
     finally:
         stop(p)
@@ -322,6 +332,196 @@ def metrics_endpoint_addresses(work):
           "--metrics", refused)
 
 
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def watch_on_terminal(ctl, key, cols=80, rows=24, frames_wanted=3):
+    """floodctl watch on a pseudo-terminal of cols x rows; after frames_wanted frames sends
+    key. Returns (exit code, the last whole frame as text lines, raw output)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    # A session of its own with the terminal as its controlling one, as a login shell has it:
+    # Ctrl-C there is SIGINT to watch.
+    p = subprocess.Popen([FLOODCTL, "--socket", ctl.socket, "watch", "--interval", "0.5"],
+                         stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                         start_new_session=True,
+                         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+                         env=dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8"))
+    os.close(slave)
+    out = b""
+
+    def read_for(seconds):
+        nonlocal out
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    return
+                if not chunk:
+                    return
+                out += chunk
+                if key is not None and out.count(b"\x1b[H") > frames_wanted:
+                    return
+
+    read_for(DEADLINE_S)  # until frames_wanted whole frames (or the deadline)
+    if p.poll() is None:
+        os.write(master, key)
+    try:
+        code = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        code = None
+    read_for(1)
+    os.close(master)
+    parts = out.split(b"\x1b[H")
+    last = parts[-2] if len(parts) > 2 else b""  # the last frame drawn whole before the key
+    lines = [ANSI.sub("", line).rstrip("\r") for line in last.decode(errors="replace").split("\n")]
+    return code, [line for line in lines if line.strip()], out
+
+
+def live_view(ctl, work):
+    """floodctl watch as an operator meets it: over a terminal of 80x24 (SSH's default),
+    then piped, then as JSON; what it shows checked against floodctl -j stats."""
+    code, lines, raw = watch_on_terminal(ctl, b"q")
+    stats = ctl.json("stats")["stats"]
+    version = ctl.json("status")["dataplane"]["ruleset"]["version"]
+    check(code == 0 and raw.endswith(b"\x1b[?25h\x1b[?1049l"),
+          "watch: q quits with exit 0 and gives the terminal back (exit %s)" % code,
+          repr(raw[-80:]))
+    width = max((len(line) for line in lines), default=0)
+    check(lines and width <= 80 and len(lines) <= 24,
+          "watch: the frame fits 80x24 (%d lines, widest %d)" % (len(lines), width),
+          "\n".join(lines))
+    header = next((i for i, line in enumerate(lines) if line.startswith("RULE")), len(lines))
+    end = next((i for i, line in enumerate(lines) if line.startswith("TOP REFUSED")), len(lines))
+    rows = {line.split()[0]: line.split() for line in lines[header + 1:end] if line.split()}
+    check(set(rows) == {"dns", "web", "ntp"}, "watch: a row for each rule", "\n".join(lines))
+    table = stats["table"]
+    check(any("table %d of %d keys" % (table["occupancy"], table["capacity"]) in line
+              for line in lines),
+          "watch: the table's occupancy as floodctl -j stats has it (%d of %d)" %
+          (table["occupancy"], table["capacity"]), "\n".join(lines))
+    check(any("ruleset v%d " % version in line for line in lines) and
+          any("2 workers" in line for line in lines),
+          "watch: ruleset version %d and 2 workers" % version, "\n".join(lines))
+    # dns spent its burst long ago and web refuses nothing: both read exactly 0 per second.
+    dns, web = rows.get("dns", []), rows.get("web", [])
+    check(len(dns) >= 5 and dns[2] == "0" and dns[3] != "0" and
+          len(web) >= 5 and web[3] == "0" and web[1] != "0",
+          "watch: dns passes 0/s and refuses, web refuses 0/s", "\n".join(lines))
+    top = [r for r in stats["rules"] if r["name"] == "dns"][0]["top_refused"][0]["source"]
+    check(any(line.split()[:2] == ["dns", top] for line in lines[end + 1:]),
+          "watch: dns's top refused source %s, as floodctl -j stats has it" % top,
+          "\n".join(lines))
+    code, lines, raw = watch_on_terminal(ctl, b"\x03", frames_wanted=1)
+    check(code == 0 and raw.endswith(b"\x1b[?25h\x1b[?1049l"),
+          "watch: Ctrl-C quits with exit 0 and gives the terminal back (exit %s)" % code)
+    # Not a terminal: plain lines, no escape codes; --count bounds it.
+    p = subprocess.run([FLOODCTL, "--socket", ctl.socket, "watch", "--count", "2", "--interval",
+                        "0.2"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and "\x1b" not in p.stdout and
+          p.stdout.count("floodgate watch") == 2 and "rule" not in p.stderr,
+          "watch piped: 2 frames of plain lines with --count 2", p.stdout + p.stderr)
+    p = subprocess.run([FLOODCTL, "--socket", ctl.socket, "-j", "watch", "--count", "2",
+                        "--interval", "0.2"], capture_output=True, text=True, timeout=60)
+    frames = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    check(p.returncode == 0 and len(frames) == 2 and frames[0]["rates"] is None and
+          frames[1]["rates"]["interval_s"] > 0 and
+          [r["name"] for r in frames[1]["rates"]["rules"]] == ["dns", "web", "ntp"],
+          "watch -j: a JSON object per frame, rates from the second on", p.stdout[:2000])
+
+
+def cli_behaviour(ctl, work, prefix):
+    """The CLI the way a new user tries it: no-ops say so, errors name what was typed, each
+    command's usage alone, JSON with the same content and exit status as text."""
+    before = ctl.json("status")["dataplane"]["ruleset"]["version"]
+    code, out, err = ctl.run("rules", "load", os.path.join(work, "v3.yaml"))
+    after = ctl.json("status")["dataplane"]["ruleset"]["version"]
+    check(code == 0 and "no change" in out and after == before,
+          "reloading the running file is a no-op that says so (version stays %d)" % before,
+          out + err)
+    code, out, err = ctl.run("rule", "dns", "enforce")
+    check(code == 0 and "already enforce, no change" in out and
+          ctl.json("status")["dataplane"]["ruleset"]["version"] == before,
+          "switching a rule to the mode it has changes nothing and says so", out + err)
+
+    code, out, err = ctl.run("block", "add", "198.19.8.0/24")
+    code2, out2, err2 = ctl.run("allow", "add", "198.19.8.0/24")
+    check(code == 0 and code2 == 0 and
+          "note: allow 198.19.8.0/24 replaces the block override on it" in out2,
+          "allow add over a block override says it replaces it", out2 + err2)
+    blocks = ctl.json("block", "list")["overrides"]
+    allows = ctl.json("allow", "list")["overrides"]
+    check(blocks == [] and [o["prefix"] for o in allows] == ["198.19.8.0/24"],
+          "-j block list holds blocks only, -j allow list allows only", (blocks, allows))
+    ctl.run("allow", "del", "198.19.8.0/24")
+
+    code, out, err = ctl.run("block", "add", "10.0.0.1/8")
+    check(code == 2 and "block add 10.0.0.1/8: host bits are set" in err and
+          "field" not in err and "block add PREFIX" in err and "daemon --config" not in err,
+          "a bad prefix is named as typed, with the block command's usage only", err)
+    code, out, err = ctl.run("top", "--bogus")
+    check(code == 2 and "top [--rule NAME]" in err and "block add" not in err,
+          "a usage error prints that command's usage only", err)
+
+    code, out, err = ctl.run("-j", "rules", "check", os.path.join(work, "bad.yaml"))
+    reply = json.loads(out) if out.startswith("{") else {}
+    check(code == 1 and reply.get("ok") is False and reply.get("line") == 7 and
+          reply.get("field") == "rules[0].limit.rate" and ":7: rules[0].limit.rate" in
+          reply.get("error", ""), "-j rules check BAD carries the error, line and field", out)
+
+    shown = ctl.json("rules", "show")
+    dns = shown["rules"][0]
+    ntp = shown["rules"][2]
+    check(dns["match"] == {"proto": "udp", "dst_port": [{"from": 53, "to": 53}]} and
+          dns["limit"]["rate"] == "1/h" and dns["limit"]["burst"] == 10 and
+          dns["key"] == {"kind": "src", "ipv4": 32, "ipv6": 64} and
+          ntp["key"]["ipv4"] == 24 and shown["block"] == ["198.19.255.0/24"],
+          "-j rules show gives the match, key and limit as fields", shown["rules"])
+
+    top = ctl.json("top", "--rule", "dns", "-n", "1")["top"][0]["top_refused"][0]
+    code, out, err = ctl.run("top", "--rule", "dns", "-n", "1")
+    shown_count = out.splitlines()[1].split("refused", 1)[1].strip() if code == 0 else ""
+    expected = (str(top["count"]) if top["error"] == 0 else
+                "at least %d, at most %d" % (top["count"] - top["error"], top["count"]))
+    # The count moves between the two readings; its form does not.
+    check(code == 0 and (shown_count.isdigit() if top["error"] == 0 else
+                         shown_count.startswith("at least")),
+          "top shows the count with its bound (%s; JSON count %d error %d)" %
+          (shown_count, top["count"], top["error"]), out + " / " + expected)
+
+    version = subprocess.run([FLOODCTL, "--version"], capture_output=True, text=True, timeout=30)
+    fg_version = subprocess.run([FLOODGATE, "--version"], capture_output=True, text=True,
+                                timeout=30)
+    check(version.returncode == 0 and re.fullmatch(r"floodctl \d+\.\d+\.\d+\n", version.stdout)
+          and fg_version.returncode == 0 and
+          fg_version.stdout == version.stdout.replace("floodctl", "floodgate"),
+          "--version on both binaries: %s" % version.stdout.strip())
+    helped = subprocess.run([FLOODGATE, "--help"], capture_output=True, text=True, timeout=30)
+    run_help = subprocess.run([FLOODGATE, "run", "--help"], capture_output=True, text=True,
+                              timeout=30)
+    no_sep = subprocess.run([FLOODGATE, "run", "--no-huge", "--config", "x.yaml"],
+                            capture_output=True, text=True, timeout=30)
+    check(helped.returncode == 0 and "  run " in helped.stdout and "  replay " in helped.stdout and
+          run_help.returncode == 0 and "--stats-interval" in run_help.stdout and
+          "EAL options (before --)" in run_help.stdout and no_sep.returncode == 2 and
+          len(no_sep.stderr.strip().splitlines()) == 1 and "after `--`" in no_sep.stderr,
+          "floodgate --help lists run and replay, run --help its own options, a missing -- is "
+          "one line", helped.stdout + run_help.stdout + no_sep.stderr)
+
+    unknown = telemetry(prefix, "/floodgate/rule,nosuch")
+    check(unknown == {"error": 'no rule named "nosuch"'},
+          "telemetry /floodgate/rule of an unknown rule says so", unknown)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="fg-control-")
     prefix = "fgctl%d" % os.getpid()
@@ -346,7 +546,8 @@ def main():
         "--vdev", "net_pcap0,rx_pcap=%s,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null,"
                   "tx_pcap=/dev/null" % ((os.path.join(work, "trace.pcap"),) * 2),
         "--vdev", "net_null0,no-rx=1", "--",
-        "--config", os.path.join(work, "v1.yaml"), "--control", dp_sock, "--stats", stats_file]
+        "--config", os.path.join(work, "v1.yaml"), "--control", dp_sock, "--stats", stats_file,
+        "--stats-interval", "1"]
     dp_log = open(os.path.join(work, "dataplane.log"), "w")
     dataplane = subprocess.Popen(dataplane_cmd, stdout=dp_log, stderr=subprocess.STDOUT,
                                  cwd=work)
@@ -393,6 +594,10 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
     check(status["dataplane"]["ruleset"]["version"] == 1 and
           status["dataplane"]["ruleset"]["origin"] == "startup",
           "daemon adopted the dataplane's startup rules (same as --config): version 1", status)
+    # Rates from the first reply on: since the dataplane's start until two samples exist.
+    code, out, err = ctl.run("status")
+    check(code == 0 and "rates:     over the" in out and "rule dns" in out and
+          "none yet" not in out, "status shows rates from the first seconds", out + err)
 
     # The flood settles: every core has spent the burst and the merge has spread it.
     dns0 = wait_until(lambda: (lambda r: r if r["refused"] > 200000 else None)(ctl.rule("dns")),
@@ -585,6 +790,10 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           "metrics: every malformed reason listed from the first scrape, seen or not (%d)" %
           len(listed), sorted(listed - reasons))
 
+    from grafana_queries import unknown_metrics
+    unknown = unknown_metrics(os.path.join(SRC, "config", "grafana", "floodgate.json"), body)
+    check(not unknown, "metrics: every metric the Grafana dashboard queries is exported", unknown)
+
     metrics_endpoint_addresses(work)
 
     # DPDK telemetry, through the tool DPDK ships.
@@ -594,6 +803,9 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
     check('"ruleset_version": %d' % version in tool.stdout and '"refused"' in tool.stdout,
           "dpdk-telemetry.py shows /floodgate/status and /floodgate/rule,dns", tool.stdout +
           tool.stderr)
+
+    live_view(ctl, work)
+    cli_behaviour(ctl, work, prefix)
 
     # The control plane dies; the dataplane filters on and expires an override by itself.
     code, out, err = ctl.run("block", "add", "198.19.7.0/24", "--ttl", "1s")
@@ -638,6 +850,15 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           "no frame lost: rx %d = decided %d = passed %d + dropped %d; tx %d" %
           (d["rx"], final["packets"], final["passed"], final["dropped"], d["tx"]))
     check(final["merge"]["records_lost"] == 0, "no merge record lost")
+    with open(os.path.join(work, "dataplane.log")) as f:
+        log = f.read()
+    intervals = re.findall(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\] over (\d+\.\d\d) s: "
+                           r"outside rx (\d+) pps", log, re.M)
+    check(len(intervals) >= 3 and all(float(t) > 0 and int(rx) > 0 for t, rx in intervals) and
+          re.search(r"^  rule dns +matched", log, re.M) and "outside rx %d:" % final["packets"]
+          not in log,
+          "--stats-interval 1 printed %d timestamped lines of rates, per rule too" %
+          len(intervals))
 
     # The dataplane comes back on its startup file; the daemon applies again what was changed
     # through it: the last loaded file and the override, with what is left of its hour.

@@ -1,0 +1,88 @@
+// The rates between two stats readings and the text every reader prints
+// (dataplane/api/stats_rates.h, stats_text.h), on documents written here by hand.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "dataplane/api/stats_rates.h"
+#include "dataplane/api/stats_text.h"
+
+namespace floodgate {
+namespace {
+
+using nlohmann::json;
+
+json reading(uint64_t at_s, uint64_t packets, uint64_t dns_refused, uint64_t rx_bytes) {
+    return {{"sampled_ns", at_s * 1000000000ull},
+            {"packets", packets},
+            {"passed", packets / 2},
+            {"dropped", packets - packets / 2},
+            {"rules",
+             {{{"name", "dns"}, {"matched", dns_refused}, {"passed", 0u},
+               {"refused", dns_refused}, {"answered", 0u}, {"shadow_refused", 0u}}}},
+            {"nic",
+             {{{"port", 0u}, {"role", "outside"}, {"rx_packets", packets}, {"rx_bytes", rx_bytes},
+               {"tx_packets", 0u}, {"tx_bytes", 0u}, {"rx_missed", 0u}, {"rx_errors", 0u},
+               {"tx_errors", 0u}}}}};
+}
+
+TEST(StatsRates, DifferencesOverTheDataplanesClock) {
+    const json r = stats_rates(reading(10, 1000, 400, 64000), reading(12, 5000, 2400, 320000));
+    ASSERT_TRUE(r.is_object());
+    EXPECT_DOUBLE_EQ(r["interval_s"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(r["packets"].get<double>(), 2000.0);  // (5000 - 1000) / 2 s
+    EXPECT_DOUBLE_EQ(r["passed"].get<double>(), 1000.0);
+    ASSERT_EQ(r["rules"].size(), 1u);
+    EXPECT_DOUBLE_EQ(r["rules"][0]["refused"].get<double>(), 1000.0);
+    EXPECT_DOUBLE_EQ(r["rules"][0]["passed"].get<double>(), 0.0);
+    ASSERT_EQ(r["ports"].size(), 1u);
+    EXPECT_DOUBLE_EQ(r["ports"][0]["rx_pps"].get<double>(), 2000.0);
+    EXPECT_DOUBLE_EQ(r["ports"][0]["rx_bps"].get<double>(), (320000 - 64000) * 8 / 2.0);
+    EXPECT_DOUBLE_EQ(r["ports"][0]["errors_pps"].get<double>(), 0.0);
+}
+
+TEST(StatsRates, WhatWentDownOrIsNewIsLeftOut) {
+    json before = reading(10, 1000, 400, 64000), after = reading(11, 500, 600, 64000);
+    after["rules"].push_back({{"name", "new"}, {"matched", 5u}});
+    const json r = stats_rates(before, after);
+    EXPECT_FALSE(r.contains("packets"));  // 1000 -> 500: a restart, not a rate
+    EXPECT_DOUBLE_EQ(r["rules"][0]["refused"].get<double>(), 200.0);
+    ASSERT_EQ(r["rules"].size(), 1u);  // "new" has nothing to be compared with
+    EXPECT_TRUE(stats_rates(after, after).is_null());  // no time between them
+    EXPECT_TRUE(stats_rates(after, before).is_null());  // time ran backwards
+}
+
+TEST(StatsRates, SinceTheStartIsOverTheUptime) {
+    json s = reading(3, 900, 300, 0);
+    const json r = stats_rates_since_start(s, 3.0);
+    EXPECT_DOUBLE_EQ(r["interval_s"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(r["packets"].get<double>(), 300.0);
+    EXPECT_DOUBLE_EQ(r["rules"][0]["refused"].get<double>(), 100.0);
+    EXPECT_DOUBLE_EQ(r["ports"][0]["rx_pps"].get<double>(), 300.0);
+}
+
+TEST(StatsText, TopRefusedCountsShowOnlyWhatTheSummaryVouchesFor) {
+    EXPECT_EQ(refused_bound_text({{"count", 1200}, {"error", 0}}), "1200");
+    // The pktgen case of issue 14: 525 frames per source, the summary's error 163499.
+    EXPECT_EQ(refused_bound_text({{"count", 163500}, {"error", 163499}}),
+              "at least 1, at most 163500");
+    json stats = reading(1, 10, 4, 0);
+    stats["rules"][0]["mode"] = "enforce";
+    stats["rules"][0]["top_refused"] = {{{"source", "198.18.1.1/32"}, {"count", 9}, {"error", 5}}};
+    const std::string text = stats_text(stats);
+    EXPECT_NE(text.find("top refused, rule dns:"), std::string::npos) << text;
+    EXPECT_NE(text.find("198.18.1.1/32"), std::string::npos);
+    EXPECT_NE(text.find("refused at least 4, at most 9"), std::string::npos) << text;
+    EXPECT_EQ(text.find("refused 9\n"), std::string::npos) << text;
+}
+
+TEST(StatsText, RatesLinesNameEveryRuleAndPort) {
+    const std::string text =
+        rates_text(stats_rates(reading(10, 1000, 400, 64000), reading(12, 5000, 2400, 320000)));
+    EXPECT_NE(text.find("decided 2.00 kpps"), std::string::npos) << text;
+    EXPECT_NE(text.find("rule dns"), std::string::npos) << text;
+    EXPECT_NE(text.find("port 0 (outside): rx 2.00 kpps"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace floodgate
