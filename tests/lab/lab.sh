@@ -88,20 +88,31 @@ wait_for() {  # wait_for FILE PATTERN SECONDS: bounded wait for a line a process
 }
 wait_for "$work/floodgate.log" "^floodgate: " 30
 
-ip netns exec "$in_ns" python3 "$here/traffic.py" receive "$tag-ip" "$work/received.json" 30 >"$work/receiver.log" &
-recv_pid=$!
-wait_for "$work/receiver.log" "^ready" 10
-ip netns exec "$out_ns" python3 "$here/traffic.py" send "$tag-op" "$work/lab.pcap" >"$work/sent.json"
-wait "$recv_pid"
-recv_pid=""
 if [ "$mode" = show ]; then
-  # The control plane, as an operator would use it on the running dataplane.
+  # The control plane, as an operator would use it on the running dataplane: the live view
+  # during the flood, then status and the top refused sources.
   ctl=("$build/control/floodctl" --socket "$work/floodctl.sock")
   "${ctl[@]}" daemon --config "$root/config/default.yaml" --dataplane "$work/dataplane.sock" \
     --metrics 127.0.0.1:0 >"$work/floodctl.log" 2>&1 &
   ctl_pid=$!
   deadline=$(( $(date +%s) + 10 ))
   until "${ctl[@]}" status >/dev/null 2>&1 || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.1; done
+fi
+ip netns exec "$in_ns" python3 "$here/traffic.py" receive "$tag-ip" "$work/received.json" 30 >"$work/receiver.log" &
+recv_pid=$!
+wait_for "$work/receiver.log" "^ready" 10
+watch_pid=""
+if [ "$mode" = show ]; then
+  # Piped, watch prints its frames as plain lines; --count bounds it (the flood lasts 3 s).
+  echo "\$ floodctl watch --interval 1 --count 3"
+  "${ctl[@]}" watch --interval 1 --count 3 | cat &
+  watch_pid=$!
+fi
+ip netns exec "$out_ns" python3 "$here/traffic.py" send "$tag-op" "$work/lab.pcap" >"$work/sent.json"
+wait "$recv_pid"
+recv_pid=""
+if [ "$mode" = show ]; then
+  wait "$watch_pid" || true
   echo "\$ floodctl status"; "${ctl[@]}" status || true
   echo "\$ floodctl top -n 3"; "${ctl[@]}" top -n 3 || true
   stop "$ctl_pid"
