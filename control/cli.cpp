@@ -118,7 +118,9 @@ int cmd_status(const Cli &cli) {
     }
     const json &d = r["dataplane"];
     const json &rs = d["ruleset"];
-    std::printf("dataplane: up, %u workers, up %s (instance %s)\n", d.value("workers", 0u),
+    const unsigned workers = d.value("workers", 0u);
+    std::printf("dataplane: up, %u worker%s, up %s (instance %s)\n", workers,
+                workers == 1 ? "" : "s",
                 format_duration_s(static_cast<long long>(d.value("uptime_s", 0.0))).c_str(),
                 d.value("instance", "").c_str());
     std::printf("ruleset:   version %llu, loaded %s from %s (%s), %zu rules, %zu overrides\n",
@@ -234,6 +236,15 @@ Config running_rules(const json &r) {
     for (Rule &rule : c.rules)
         if (modes.contains(rule.name))
             rule.mode = modes[rule.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    // The document has no lines; the text it came from has them.
+    try {
+        const Config from_text = parse_config(r.value("text", ""), source);
+        for (Rule &rule : c.rules)
+            for (const Rule &t : from_text.rules)
+                if (t.name == rule.name) rule.line = t.line;
+    } catch (const ConfigError &) {
+        // a text that no longer parses here (another version's file): no lines
+    }
     return c;
 }
 

@@ -224,7 +224,6 @@ nlohmann::json rule_json(const Rule &r) {
     if (r.action == RuleAction::syn_auth) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
     if (r.action == RuleAction::dns_truncate) action["slip"] = r.slip;
     json j = {{"name", r.name},
-              {"line", r.line},
               {"mode", mode_text(r.mode)},
               {"match", match},
               {"key", key},
@@ -236,6 +235,7 @@ nlohmann::json rule_json(const Rule &r) {
                 {"key", describe_key(r)},
                 {"limit", describe_limit(r)},
                 {"action", describe_action(r)}}}};
+    if (r.line != 0) j["line"] = r.line;  // where the rule starts in its file
     if (is_aggregate(r.key_kind)) j["reserve"] = describe_reserve(r.reserve);
     if (r.escalate.enabled())
         j["escalate"] = {{"after_s", r.escalate.after_ns / 1e9},

@@ -119,11 +119,14 @@ std::string rpad(const std::string &s, size_t width) {
 }
 
 // "9.15M", "0": one word each, so that a row splits into its columns.
-std::string pps(const json &rates, const char *field) {
-    if (!rates.is_object() || !rates.contains(field)) return "-";
-    std::string s = si(rates[field].get<double>());
+std::string compact(double v) {
+    std::string s = si(v);
     s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
     return s;
+}
+
+std::string pps(const json &rates, const char *field) {
+    return rates.is_object() && rates.contains(field) ? compact(rates[field].get<double>()) : "-";
 }
 
 // The last values as eight levels of blocks, scaled to their largest; ASCII without UTF-8.
@@ -155,7 +158,7 @@ std::string offender_rate(const json &t, const json &last_rule, double interval_
     for (const json &p : last_rule.value("top_refused", json::array()))
         if (p.value("source", "") == t.value("source", "")) {
             const uint64_t a = p.value("count", uint64_t{0}), b = t.value("count", uint64_t{0});
-            return b >= a ? si(static_cast<double>(b - a) / interval_s) + "/s" : "-";
+            return b >= a ? compact(static_cast<double>(b - a) / interval_s) + "/s" : "-";
         }
     return "new";
 }
@@ -180,9 +183,10 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                   o.count == 0 ? "  (q: quit)" : "");
     lines.push_back(buf);
     const double lag_ms = stats["merge"].value("max_lag_ns", 0.0) / 1e6;
-    std::snprintf(buf, sizeof buf, "up %s, %u workers, ruleset v%llu (%s), merge lag %.1f ms",
+    const unsigned workers = d.value("workers", 0u);
+    std::snprintf(buf, sizeof buf, "up %s, %u worker%s, ruleset v%llu (%s), merge lag %.1f ms",
                   format_duration_s(static_cast<long long>(d.value("uptime_s", 0.0))).c_str(),
-                  d.value("workers", 0u),
+                  workers, workers == 1 ? "" : "s",
                   static_cast<unsigned long long>(rs.value("version", uint64_t{0})),
                   rs.value("source", "").c_str(), lag_ms);
     lines.push_back(buf);
