@@ -14,6 +14,7 @@
 #include "control/daemon_client.h"
 #include "control/listen_address.h"
 #include "control/rules_diff.h"
+#include "control/running_rules.h"
 #include "control/watch.h"
 #include "control/xdp_cli.h"
 #include "dataplane/api/numbers.h"
@@ -226,26 +227,6 @@ int cmd_rules_load(const Cli &cli, const std::string &path, bool dry_run) {
     std::printf("applied: ruleset version %llu\n",
                 static_cast<unsigned long long>(u64(r, "version")));
     return 0;
-}
-
-// The running rules as the dataplane has them, with its modes: a Config.
-Config running_rules(const json &r) {
-    const std::string source = r.value("source", "");
-    Config c = config_from_doc(json_to_doc(r.value("doc", json()), source), source);
-    const json modes = r.value("modes", json::object());
-    for (Rule &rule : c.rules)
-        if (modes.contains(rule.name))
-            rule.mode = modes[rule.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
-    // The document has no lines; the text it came from has them.
-    try {
-        const Config from_text = parse_config(r.value("text", ""), source);
-        for (Rule &rule : c.rules)
-            for (const Rule &t : from_text.rules)
-                if (t.name == rule.name) rule.line = t.line;
-    } catch (const ConfigError &) {
-        // a text that no longer parses here (another version's file): no lines
-    }
-    return c;
 }
 
 int cmd_rules_show(const Cli &cli) {

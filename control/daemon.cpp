@@ -16,6 +16,7 @@
 #include "control/http_server.h"
 #include "control/metrics.h"
 #include "control/rules_diff.h"
+#include "control/running_rules.h"
 #include "dataplane/api/message.h"
 #include "dataplane/api/stats_rates.h"
 #include "dataplane/api/unix_socket.h"
@@ -73,17 +74,6 @@ json load_request(const std::string &source, const std::string &text, const json
     with["payload_databases"] = std::move(dbs);
     // Past the message cap the request goes without them: the dataplane compiles.
     return with.dump().size() < kMaxMessageBytes ? with : r;
-}
-
-// The running rules from a dataplane's rules reply, with its mode switches applied.
-Config running_config(const json &running) {
-    const std::string source = running.value("source", "");
-    Config c = config_from_doc(json_to_doc(running.value("doc", json()), source), source);
-    const json modes = running.value("modes", json::object());
-    for (Rule &r : c.rules)
-        if (modes.contains(r.name))
-            r.mode = modes[r.name] == "shadow" ? RuleMode::shadow : RuleMode::enforce;
-    return c;
 }
 
 class Daemon {
@@ -325,7 +315,7 @@ json Daemon::rules_load(const json &request) {
     if (!call({{"cmd", "rules"}}, &running, &error)) return error_reply(error);
     Config current;
     try {
-        current = running_config(running);
+        current = running_rules(running);
     } catch (const ConfigError &e) {
         return error_reply(std::string("cannot read the running rules: ") + e.what());
     }
