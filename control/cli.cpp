@@ -437,6 +437,8 @@ int cmd_watch(const Cli &cli) {
     o.json_out = cli.json_out;
     const auto &a = cli.args;
     for (size_t i = 1; i < a.size(); ++i) {
+        if (a[i] != "--interval" && a[i] != "--rule" && a[i] != "-n" && a[i] != "--count")
+            return usage_error("watch", "watch: unknown option " + a[i]);
         if (i + 1 >= a.size()) return usage_error("watch", "watch: " + a[i] + " needs a value");
         std::string why;
         if (a[i] == "--interval") {
@@ -454,8 +456,6 @@ int cmd_watch(const Cli &cli) {
             const std::optional<uint64_t> n = parse_uint(a[++i], 1, 1000000, &why);
             if (!n) return usage_error("watch", "watch: --count " + why);
             o.count = static_cast<unsigned>(*n);
-        } else {
-            return usage_error("watch", "watch: unknown option " + a[i]);
         }
     }
     return run_watch(o);

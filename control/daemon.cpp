@@ -254,6 +254,13 @@ void Daemon::sample() {
     json &stats = reply["stats"];
     // Top offenders are not sampled; floodctl top and watch ask for them.
     for (json &r : stats["rules"]) r.erase("top_refused");
+    if (!last_stats_.is_null()) {
+        // status() samples too when it finds none: of two samples close together (or one
+        // overtaken by the other) the later one a second after the last counts.
+        const uint64_t last = last_stats_.value("sampled_ns", uint64_t{0});
+        const uint64_t now = stats.value("sampled_ns", uint64_t{0});
+        if (now < last + 500000000ull && now >= last) return;
+    }
     // A restarted dataplane's counters start again: stats_rates leaves out what went down.
     rates_ = last_stats_.is_null() ? json(nullptr) : stats_rates(last_stats_, stats);
     last_stats_ = std::move(stats);

@@ -12,4 +12,9 @@ namespace floodgate {
 bool ask_daemon(const std::string &socket, bool json_out, const nlohmann::json &request,
                 nlohmann::json *reply);
 
+// The same, printing nothing: why it failed goes to *why. The default timeout leaves a rules
+// load its time.
+bool ask_daemon_quietly(const std::string &socket, const nlohmann::json &request,
+                        nlohmann::json *reply, std::string *why, int timeout_ms = 90000);
+
 }  // namespace floodgate

@@ -29,33 +29,26 @@ namespace {
 using nlohmann::json;
 
 volatile std::sig_atomic_t g_quit = 0;
+volatile std::sig_atomic_t g_suspend = 0;
 void on_quit(int) {
     g_quit = 1;
+}
+void on_suspend(int) {
+    g_suspend = 1;
 }
 
 constexpr size_t kHistory = 60;  // sparkline samples
 
-// The terminal in the state the view needs, given back on every way out.
+// The terminal in the state the view needs, given back on every way out: q, Ctrl-C, SIGTERM,
+// SIGHUP, SIGQUIT, an error; Ctrl-Z gives it back too, and takes it again on fg.
 class Screen {
   public:
     explicit Screen(bool tty) : tty_(tty) {
         if (!tty_) return;
-        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0) {
-            termios raw = saved_;
-            raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // keys one by one, unechoed
-            raw.c_cc[VMIN] = 0;
-            raw.c_cc[VTIME] = 0;
-            restore_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
-        }
-        std::fputs("\x1b[?1049h\x1b[?25l", stdout);  // alternate screen, cursor hidden
-        std::fflush(stdout);
+        have_saved_ = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0;
+        enter();
     }
-    ~Screen() {
-        if (!tty_) return;
-        std::fputs("\x1b[?25h\x1b[?1049l", stdout);
-        std::fflush(stdout);
-        if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
-    }
+    ~Screen() { leave(); }
     Screen(const Screen &) = delete;
     Screen &operator=(const Screen &) = delete;
 
@@ -67,19 +60,21 @@ class Screen {
         return {80, 24};
     }
 
-    // Waits until the deadline or a key; true when the key says quit.
-    bool wait_key(std::chrono::steady_clock::time_point until) const {
+    // Waits until the deadline or a key; true when the view should end (q or a signal).
+    bool wait_key(std::chrono::steady_clock::time_point until) {
         for (;;) {
             if (g_quit) return true;
+            if (g_suspend) suspend();
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                 until - std::chrono::steady_clock::now());
             if (left.count() <= 0) return false;
-            if (!tty_ || !restore_) {
-                poll(nullptr, 0, static_cast<int>(std::min<long long>(left.count(), 100)));
+            const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
+            if (!raw_) {
+                poll(nullptr, 0, wait_ms);
                 continue;
             }
             pollfd p{STDIN_FILENO, POLLIN, 0};
-            if (poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100))) > 0) {
+            if (poll(&p, 1, wait_ms) > 0) {
                 char c = 0;
                 if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q')) return true;
             }
@@ -87,8 +82,40 @@ class Screen {
     }
 
   private:
+    void enter() {
+        if (have_saved_) {
+            termios raw = saved_;
+            raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // keys one by one, unechoed
+            raw.c_cc[VMIN] = 0;
+            raw.c_cc[VTIME] = 0;
+            raw_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+        }
+        std::fputs("\x1b[?1049h\x1b[?25l", stdout);  // alternate screen, cursor hidden
+        std::fflush(stdout);
+    }
+    void leave() {
+        if (!tty_) return;
+        std::fputs("\x1b[?25h\x1b[?1049l", stdout);
+        std::fflush(stdout);
+        if (raw_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+        raw_ = false;
+    }
+    // Ctrl-Z: the shell gets its terminal as it was; fg brings the view back.
+    void suspend() {
+        g_suspend = 0;
+        if (!tty_) return;
+        leave();
+        std::signal(SIGTSTP, SIG_DFL);
+        std::raise(SIGTSTP);  // stopped here until SIGCONT
+        struct sigaction sa {};
+        sa.sa_handler = on_suspend;
+        sigaction(SIGTSTP, &sa, nullptr);
+        enter();
+    }
+
     bool tty_;
-    bool restore_ = false;
+    bool have_saved_ = false;
+    bool raw_ = false;
     termios saved_{};
 };
 
@@ -182,7 +209,7 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                   utc_text(std::time(nullptr)).c_str(), o.interval_s,
                   o.count == 0 ? "  (q: quit)" : "");
     lines.push_back(buf);
-    const double lag_ms = stats["merge"].value("max_lag_ns", 0.0) / 1e6;
+    const double lag_ms = stats.value("merge", json::object()).value("max_lag_ns", 0.0) / 1e6;
     const unsigned workers = d.value("workers", 0u);
     std::snprintf(buf, sizeof buf, "up %s, %u worker%s, ruleset v%llu (%s), merge lag %.1f ms",
                   format_duration_s(static_cast<long long>(d.value("uptime_s", 0.0))).c_str(),
@@ -231,9 +258,7 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
         const json &r = *shown[i];
         const std::string name = r.value("name", "");
         const json *rr = nullptr;
-        if (rates.is_object())
-            for (const json &x : rates["rules"])
-                if (x.value("name", "") == name) rr = &x;
+        if (rates.is_object()) rr = rule_named(rates, name);
         const json none;
         const json &x = rr ? *rr : none;
         const auto h = state.refused.find(name);
@@ -261,7 +286,12 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                             offender_rate(top, before ? *before : json(), interval));
         }
     }
-    for (std::string &l : lines) l = cut(l, width);
+    // Nothing from outside reaches the terminal raw: a file name may hold escape codes.
+    for (std::string &l : lines) {
+        for (char &c : l)
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        l = cut(l, width);
+    }
     if (lines.size() > height) lines.resize(height);
     return lines;
 }
@@ -276,45 +306,59 @@ int run_watch(const WatchOptions &o) {
     sa.sa_handler = on_quit;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // the SSH session went: leave as after q
+    sigaction(SIGQUIT, &sa, nullptr);
+    struct sigaction suspend {};
+    suspend.sa_handler = on_suspend;
+    if (tty) sigaction(SIGTSTP, &suspend, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
     WatchState state;
-    int rc = 0;
+    std::string stopped;  // why it stopped, said once the terminal is back
     {
         Screen screen(tty);
         auto next = std::chrono::steady_clock::now();
         for (unsigned shown = 0; !g_quit && (o.count == 0 || shown < o.count);) {
             json status, reply;
-            if (!ask_daemon(o.socket, false, {{"cmd", "status"}}, &status)) {
-                rc = 1;
+            const int timeout_ms = static_cast<int>(std::max(5.0, 3 * o.interval_s) * 1000);
+            if (!ask_daemon_quietly(o.socket, {{"cmd", "status"}}, &status, &stopped, timeout_ms))
                 break;
-            }
             if (!status.value("dataplane_up", false)) {
-                std::fprintf(stderr, "floodctl: the dataplane is down: %s\n",
-                             status.value("dataplane_error", "").c_str());
-                rc = 1;
+                stopped = "the dataplane is down: " + status.value("dataplane_error", "");
                 break;
             }
-            if (!ask_daemon(o.socket, false, {{"cmd", "stats"}, {"top", o.top}}, &reply)) {
-                rc = 1;
+            if (!ask_daemon_quietly(o.socket, {{"cmd", "stats"}, {"top", o.top}}, &reply, &stopped,
+                                    timeout_ms))
                 break;
-            }
             const json &stats = reply["stats"];
+            if (!o.rule.empty() && rule_named(stats, o.rule) == nullptr) {
+                stopped = "no rule named \"" + o.rule + "\"";
+                break;
+            }
             const json rates =
                 state.last.is_null() ? json(nullptr) : stats_rates(state.last, stats);
             if (rates.is_object())
-                for (const json &r : rates["rules"]) {
+                for (const json &r : rates.value("rules", json::array())) {
                     std::deque<double> &h = state.refused[r.value("name", "")];
                     h.push_back(r.value("refused", 0.0));
                     if (h.size() > kHistory) h.pop_front();
                 }
             ++shown;
             if (o.json_out) {
-                std::printf("%s\n", json({{"version", reply.value("version", uint64_t{0})},
-                                          {"stats", stats},
-                                          {"rates", rates}})
-                                        .dump()
-                                        .c_str());
+                json frame_json = {{"version", reply.value("version", uint64_t{0})},
+                                   {"stats", stats},
+                                   {"rates", rates}};
+                if (!o.rule.empty()) {  // --rule: that rule alone, as in the text
+                    for (const char *part : {"stats", "rates"}) {
+                        json &doc = frame_json[part];
+                        if (!doc.is_object()) continue;
+                        json only = json::array();
+                        for (const json &r : doc.value("rules", json::array()))
+                            if (r.value("name", "") == o.rule) only.push_back(r);
+                        doc["rules"] = only;
+                    }
+                }
+                std::printf("%s\n", frame_json.dump().c_str());
             } else {
                 const auto [width, height] =
                     tty ? screen.size() : std::pair<unsigned, unsigned>{200, 1000};
@@ -330,15 +374,22 @@ int run_watch(const WatchOptions &o) {
                 out += tty ? "\x1b[J" : "\n";
                 std::fputs(out.c_str(), stdout);
             }
-            std::fflush(stdout);
+            // A reader that went away (`| head`): nothing more to show anyone.
+            if (std::fflush(stdout) != 0 || std::ferror(stdout)) break;
             state.last = stats;
             if (o.count != 0 && shown >= o.count) break;
-            next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(o.interval_s));
+            // After a stall (Ctrl-Z, a slow daemon) the next frame waits a whole interval:
+            // frames back to back would show rates over milliseconds.
+            next = std::max(next + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(o.interval_s)),
+                            std::chrono::steady_clock::now());
             if (screen.wait_key(next)) break;
         }
     }
-    return rc;
+    // Ctrl-C or SIGTERM while a request was under way ends it (EINTR): that is no error.
+    if (stopped.empty() || g_quit) return 0;
+    std::fprintf(stderr, "floodctl: watch: %s\n", stopped.c_str());
+    return 1;
 }
 
 }  // namespace floodgate

@@ -141,13 +141,15 @@ ordered_json ControlService::execute(const LoadRequest &request) {
                            std::to_string(rules_.config.table_entries_per_core) + " to " +
                            std::to_string(next.config.table_entries_per_core) +
                            ": the tables keep their size until floodgate restarts");
-    // The file that runs, again, with no mode switch to end (none left, or each the file's own
-    // mode): nothing to do, and nothing done (the version stays).
+    // The file that runs, from the same place, again, with no mode switch to end (none left,
+    // or each the file's own mode): nothing to do, and nothing done (the version stays). From
+    // another path it is a load like any other: status and rules show name the new source.
     bool modes_as_written = true;  // every mode switch left is the file's own mode
     for (const Rule &r : next.config.rules)
         if (const auto m = modes_.find(r.name); m != modes_.end() && m->second != r.mode)
             modes_as_written = false;
-    if (next.text == rules_.text && modes_as_written) {
+    if (next.text == rules_.text && next.name == rules_.name && modes_as_written) {
+        modes_.clear();  // each said what the file says: ending them changes nothing
         ordered_json reply = rules_locked();
         reply["changed"] = false;
         return reply;

@@ -183,43 +183,48 @@ int launch_worker(void *arg) {
 // ends; the counters' totals are for floodctl and the exit summary.
 class IntervalPrinter {
   public:
+    // Never throws: a line it cannot make is a line saying why (the run goes on).
     void print(const LiveRuleSet &rules, const LiveView &view) {
-        nlohmann::json now;
+        const std::string when = utc_text(unix_now_ns() / 1e9);
         try {
+            nlohmann::json now;
             rules.with_current([&](const RuleSet &rs) { now = live_stats(rs, view, 0); });
+            now["sampled_ns"] = monotonic_now_ns();
+            const nlohmann::json rates = stats_rates(last_, now);
+            if (rates.is_null()) {
+                std::printf("[%s] stats every interval from now on, as rates\n", when.c_str());
+            } else {
+                // The exact rate of frames the workers took from the outside port first, for
+                // scripts (perf/harness.py reads it); what the port missed is on its own line.
+                const double interval = rates["interval_s"].get<double>();
+                const uint64_t back = direction(now, "rx"), back_before = direction(last_, "rx");
+                std::printf(
+                    "[%s] over %.2f s: outside rx %.0f pps; inside->outside %spps; tx "
+                    "failed %llu in all\n%s",
+                    when.c_str(), interval, rates.value("packets", 0.0),
+                    si(back >= back_before ? static_cast<double>(back - back_before) / interval
+                                           : 0.0)
+                        .c_str(),
+                    static_cast<unsigned long long>(
+                        direction(now, "tx_failed", "outside_to_inside") +
+                        direction(now, "tx_failed")),
+                    rates_text(rates).c_str());
+            }
+            last_ = std::move(now);
         } catch (const std::exception &e) {
-            std::printf("[%s] stats: %s\n", utc_text(unix_now_ns() / 1e9).c_str(), e.what());
-            return;
+            std::printf("[%s] stats: %s\n", when.c_str(), e.what());
         }
-        now["sampled_ns"] = monotonic_now_ns();
-        const nlohmann::json rates = stats_rates(last_, now);
-        const nlohmann::json &back = now["ports"]["inside_to_outside"];
-        if (rates.is_null()) {
-            std::printf("[%s] stats every interval from now on, as rates\n",
-                        utc_text(unix_now_ns() / 1e9).c_str());
-        } else {
-            // The exact rate first, for scripts (perf/harness.py reads it).
-            const double rx = rates.value("packets", 0.0);
-            std::printf(
-                "[%s] over %.2f s: outside rx %.0f pps; inside->outside %s; tx failed %llu "
-                "in all\n%s",
-                utc_text(unix_now_ns() / 1e9).c_str(), rates["interval_s"].get<double>(), rx,
-                (si(rate(back, "rx", rates)) + "pps").c_str(),
-                static_cast<unsigned long long>(
-                    now["ports"]["outside_to_inside"].value("tx_failed", uint64_t{0}) +
-                    back.value("tx_failed", uint64_t{0})),
-                rates_text(rates).c_str());
-        }
-        last_ = std::move(now);
     }
 
   private:
-    // The inside-to-outside rate: not a counter stats_rates knows.
-    double rate(const nlohmann::json &now, const char *field, const nlohmann::json &rates) const {
-        if (last_.is_null()) return 0;
-        const uint64_t a = last_["ports"]["inside_to_outside"].value(field, uint64_t{0});
-        const uint64_t b = now.value(field, uint64_t{0});
-        return b >= a ? static_cast<double>(b - a) / rates["interval_s"].get<double>() : 0;
+    // A direction's counter in a reading (0 when it is not there).
+    static uint64_t direction(const nlohmann::json &stats, const char *field,
+                              const char *which = "inside_to_outside") {
+        const nlohmann::json ports =
+            stats.is_object() ? stats.value("ports", nlohmann::json()) : nlohmann::json();
+        return ports.is_object()
+                   ? ports.value(which, nlohmann::json::object()).value(field, uint64_t{0})
+                   : 0;
     }
     nlohmann::json last_;
 };

@@ -18,11 +18,21 @@ json reading(uint64_t at_s, uint64_t packets, uint64_t dns_refused, uint64_t rx_
             {"passed", packets / 2},
             {"dropped", packets - packets / 2},
             {"rules",
-             {{{"name", "dns"}, {"matched", dns_refused}, {"passed", 0u},
-               {"refused", dns_refused}, {"answered", 0u}, {"shadow_refused", 0u}}}},
+             {{{"name", "dns"},
+               {"matched", dns_refused},
+               {"passed", 0u},
+               {"refused", dns_refused},
+               {"answered", 0u},
+               {"shadow_refused", 0u}}}},
             {"nic",
-             {{{"port", 0u}, {"role", "outside"}, {"rx_packets", packets}, {"rx_bytes", rx_bytes},
-               {"tx_packets", 0u}, {"tx_bytes", 0u}, {"rx_missed", 0u}, {"rx_errors", 0u},
+             {{{"port", 0u},
+               {"role", "outside"},
+               {"rx_packets", packets},
+               {"rx_bytes", rx_bytes},
+               {"tx_packets", 0u},
+               {"tx_bytes", 0u},
+               {"rx_missed", 0u},
+               {"rx_errors", 0u},
                {"tx_errors", 0u}}}}};
 }
 
@@ -47,8 +57,8 @@ TEST(StatsRates, WhatWentDownOrIsNewIsLeftOut) {
     const json r = stats_rates(before, after);
     EXPECT_FALSE(r.contains("packets"));  // 1000 -> 500: a restart, not a rate
     EXPECT_DOUBLE_EQ(r["rules"][0]["refused"].get<double>(), 200.0);
-    ASSERT_EQ(r["rules"].size(), 1u);  // "new" has nothing to be compared with
-    EXPECT_TRUE(stats_rates(after, after).is_null());  // no time between them
+    ASSERT_EQ(r["rules"].size(), 1u);                   // "new" has nothing to be compared with
+    EXPECT_TRUE(stats_rates(after, after).is_null());   // no time between them
     EXPECT_TRUE(stats_rates(after, before).is_null());  // time ran backwards
 }
 
@@ -59,6 +69,8 @@ TEST(StatsRates, SinceTheStartIsOverTheUptime) {
     EXPECT_DOUBLE_EQ(r["packets"].get<double>(), 300.0);
     EXPECT_DOUBLE_EQ(r["rules"][0]["refused"].get<double>(), 100.0);
     EXPECT_DOUBLE_EQ(r["ports"][0]["rx_pps"].get<double>(), 300.0);
+    // A dataplane that has not been up for any time yet has no rates to give.
+    EXPECT_TRUE(stats_rates_since_start(s, 0.0).is_null());
 }
 
 TEST(StatsText, TopRefusedCountsShowOnlyWhatTheSummaryVouchesFor) {
@@ -74,6 +86,14 @@ TEST(StatsText, TopRefusedCountsShowOnlyWhatTheSummaryVouchesFor) {
     EXPECT_NE(text.find("198.18.1.1/32"), std::string::npos);
     EXPECT_NE(text.find("refused at least 4, at most 9"), std::string::npos) << text;
     EXPECT_EQ(text.find("refused 9\n"), std::string::npos) << text;
+}
+
+TEST(StatsText, NoRatesIsSaid) {
+    EXPECT_EQ(rates_text(nullptr), "  no rates yet\n");
+    // Documents without the fields the text names (an older dataplane, a partial reply).
+    EXPECT_NE(stats_text(json::object()).find("packets 0"), std::string::npos);
+    EXPECT_NE(stats_text({{"xdp", {{"iface", "eth0"}}}}).find("xdp on eth0: frames 0"),
+              std::string::npos);
 }
 
 TEST(StatsText, RatesLinesNameEveryRuleAndPort) {

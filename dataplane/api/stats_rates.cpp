@@ -47,18 +47,20 @@ json stats_rates(const json &before, const json &after, double fallback_interval
     for (const char *f : kTotals) rate(&r, f, before, after, f, interval_s);
     json rules = json::array();
     for (const json &b : after.value("rules", json::array())) {
-        const json *a = find_named(before, "rules", "name", b["name"]);
+        const json name = b.value("name", json());
+        const json *a = find_named(before, "rules", "name", name);
         if (a == nullptr) continue;
-        json row = {{"name", b["name"]}};
+        json row = {{"name", name}};
         for (const char *f : kRule) rate(&row, f, *a, b, f, interval_s);
         rules.push_back(row);
     }
     r["rules"] = rules;
     json ports = json::array();
     for (const json &b : after.value("nic", json::array())) {
-        const json *a = find_named(before, "nic", "port", b["port"]);
+        const json port = b.value("port", json());
+        const json *a = find_named(before, "nic", "port", port);
         if (a == nullptr) continue;
-        json row = {{"port", b["port"]}, {"role", b.value("role", "")}};
+        json row = {{"port", port}, {"role", b.value("role", "")}};
         rate(&row, "rx_pps", *a, b, "rx_packets", interval_s);
         rate(&row, "rx_bps", *a, b, "rx_bytes", interval_s, 8);
         rate(&row, "tx_pps", *a, b, "tx_packets", interval_s);
@@ -81,13 +83,13 @@ json stats_rates_since_start(const json &stats, double uptime_s) {
     for (const char *f : kTotals) zero[f] = uint64_t{0};
     zero["rules"] = json::array();
     for (const json &r : stats.value("rules", json::array())) {
-        json row = {{"name", r["name"]}};
+        json row = {{"name", r.value("name", json())}};
         for (const char *f : kRule) row[f] = uint64_t{0};
         zero["rules"].push_back(row);
     }
     zero["nic"] = json::array();
     for (const json &n : stats.value("nic", json::array())) {
-        json row = {{"port", n["port"]}};
+        json row = {{"port", n.value("port", json())}};
         for (const auto &[k, v] : n.items())
             if (v.is_number_unsigned() && k != "port") row[k] = uint64_t{0};
         zero["nic"].push_back(row);

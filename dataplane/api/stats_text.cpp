@@ -106,7 +106,9 @@ std::string stats_text(const json &s) {
     // The XDP tier, when the dataplane runs it: what died in the driver, before it counted in
     // "packets" above.
     if (const auto x = s.find("xdp"); x != s.end() && x->is_object()) {
-        const json &c = (*x)["counters"], &e = (*x)["escalations"], &n = (*x)["entries"];
+        const json c = x->value("counters", json::object()),
+                   e = x->value("escalations", json::object()),
+                   n = x->value("entries", json::object());
         o +=
             fmt("xdp on %s: frames %llu, passed %llu, dropped in the driver %llu (blocked %llu, "
                 "escalated %llu); entries: rules %llu, overrides %llu, operator %llu, escalated "
@@ -164,6 +166,7 @@ std::string stats_text(const json &s) {
 }
 
 std::string rates_text(const json &r, const std::string &indent) {
+    if (!r.is_object()) return indent + "no rates yet\n";
     std::string o;
     o += indent +
          fmt("decided %s: passed %s, dropped %s (rate-limited %s, blocked %s, malformed %s); "

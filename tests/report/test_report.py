@@ -128,9 +128,9 @@ def expected_bins(packets, first_ns, width_ns, count):
     return bins
 
 
-def replay(build, args, timeout=120):
+def replay(build, args, timeout=120, cwd=None):
     p = subprocess.run([os.path.join(build, "dataplane", "floodgate"), "replay"] + args,
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -351,9 +351,12 @@ def main():
         base = ["--config", rules_path, "--in", trace_path, "--pass", os.path.join(work, "p.pcap"),
                 "--quiet"]
 
-        # Without --report: no report, and no HTML anywhere.
-        code, _, err = replay(build, base + ["--stats", stats_path])
-        check(code == 0 and not [n for n in os.listdir(work) if n.endswith(".html")],
+        # Without --report: no report, and no new file anywhere (run from work itself, where a
+        # default name would land).
+        before = set(os.listdir(work))
+        code, _, err = replay(build, base + ["--stats", stats_path], cwd=work)
+        check(code == 0 and set(os.listdir(work)) - before <= {"stats.json", "p.pcap"} and
+              not [n for n in os.listdir(work) if n.endswith(".html")],
               "replay without --report exits 0 and writes no report", err)
         # --report naming the --stats file: a usage error, nothing written.
         code, _, err = replay(build, base + ["--stats", stats_path, "--report", stats_path])
