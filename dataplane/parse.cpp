@@ -173,23 +173,9 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     // from what was captured.
     if (captured_len > frame_len) captured_len = frame_len;
     const uint8_t *cap_end = frame + captured_len;
-    out->family = 0;
-    out->l4_proto = 0;
-    out->has_l4 = false;
-    out->fragment = false;
-    out->tcp_flags = 0;
-    out->icmp_type = 0;
-    out->src_port = 0;
-    out->dst_port = 0;
-    out->vlan_tags = 0;
-    out->l3_offset = 0;  // not left from the frame before when the tags are cut short
-    out->l4_offset = 0;
-    out->l4_len = 0;
-    out->tcp_seq = 0;
-    out->tcp_ack = 0;
-    out->malformed = MalformedReason::none;
-    std::memset(out->src, 0, sizeof out->src);
-    std::memset(out->dst, 0, sizeof out->dst);
+    // Every field from zero: nothing is left from the frame before (l3_offset included, when
+    // the tags are cut short).
+    *out = PacketInfo{};
 
     if (frame_len < 14) return malformed(out, MalformedReason::eth_truncated);
     if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);

@@ -209,8 +209,8 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
 }
 
 // One rule's check of a packet: whether its limit admits it, nothing stored yet.
-void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
-                     uint64_t now_ns) {
+inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
+                            uint64_t now_ns) {
     const CompiledRule &r = rules_->rules()[c.rule];
     c.unverified = r.action == RuleAction::syn_auth && !verified(c.aux_hash, now_ns);
     c.cls = TrustClass::fresh;
@@ -268,8 +268,8 @@ TrustClass Pipeline::trust_class(const PacketInfo &info, const Check &c, const C
     return TrustClass::fresh;
 }
 
-Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
-                             unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
+inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
+                                    unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
     const std::vector<CompiledRule> &rules = rules_->rules();
     int blamed = -1;
     // Check every matching rule first; nothing is stored until the verdict is known, so a
@@ -565,23 +565,17 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                          : aggregate                      ? mark_hash(info, kTagEstablished)
                                                           : 0;
             c.known_hash = aggregate ? mark_hash(info, kTagKnown) : 0;
+            // Prefetched as soon as known: the parsing and keying of the burst's other
+            // packets hide the cache misses before stage 2 reads the buckets.
+            table_->prefetch(c.hash);
+            if (c.aux_hash != 0) table_->prefetch(c.aux_hash);
+            if (c.known_hash != 0) table_->prefetch(c.known_hash);
         }
     }
     first_check_[n] = static_cast<uint16_t>(n_checks);
 
-    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one), with the
-    // table buckets of the checks kPrefetchAhead places further on prefetched as we go.
-    unsigned prefetched = 0;
+    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one).
     for (uint16_t i = 0; i < n; ++i) {
-        for (unsigned end = std::min(first_check_[i] + kPrefetchAhead, n_checks); prefetched < end;
-             ++prefetched) {
-            table_->prefetch(checks_[prefetched].hash);
-            if (checks_[prefetched].aux_hash != 0) table_->prefetch(checks_[prefetched].aux_hash);
-            if (checks_[prefetched].known_hash != 0)
-                table_->prefetch(checks_[prefetched].known_hash);
-            if (checks_[prefetched].known_hash != 0)
-                table_->prefetch(checks_[prefetched].known_hash);
-        }
         Verdict v;
         switch (status_[i]) {
             case ParseStatus::malformed:

@@ -181,13 +181,15 @@ class Pipeline {
         uint32_t captured;
     };
 
-    Verdict decide_one(const PacketInfo &info, const Frame &frame, Check *checks, unsigned n_checks,
-                       uint64_t now_ns, AnswerPlan *plan);
+    [[gnu::always_inline]] Verdict decide_one(const PacketInfo &info, const Frame &frame,
+                                              Check *checks, unsigned n_checks, uint64_t now_ns,
+                                              AnswerPlan *plan);
     Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
                            uint64_t now_ns, AnswerPlan *plan);
     bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
-    void check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c, uint64_t now_ns);
+    [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
+                                      Check &c, uint64_t now_ns);
     [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
                                       const Check *checks, unsigned n_checks, uint64_t tat_ns,
                                       uint64_t now_ns, Check *c);

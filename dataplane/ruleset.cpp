@@ -137,6 +137,17 @@ RuleSet::~RuleSet() = default;
 
 void RuleSet::classify_burst(const PacketInfo *infos, const ParseStatus *status, uint16_t n,
                              PrefixClass *source, const RuleBits **dst) const {
+    if (by_src_.empty() && by_dst_.empty()) {
+        // No prefix anywhere (no allow, block or override, no rule with src or dst): every
+        // IP packet classifies as none, listed by no rule. Measured with callgrind: 55 of the
+        // 370 instructions a packet took in bench_decision went to the lookups below.
+        const PrefixClass none = by_src_.classify(4, nullptr);
+        for (uint16_t i = 0; i < n; ++i) {
+            dst[i] = &kNoRules;
+            source[i] = none;
+        }
+        return;
+    }
     const uint8_t *addrs[2][PrefixTable::kMaxBulk];
     uint16_t index[2][PrefixTable::kMaxBulk];
     unsigned count[2] = {0, 0};
