@@ -21,7 +21,7 @@
 
 local tx_port = 0
 local rx_port = 1
-local seconds_per_size = 5
+local seconds_per_size = 5     -- whole seconds
 local quit_when_done = false
 
 local sizes = { 64, 128, 256, 512, 1024, 1518 }   -- frame bytes, FCS included
@@ -56,14 +56,28 @@ local function totals()
     return { tx = s.opackets, tx_bytes = s.obytes, rx = r.ipackets, missed = r.imissed }
 end
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
 local rows = {}
 local before = totals()
 for _, bytes in ipairs(sizes) do
     pktgen.set(tx, "size", bytes)
-    pktgen.start(tx)           -- start rebuilds the port's frames with the new size
-    pktgen.delay(math.floor(seconds_per_size * 1000))
-    pktgen.stop(tx)
+    flood(tx, seconds_per_size)   -- start rebuilds the port's frames with the new size
     pktgen.delay(2000)         -- drain, and let the once-a-second stats snapshot catch up
     local after = totals()
     rows[#rows + 1] = { bytes = bytes, tx = after.tx - before.tx,

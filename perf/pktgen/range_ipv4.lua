@@ -21,7 +21,7 @@
 
 local tx_port = 0
 local rx_port = 1
-local duration_s = 30
+local duration_s = 30           -- whole seconds
 local quit_when_done = false
 
 local src_first = "198.18.0.0"
@@ -65,10 +65,24 @@ pktgen.set(tx, "rate", rate_pct)
 pktgen.set(tx, "count", 0)
 pktgen.set_range(tx, "on")
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
-pktgen.start(tx)
-pktgen.delay(math.floor(duration_s * 1000))
-pktgen.stop(tx)
+duration_s = flood(tx, duration_s)
 pktgen.delay(2000)             -- drain, and let the once-a-second stats snapshot catch up
 
 local sent = pktgen.portStats(tx, "port")[tx_port]
