@@ -1,6 +1,6 @@
 -- Pktgen-DPDK: DNS (UDP/53) flood whose IPv4 source counts up through 198.18.0.0/15.
 --
---   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -P -m "[1:2].0, [3:4].1" \
+--   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -v -P -m "[1:2].0, [3:4].1" \
 --          -f perf/pktgen/range_ipv4.lua
 --
 -- Each source is a separate key for floodgate (the default key is the whole IPv4 address),
@@ -10,9 +10,10 @@
 -- * pktgen builds range frames once, one per mbuf of the port's range pool, when the port
 --   starts, and then resends those mbufs (pktgen_setup_cb() in app/pktgen.c). The number of
 --   distinct sources on the wire is therefore at most the size of that pool (pktgen prints it
---   at start up: "Range TX ... MBUFs"), not the 131,072 of the range. Each source that
---   reaches floodgate passes its `dns` burst of 5 and then 10/s, so the frames received
---   tell how many did: about rx / (5 + 10 * duration_s). For a million distinct sources
+--   at start up, with -v only: "Create: 'Range TX    0:0 ' - Memory used (MBUFs  24576 ..."),
+--   not the 131,072 of the range. Each source that reaches floodgate passes its `dns` burst
+--   of 5 and then 10/s, so the frames received tell how many did: about
+--   rx / (5 + 10 * duration_s). For a million distinct sources
 --   replay the mix-b pcap instead (replay_pcap.lua).
 -- * With config/default.yaml, 198.18.200.0/24 is allow-listed (always passed) and
 --   198.19.255.0/24 is block-listed (always dropped): 256 sources each.

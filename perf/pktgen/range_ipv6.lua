@@ -1,7 +1,7 @@
 -- Pktgen-DPDK: DNS (UDP/53) flood over IPv6 whose source steps through 65,536 /64s inside
 -- 2001:db8::/32 (2001:db8:0:0::/64 to 2001:db8:0:ffff::/64).
 --
---   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -P -m "[1:2].0, [3:4].1" \
+--   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -v -P -m "[1:2].0, [3:4].1" \
 --          -f perf/pktgen/range_ipv6.lua
 --
 -- Why /64 steps: floodgate's default IPv6 key is the /64 (`key: { ipv6: 64 }`), because one
