@@ -20,6 +20,9 @@
 --
 -- IPv6 range addresses need pktgen.range.set_type(), which older lpktgenlib.c builds lack
 -- (their range.src_ip parses IPv4 only); this script stops with a message there.
+--
+-- Run with pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md
+-- has the one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs.
 
 local tx_port = 0
 local rx_port = 1

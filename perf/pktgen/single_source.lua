@@ -11,7 +11,9 @@
 -- pktgen_setup_packets() in app/pktgen.c). perf/pktgen/README.md has the setups and what to
 -- compare.
 --
--- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c). Ports are
+-- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c); run with
+-- pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md has the
+-- one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs. Ports are
 -- passed as strings ("0"): before 23.03 the Lua portlist had to be a string.
 
 local tx_port = 0
