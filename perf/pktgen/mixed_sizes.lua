@@ -17,11 +17,13 @@
 -- instead, set src_ip to an allow-listed source (198.18.200.0/24 in config/default.yaml):
 -- then rx should equal tx in every row.
 --
--- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c).
+-- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c); run with
+-- pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md has the
+-- one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs.
 
 local tx_port = 0
 local rx_port = 1
-local seconds_per_size = 5
+local seconds_per_size = 5     -- whole seconds
 local quit_when_done = false
 
 local sizes = { 64, 128, 256, 512, 1024, 1518 }   -- frame bytes, FCS included
@@ -56,14 +58,28 @@ local function totals()
     return { tx = s.opackets, tx_bytes = s.obytes, rx = r.ipackets, missed = r.imissed }
 end
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
 local rows = {}
 local before = totals()
 for _, bytes in ipairs(sizes) do
     pktgen.set(tx, "size", bytes)
-    pktgen.start(tx)           -- start rebuilds the port's frames with the new size
-    pktgen.delay(math.floor(seconds_per_size * 1000))
-    pktgen.stop(tx)
+    flood(tx, seconds_per_size)   -- start rebuilds the port's frames with the new size
     pktgen.delay(2000)         -- drain, and let the once-a-second stats snapshot catch up
     local after = totals()
     rows[#rows + 1] = { bytes = bytes, tx = after.tx - before.tx,

@@ -1,6 +1,6 @@
 -- Pktgen-DPDK: DNS (UDP/53) flood whose IPv4 source counts up through 198.18.0.0/15.
 --
---   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -P -m "[1:2].0, [3:4].1" \
+--   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -v -P -m "[1:2].0, [3:4].1" \
 --          -f perf/pktgen/range_ipv4.lua
 --
 -- Each source is a separate key for floodgate (the default key is the whole IPv4 address),
@@ -10,18 +10,21 @@
 -- * pktgen builds range frames once, one per mbuf of the port's range pool, when the port
 --   starts, and then resends those mbufs (pktgen_setup_cb() in app/pktgen.c). The number of
 --   distinct sources on the wire is therefore at most the size of that pool (pktgen prints it
---   at start up: "Range TX ... MBUFs"), not the 131,072 of the range. Each source that
---   reaches floodgate passes its `dns` burst of 5 and then 10/s, so the frames received
---   tell how many did: about rx / (5 + 10 * duration_s). For a million distinct sources
+--   at start up, with -v only: "Create: 'Range TX    0:0 ' - Memory used (MBUFs  24576 ..."),
+--   not the 131,072 of the range. Each source that reaches floodgate passes its `dns` burst
+--   of 5 and then 10/s, so the frames received tell how many did: about
+--   rx / (5 + 10 * duration_s). For a million distinct sources
 --   replay the mix-b pcap instead (replay_pcap.lua).
 -- * With config/default.yaml, 198.18.200.0/24 is allow-listed (always passed) and
 --   198.19.255.0/24 is block-listed (always dropped): 256 sources each.
 --
--- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c).
+-- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c); run with
+-- pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md has the
+-- one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs.
 
 local tx_port = 0
 local rx_port = 1
-local duration_s = 30
+local duration_s = 30           -- whole seconds
 local quit_when_done = false
 
 local src_first = "198.18.0.0"
@@ -65,10 +68,24 @@ pktgen.set(tx, "rate", rate_pct)
 pktgen.set(tx, "count", 0)
 pktgen.set_range(tx, "on")
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
-pktgen.start(tx)
-pktgen.delay(math.floor(duration_s * 1000))
-pktgen.stop(tx)
+duration_s = flood(tx, duration_s)
 pktgen.delay(2000)             -- drain, and let the once-a-second stats snapshot catch up
 
 local sent = pktgen.portStats(tx, "port")[tx_port]

@@ -1,7 +1,7 @@
 -- Pktgen-DPDK: DNS (UDP/53) flood over IPv6 whose source steps through 65,536 /64s inside
 -- 2001:db8::/32 (2001:db8:0:0::/64 to 2001:db8:0:ffff::/64).
 --
---   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -P -m "[1:2].0, [3:4].1" \
+--   pktgen -l 0-4 -n 4 -a 0000:03:00.0 -a 0000:03:00.1 -- -v -P -m "[1:2].0, [3:4].1" \
 --          -f perf/pktgen/range_ipv6.lua
 --
 -- Why /64 steps: floodgate's default IPv6 key is the /64 (`key: { ipv6: 64 }`), because one
@@ -20,10 +20,13 @@
 --
 -- IPv6 range addresses need pktgen.range.set_type(), which older lpktgenlib.c builds lack
 -- (their range.src_ip parses IPv4 only); this script stops with a message there.
+--
+-- Run with pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md
+-- has the one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs.
 
 local tx_port = 0
 local rx_port = 1
-local duration_s = 30
+local duration_s = 30           -- whole seconds
 local quit_when_done = false
 
 local src_first = "2001:db8::1"        -- interface ID ::1 in every /64
@@ -73,10 +76,24 @@ pktgen.set(tx, "rate", rate_pct)
 pktgen.set(tx, "count", 0)
 pktgen.set_range(tx, "on")
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
-pktgen.start(tx)
-pktgen.delay(math.floor(duration_s * 1000))
-pktgen.stop(tx)
+duration_s = flood(tx, duration_s)
 pktgen.delay(2000)             -- drain, and let the once-a-second stats snapshot catch up
 
 local sent = pktgen.portStats(tx, "port")[tx_port]

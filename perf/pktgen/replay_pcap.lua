@@ -29,11 +29,13 @@
 -- For verdicts against the capture's own timing use `floodgate replay` (README.md); this run
 -- measures what the live dataplane sustains.
 --
--- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c).
+-- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c); run with
+-- pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md has the
+-- one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs.
 
 local tx_port = 0
 local rx_port = 1
-local duration_s = 30
+local duration_s = 30           -- whole seconds
 local quit_when_done = false
 local rate_pct = 100           -- percent of the link speed; lower it to slow the replay down
 
@@ -45,10 +47,24 @@ pktgen.set(tx, "rate", rate_pct)
 pktgen.set(tx, "count", 0)
 pktgen.pcap(tx, "on")
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()
-pktgen.start(tx)
-pktgen.delay(math.floor(duration_s * 1000))
-pktgen.stop(tx)
+duration_s = flood(tx, duration_s)
 pktgen.delay(2000)             -- drain, and let the once-a-second stats snapshot catch up
 
 local sent = pktgen.portStats(tx, "port")[tx_port]

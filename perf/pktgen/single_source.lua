@@ -6,14 +6,19 @@
 -- tx_port sends into floodgate's outside port; rx_port is cabled to floodgate's inside port
 -- and counts what floodgate passed. With config/default.yaml the `dns` rule admits a burst of 5
 -- and then 10/s for 198.18.66.6, so about 5 + 10 * duration_s frames (305 for 30 s) should
--- arrive, whatever the line rate. perf/pktgen/README.md has the setups and what to compare.
+-- arrive, whatever the line rate; a few less, because the port starts sending a fraction of a
+-- second after pktgen.start() (its worker first rewrites every mbuf of the pool,
+-- pktgen_setup_packets() in app/pktgen.c). perf/pktgen/README.md has the setups and what to
+-- compare.
 --
--- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c). Ports are
+-- Written against the Lua API of pktgen 22.07.x / 23.03.x (app/lpktgenlib.c); run with
+-- pktgen 23.06.1 at commit 80b4134 over net_memif on 2 CPUs. perf/pktgen/README.md has the
+-- one-box and 2-CPU command lines, the memif change pktgen needs and unattended runs. Ports are
 -- passed as strings ("0"): before 23.03 the Lua portlist had to be a string.
 
 local tx_port = 0
 local rx_port = 1
-local duration_s = 30
+local duration_s = 30           -- whole seconds
 local quit_when_done = false   -- true: leave pktgen after the report (for unattended runs)
 
 local src_ip = "198.18.66.6"
@@ -44,10 +49,24 @@ pktgen.set(tx, "size", frame_bytes)
 pktgen.set(tx, "rate", rate_pct)
 pktgen.set(tx, "count", 0)     -- 0: until stopped
 
+-- Flood for a whole number of seconds of wall-clock time. Not pktgen.delay(seconds * 1000):
+-- that sleeps in 10 ms steps and runs pktgen's timers (statistics, display) after each step,
+-- so it lasts longer than asked on a busy machine (delay(5000) lasted 7.1 s with pktgen and
+-- floodgate sharing 2 CPUs). os.time() counts whole seconds: start and stop on its ticks.
+local function wait_for_tick(t)
+    while os.time() < t do pktgen.delay(10) end
+end
+local function flood(port, seconds)
+    wait_for_tick(os.time() + 1)
+    local t0 = os.time()
+    pktgen.start(port)
+    wait_for_tick(t0 + seconds)
+    pktgen.stop(port)
+    return os.time() - t0
+end
+
 pktgen.clr()                   -- counters from zero, so the report covers this run only
-pktgen.start(tx)
-pktgen.delay(math.floor(duration_s * 1000))
-pktgen.stop(tx)
+duration_s = flood(tx, duration_s)
 -- portStats("port") returns the snapshot pktgen's stats timer takes about once a second:
 -- wait for frames still in floodgate's queues and for the next snapshot.
 pktgen.delay(2000)
