@@ -421,9 +421,18 @@ def scaling(r, h):
     by = {}
     for b in rows:
         bm, a = args_of(b["name"].replace("/manual_time", "").replace("/real_time", ""))
-        b = dict(b, ns=b["time"] * UNIT_NS.get(b.get("time_unit", "ns"), 1.0), args=a)
+        # The thread's CPU time where there is one (see the tables' notes); BM_Merge's manual
+        # time is CPU time already.
+        t = b["time"] if "manual_time" in b["name"] else b.get("cpu_time", b["time"])
+        b = dict(b, ns=t * UNIT_NS.get(b.get("time_unit", "ns"), 1.0), args=a)
         by.setdefault(bm, []).append(b)
     out = []
+    if any("cpu_time" in b for b in rows):
+        out += ["ns/packet in the bench_scaling tables below is the benchmark thread's CPU time "
+                "(Google Benchmark's cpu_time, the median of the repetitions; the benchmark "
+                "pinned to CPU %d): on this shared machine the real time also counted the spells "
+                "other processes held the CPU. Real-time medians are in the JSON (`time`)." %
+                r["scaling"].get("cpu", 1), ""]
     if "BM_Keys" in by:
         out += scaling_keys(r, h, by["BM_Keys"])
     if "BM_Rules" in by:
