@@ -598,7 +598,10 @@ def scaling_workers(r, h, workers, merge):
                 "1 ms. Split by source: each queue reads half the sources (a hash of the "
                 "address, as RSS would); every key on both: each queue reads the whole mix. "
                 "cycles/packet: `cycles.per_packet` of the run's stats (all workers' busy TSC "
-                "over all packets).", "",
+                "over all packets). Merge max lag and records lost: the run's `merge.max_lag_ns` "
+                "and `merge.records_lost` (records that found a ring full: for their keys the "
+                "cross-core bound of README \"Several cores\" does not hold, and the workers did "
+                "not pay for applying them).", "",
                 "| workers | Mpps | / 1 worker | cycles/packet | merge max lag ms | merge "
                 "records lost |", "|---|---|---|---|---|---|"]
         for w in workers:
