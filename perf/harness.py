@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """floodgate's performance harness: every case, side by side with its baseline, as ratios.
 
-    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn,xdp]
+    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn,xdp,scaling]
                     [--mixes a,b,c,d,e,e-drop] [--quick]
 
 Writes perf/results/<date>.json; perf/report.py turns it into perf/RESULTS.md. As root.
@@ -35,6 +35,12 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
      regexes; 64- and 1,500-byte frames) beside the rule without one and a memmem loop.
   xdp: perf/bench_xdp, the XDP program's cost per frame in the kernel's BPF_PROG_TEST_RUN,
      beside a program that only returns XDP_PASS.
+  scaling: how the cost grows (issue 15): perf/bench_scaling (live keys 1K-16M, 1-16 matching
+     rules and 256 rules of which one matches, 0-1M allow/block prefixes in IPv4 and IPv6, the
+     cross-core merge per key and per interval), and case 1's mix b with one worker beside two
+     (two RX queues on the pcap port, lcores 0@0,1@0,2@1: the second worker shares CPU 0 with
+     the main lcore, which forwards the merge): mix b split in two by source (as RSS would),
+     and mix b whole on both queues (every key on both cores).
   syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
      dropped, every SYN answered), --bench-reps repetitions interleaved at random, every
      repetition kept.
@@ -225,6 +231,7 @@ class Harness:
             "bench_table": os.path.join(self.build, "perf/bench_table"),
             "bench_xdp": os.path.join(self.build, "perf/bench_xdp"),
             "bench_payload": os.path.join(self.build, "perf/bench_payload"),
+            "bench_scaling": os.path.join(self.build, "perf/bench_scaling"),
         }
         self.work = tempfile.mkdtemp(prefix="floodgate-perf-")
         self.config = os.path.join(ROOT, "perf/perf.yaml")
@@ -272,8 +279,8 @@ class Harness:
         return Sampler(self.netns(netns) + cmd, testpmd_parser(rx_port))
 
     def floodgate(self, ports_vdevs, mbufs, prefix, stats, netns=None, mbuf_size=MBUF_SIZE,
-                  config=None):
-        cmd = [self.bin["floodgate"], "run"] + self.eal(prefix, self.lcores(), 2048) + \
+                  config=None, lcores=None):
+        cmd = [self.bin["floodgate"], "run"] + self.eal(prefix, lcores or self.lcores(), 2048) + \
             ports_vdevs + ["--", "--config", config or self.config, "--control", "none",
                            "--stats-interval", "1", "--stats", stats, "--mbufs", str(mbufs),
                            "--mbuf-size", str(mbuf_size)]
@@ -569,9 +576,12 @@ table netdev floodgate_perf {
             subprocess.run(nft + ["delete", "table", "netdev", "floodgate_perf"])
 
     # --- micro -------------------------------------------------------------------------
-    def gbench_medians(self, name):
-        """A Google Benchmark binary's median aggregates over --reps repetitions."""
-        p = subprocess.run([self.bin[name], "--benchmark_min_time=1",
+    def gbench_medians(self, name, cpu=None):
+        """A Google Benchmark binary's median aggregates over --reps repetitions; on CPU cpu
+        when given (the EAL of a benchmark pins it to the first CPU it may run on, which every
+        other EAL benchmark on the machine picks too)."""
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        p = subprocess.run(pin + [self.bin[name], "--benchmark_min_time=1",
                             "--benchmark_repetitions=%d" % self.args.reps,
                             "--benchmark_report_aggregates_only=true",
                             "--benchmark_format=json"], capture_output=True, text=True,
@@ -633,6 +643,80 @@ table netdev floodgate_perf {
             row["median_ns"] = statistics.median(row["ns"])
         self.results.setdefault("micro", {})["bench_syn_flood"] = list(rows.values())
 
+    # --- scaling -----------------------------------------------------------------------
+    SCALING_COUNTERS = ("keys_live", "table_MiB", "passed", "records", "publish_ns_per_key",
+                        "forward_ns_per_key", "apply_ns_per_key", "records_lost", "keys_live_b")
+
+    def scaling(self):
+        """perf/bench_scaling's medians, then mix b on one worker and on two."""
+        rows = []
+        for b in self.gbench_medians("bench_scaling", cpu=self.cpu_worker):
+            # cpu_time beside real_time: on a shared machine real time also counts the spells
+            # another process held the CPU (BM_Merge's manual time is already CPU time).
+            row = {"name": b["run_name"], "time": b["real_time"], "cpu_time": b["cpu_time"],
+                   "time_unit": b["time_unit"]}
+            row.update({k: b[k] for k in self.SCALING_COUNTERS if k in b})
+            rows.append(row)
+        self.results["scaling"] = {"bench_scaling": rows, "cpu": self.cpu_worker}
+        self.results["scaling"]["workers"] = self.workers()
+
+    def split_by_source(self, path):
+        """Mix b's frames in two pcaps by a hash of the IPv4 source (as RSS would spread them)."""
+        outs = [os.path.join(self.work, "mix-b-half%d.pcap" % i) for i in (0, 1)]
+        with open(path, "rb") as f:
+            header = f.read(24)
+            files = [open(o, "wb") for o in outs]
+            for o in files:
+                o.write(header)
+            while True:
+                h = f.read(16)
+                if len(h) < 16:
+                    break
+                frame = f.read(int.from_bytes(h[8:12], "little"))
+                src = int.from_bytes(frame[26:30], "big")
+                files[(src * 2654435761 >> 31) & 1].write(h + frame)
+            for o in files:
+                o.close()
+        return outs
+
+    def workers(self):
+        """Case 1's mix b (perf/perf.yaml) with one worker and with two, side by side: each
+        peer's outside rx rate, cycles per packet and merge figures from its --stats."""
+        path = self.mix("b")
+        halves = self.split_by_source(path)
+        null = "--vdev", "net_null0,no-rx=1"
+        one_cpu = "0@0,1@%d" % self.cpu_worker
+        two = "0@0,1@0,2@%d" % self.cpu_worker
+        peers = {
+            "1 worker": (["--vdev", "net_pcap0,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null" % path],
+                         one_cpu, self.frames(path)),
+            "2 workers, split by source": (
+                ["--vdev", "net_pcap0,rx_pcap=%s,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null,"
+                 "tx_pcap=/dev/null" % tuple(halves)], two, self.frames(path)),
+            "2 workers, every key on both": (
+                ["--vdev", "net_pcap0,rx_pcap=%s,rx_pcap=%s,infinite_rx=1,tx_pcap=/dev/null,"
+                 "tx_pcap=/dev/null" % (path, path)], two, 2 * self.frames(path)),
+        }
+        rows = [{"peer": p, "lcores": lc, "pps": [], "cycles_per_packet": [], "merge": []}
+                for p, (_, lc, _) in peers.items()]
+        for rep in range(self.args.reps):
+            for row in (rows if rep % 2 == 0 else rows[::-1]):
+                vdevs, lcores, frames = peers[row["peer"]]
+                what = "scaling, mix b, repetition %d: %s" % (rep + 1, row["peer"])
+                log(what)
+                stats = os.path.join(self.work, "stats.json")
+                if os.path.exists(stats):
+                    os.unlink(stats)
+                row["pps"].append(self.guarded(what, lambda: self.measure(self.floodgate(
+                    vdevs + list(null), frames + 65536, "fgp-sc", stats, lcores=lcores))))
+                s = self.read_stats(stats)
+                row["cycles_per_packet"].append(s.get("cycles", {}).get("per_packet"))
+                row["merge"].append(s.get("merge"))
+        for row in rows:
+            vals = [v for v in row["pps"] if v is not None]
+            row["median_pps"] = statistics.median(vals) if vals else None
+        return rows
+
     def machine(self):
         cpu = "unknown"
         with open("/proc/cpuinfo") as f:
@@ -668,8 +752,8 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cases", default="1,2,3,micro,xdp,payload",
-                    help="of 1,2,3,micro,syn,xdp,payload")
+    ap.add_argument("--cases", default="1,2,3,micro,xdp,payload,scaling",
+                    help="of 1,2,3,micro,syn,xdp,payload,scaling")
     ap.add_argument("--mixes", default="a,b,c,d,e,e-drop,a-payload,b-payload",
                     help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
@@ -689,7 +773,7 @@ def main():
     for case in args.cases.split(","):
         try:
             {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn,
-             "xdp": h.xdp, "payload": h.payload}[case]()
+             "xdp": h.xdp, "payload": h.payload, "scaling": h.scaling}[case]()
         except Exception as e:  # one case failing still leaves the others' figures
             log("case %s failed: %s" % (case, e))
             failures.append({"case": case, "error": str(e)[-3000:]})

@@ -1,0 +1,74 @@
+// What the per-packet benchmarks share: the rules, table and pipeline a benchmark decides
+// with, the sources it cycles through and its timed loop (one iteration per packet). The same
+// setup as perf/bench_decision.cpp, so that their figures compare.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dataplane/pipeline.h"
+
+namespace floodgate::bench {
+
+// Virtual clock step: with T = 60 s every key stays live for the whole run.
+inline constexpr uint64_t kNsPerPacket = 1;
+
+// What a benchmark decides with: its rules, a table of keys and the pipeline over both.
+struct Bench {
+    std::unique_ptr<RuleSet> rules;
+    std::unique_ptr<LimitTable> table;
+    std::unique_ptr<Pipeline> pipeline;
+};
+
+// False, with the benchmark skipped, when the rules or the table cannot be made. table_entries
+// is the table's size; cores, how many pipelines will decide with the rules.
+inline bool make_bench(benchmark::State &state, const Config &config, uint64_t table_entries,
+                       Bench *b, unsigned cores = 1) {
+    std::string error;
+    RuleSetOptions o;
+    o.cores = cores;
+    b->rules = RuleSet::build(config, o, &error);
+    if (!b->rules) {
+        state.SkipWithError(error.c_str());
+        return false;
+    }
+    b->table = std::make_unique<LimitTable>(table_entries, random_hash_seed());
+    if (!b->table->ok()) {
+        state.SkipWithError("cannot allocate the table");
+        return false;
+    }
+    b->pipeline = std::make_unique<Pipeline>(b->rules.get(), b->table.get());
+    return true;
+}
+
+// The key of the seq-th packet among `keys` (a power of two): an odd multiplier modulo keys
+// makes each pass a permutation of the keys, so the table sees its whole working set.
+inline uint32_t key_of(uint64_t seq, uint64_t keys) {
+    return static_cast<uint32_t>((seq * 2654435761u) & (keys - 1));
+}
+
+// Its IPv4 source, in network order, in memory only and never sent (16M distinct sources need
+// more than 198.18.0.0/15): 10.0.0.0 + the key.
+inline uint32_t source_addr(uint64_t seq, uint64_t keys) {
+    return __builtin_bswap32(0x0a000000u + key_of(seq, keys));
+}
+
+// The timed loop: one iteration is one packet (a burst every kMaxBurst iterations), so the
+// reported Time is nanoseconds per packet and items_per_second is packets per second.
+template <typename RunBurst>
+void time_per_packet(benchmark::State &state, const RunBurst &run_burst, Verdict *verdicts) {
+    unsigned in_burst = 0;
+    for (auto _ : state) {
+        if (++in_burst == kMaxBurst) {
+            run_burst();
+            benchmark::DoNotOptimize(verdicts);
+            in_burst = 0;
+        }
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+}  // namespace floodgate::bench
