@@ -28,12 +28,17 @@
 #include "dataplane/answer.h"
 #include "dataplane/eal.h"
 #include "dataplane/pipeline.h"
+#include "perf/bench_common.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
 namespace {
 
-constexpr uint64_t kNsPerPacket = 1;  // virtual clock step: keys (T = 60 s) all stay live
+using bench::Bench;
+using bench::kNsPerPacket;
+using bench::make_bench;
+using bench::source_addr;
+using bench::time_per_packet;
 
 // admit: every packet passes (burst 2^20, so no key runs out within the run) and commits a
 // new TAT. refuse: burst 1, so after the warm-up every packet is refused (a flood from every
@@ -74,53 +79,6 @@ Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0, Rules r
     if (rules != kAggregate) c.rules.push_back(r);
     if (rules != kPerSource) c.rules.push_back(total);
     return c;
-}
-
-// What a benchmark decides with: its rules, a table of keys and the pipeline over both.
-struct Bench {
-    std::unique_ptr<RuleSet> rules;
-    std::unique_ptr<LimitTable> table;
-    std::unique_ptr<Pipeline> pipeline;
-};
-
-// False, with the benchmark skipped, when the rules or the table cannot be made.
-bool make_bench(benchmark::State &state, const Config &config, uint64_t keys, Bench *b) {
-    std::string error;
-    b->rules = RuleSet::build(config, -1, &error);
-    if (!b->rules) {
-        state.SkipWithError(error.c_str());
-        return false;
-    }
-    b->table = std::make_unique<LimitTable>(keys, random_hash_seed());
-    if (!b->table->ok()) {
-        state.SkipWithError("cannot allocate the table");
-        return false;
-    }
-    b->pipeline = std::make_unique<Pipeline>(b->rules.get(), b->table.get());
-    return true;
-}
-
-// The source of the seq-th packet, in network order, in memory only and never sent (16M
-// distinct sources need more than 198.18.0.0/15): 10.0.0.0 + a key, where an odd multiplier
-// modulo the power of two `keys` makes each pass a permutation of the keys.
-uint32_t source_addr(uint64_t seq, uint64_t keys) {
-    const auto key = static_cast<uint32_t>((seq * 2654435761u) & (keys - 1));
-    return __builtin_bswap32(0x0a000000u + key);
-}
-
-// The timed loop: one iteration is one packet (a burst every kMaxBurst iterations), so the
-// reported Time is nanoseconds per packet and items_per_second is packets per second.
-template <typename RunBurst>
-void time_per_packet(benchmark::State &state, const RunBurst &run_burst, Verdict *verdicts) {
-    unsigned in_burst = 0;
-    for (auto _ : state) {
-        if (++in_burst == kMaxBurst) {
-            run_burst();
-            benchmark::DoNotOptimize(verdicts);
-            in_burst = 0;
-        }
-    }
-    state.SetItemsProcessed(state.iterations());
 }
 
 void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes,

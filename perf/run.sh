@@ -5,11 +5,26 @@
 # perf/RESULTS.md and the scaling case's pictures (perf/results/DATE-*.png) from it. As root.
 # Extra arguments go to the harness (--quick, --cases 1, --mixes e,e-drop).
 source "$(dirname "$0")/../scripts/lib.sh"
-FG_PACKAGES+=(nftables python3-matplotlib)  # matplotlib: report.py's pictures
+FG_PACKAGES+=(nftables python3-matplotlib valgrind)  # matplotlib: report.py's pictures
 fg_install_deps
 fg_build
 result=$(/usr/bin/python3 "$FG_ROOT/perf/harness.py" "$FG_BUILD" "$@") || status=$?
 [ -n "$result" ] || exit 1
 /usr/bin/python3 "$FG_ROOT/perf/report.py" "$result" > "$FG_ROOT/perf/RESULTS.md"
+# Where a packet's instructions go (callgrind; valgrind does not run AVX-512, hence a build
+# for the baseline x86-64 with line information).
+cg_build="$FG_ROOT/build-callgrind"
+[ -f "$cg_build/build.ninja" ] ||
+  meson setup "$cg_build" "$FG_ROOT" --buildtype=release -Ddebug=true -Dnative=false -Dtests=disabled
+ninja -C "$cg_build" -j "${FG_JOBS:-2}" perf/bench_decision
+{
+  echo
+  echo "## Instructions per packet by stage (perf/callgrind_breakdown.py)"
+  echo
+  echo "callgrind's count of the instructions inside Pipeline::decide per packet decided, by the"
+  echo "source file they come from; exact and the same on every run, but instructions, not cycles."
+  echo
+  /usr/bin/python3 "$FG_ROOT/perf/callgrind_breakdown.py" "$cg_build"
+} >> "$FG_ROOT/perf/RESULTS.md" || status=1
 echo "wrote $result and perf/RESULTS.md"
 exit "${status:-0}"
