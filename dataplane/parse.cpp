@@ -173,9 +173,10 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     // from what was captured.
     if (captured_len > frame_len) captured_len = frame_len;
     const uint8_t *cap_end = frame + captured_len;
-    // Every field from zero: nothing is left from the frame before (l3_offset included, when
-    // the tags are cut short).
-    *out = PacketInfo{};
+    // Every byte from zero, padding included (a copy of PacketInfo{} leaves padding undefined,
+    // which the packet fuzzer's byte comparison of two parses caught): nothing is left from
+    // the frame before (l3_offset included, when the tags are cut short).
+    std::memset(out, 0, sizeof *out);
 
     if (frame_len < 14) return malformed(out, MalformedReason::eth_truncated);
     if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);

@@ -8,7 +8,10 @@
 set -euo pipefail
 mode=$1 bin=$2 corpus=$3 artifacts=$4
 mkdir -p "$artifacts"
-limits=(-rss_limit_mb=2048 -timeout=10 -artifact_prefix="$artifacts/$(basename "$bin")-")
+# -error_exitcode=1: libFuzzer's default, 77, is what meson reads as "skipped", so a crash or a
+# broken invariant would not count as a failure.
+limits=(-rss_limit_mb=2048 -timeout=10 -error_exitcode=1 -timeout_exitcode=1
+  -artifact_prefix="$artifacts/$(basename "$bin")-")
 case "$mode" in
   corpus)
     shopt -s nullglob
