@@ -176,7 +176,7 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     // Every byte from zero, padding included (a copy of PacketInfo{} leaves padding undefined,
     // which the packet fuzzer's byte comparison of two parses caught): nothing is left from
     // the frame before (l3_offset included, when the tags are cut short).
-    std::memset(out, 0, sizeof *out);
+    std::memset(static_cast<void *>(out), 0, sizeof *out);
 
     if (frame_len < 14) return malformed(out, MalformedReason::eth_truncated);
     if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);
