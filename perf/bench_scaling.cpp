@@ -23,6 +23,8 @@
 // the thread's CPU time (CLOCK_THREAD_CPUTIME_ID); publish_ns_per_key, forward_ns_per_key and
 // apply_ns_per_key split it per record.
 //
+// BM_MemoryFloor: the table's memory alone, without the decision (see it below).
+//
 // Each benchmark's setup (rules, table, warm-up pass) is built once per argument set and kept
 // across Google Benchmark's runs and repetitions of it: 1M IPv6 prefixes take seconds to build.
 //
@@ -336,6 +338,91 @@ BENCHMARK(BM_Merge)
     ->Unit(benchmark::kMicrosecond)
     ->UseManualTime();
 
+// BM_MemoryFloor: what the table's memory alone costs per packet on this machine, with no
+// decision: a buffer of the table's size for `keys` (LimitTable::bytes_for, the same 2 MiB-
+// aligned transparent huge pages as heap_table_memory), and per packet the two 64-byte lines a
+// lookup of a random key reads (its two candidate buckets), prefetched and then read, one of
+// them also written when every packet is admitted (a TAT commit). ahead 0 prefetches in the
+// burst's first pass and reads in its second, as Pipeline::decide does; ahead 1 prefetches the
+// next burst's lines while reading this one's (pipelining across bursts, at its best).
+struct MemoryFloor {
+    std::vector<int64_t> args;
+    TableMemory memory = heap_table_memory();
+    uint64_t *lines = nullptr;  // 8 words per 64-byte line
+    uint64_t n_lines = 0;
+    uint64_t seq = 0;
+    uint64_t first[2][kMaxBurst], second[2][kMaxBurst];
+    unsigned current = 0;
+    uint64_t sum = 0;
+    ~MemoryFloor() {
+        if (lines != nullptr) memory.free(lines, memory.ctx);
+    }
+    // Where the next burst's keys' buckets are, prefetched.
+    void prefetch_next(unsigned into, uint64_t keys) {
+        for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
+            uint64_t h = (uint64_t{bench::key_of(seq, keys)} + 1) * 0x9e3779b97f4a7c15ull;
+            h ^= h >> 29;
+            h *= 0xbf58476d1ce4e5b9ull;
+            first[into][i] = (static_cast<uint64_t>(static_cast<uint32_t>(h)) * n_lines) >> 32;
+            second[into][i] = ((h >> 32) * n_lines) >> 32;
+            rte_prefetch0(&lines[first[into][i] * 8]);
+            rte_prefetch0(&lines[second[into][i] * 8]);
+        }
+    }
+    void read(unsigned from, bool write) {
+        for (unsigned i = 0; i < kMaxBurst; ++i) {
+            const uint64_t a = first[from][i] * 8, b = second[from][i] * 8;
+            sum += lines[a] + lines[b];
+            if (write) lines[a + 1] = sum;
+        }
+    }
+};
+std::unique_ptr<MemoryFloor> g_floor;
+
+void BM_MemoryFloor(benchmark::State &state) {
+    const auto keys = static_cast<uint64_t>(state.range(0));
+    const bool write = state.range(1) == kAdmit;
+    const bool ahead = state.range(2) != 0;
+    std::vector<int64_t> args{state.range(0), state.range(1), state.range(2)};
+    if (!g_floor || g_floor->args != args) {
+        g_floor.reset();
+        g_scenario.reset();  // its table would share the caches
+        auto f = std::make_unique<MemoryFloor>();
+        f->args = args;
+        const uint64_t bytes = LimitTable::bytes_for(keys);
+        f->lines = static_cast<uint64_t *>(f->memory.alloc(bytes, f->memory.ctx));
+        if (f->lines == nullptr) {
+            state.SkipWithError("cannot allocate the buffer");
+            return;
+        }
+        f->n_lines = bytes / 64;
+        g_floor = std::move(f);
+    }
+    MemoryFloor &f = *g_floor;
+    Verdict verdicts[kMaxBurst] = {};
+    f.prefetch_next(f.current, keys);
+    bench::time_per_packet(
+        state,
+        [&] {
+            if (ahead) {
+                f.prefetch_next(f.current ^ 1, keys);
+                f.read(f.current, write);
+                f.current ^= 1;
+            } else {
+                f.prefetch_next(f.current, keys);
+                f.read(f.current, write);
+            }
+        },
+        verdicts);
+    benchmark::DoNotOptimize(f.sum);
+    state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
+}
+BENCHMARK(BM_MemoryFloor)
+    ->ArgNames({"keys", "refuse", "ahead"})
+    ->ArgsProduct({{1 << 10, 1 << 20, 1 << 24}, {kAdmit, kRefuse}, {0, 1}})
+    ->Unit(benchmark::kNanosecond)
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace floodgate
 
@@ -351,6 +438,7 @@ int main(int argc, char **argv) {
     benchmark::RunSpecifiedBenchmarks();
     floodgate::g_merge.reset();
     floodgate::g_scenario.reset();
+    floodgate::g_floor.reset();
     benchmark::Shutdown();
     return 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Where a packet's instructions go: bench_decision's cases run under callgrind (valgrind),
-instructions counted inside Pipeline::decide only, attributed to the stage whose source file
+instructions counted inside Pipeline::decide and build_answer only, and only in the timed loop
+(bench_common.h starts and stops callgrind's instrumentation around it), attributed to the stage whose source file
 they come from (inlined code keeps its own file with -g), per packet.
 
 This VM has no hardware counters; callgrind's instruction counts are exact and the same on
@@ -20,15 +21,15 @@ import tempfile
 
 # source file -> stage, first match wins
 STAGES = [
-    ("parse", r"dataplane/parse\.(cpp|h)$"),
-    ("prefix lists", r"dataplane/(ruleset\.cpp|prefix_table\.(cpp|h))$|rte_fib|rte_lpm"),
-    ("rule match", r"dataplane/rule_match\.(cpp|h)$"),
-    ("key hash", r"dataplane/keyed_hash\.h$"),
-    ("table", r"dataplane/limit_table\.(cpp|h)$"),
-    ("limit (GCRA)", r"dataplane/(gcra|limit_admit|window)\.h$"),
-    ("top offenders", r"dataplane/heavy_hitters\.(cpp|h)$|emmintrin|smmintrin"),
-    ("answers", r"dataplane/answer[a-z_]*\.(cpp|h)$|syn_cookie\.h$"),
-    ("payload", r"dataplane/payload_scan\.(cpp|h)$|libhs"),
+    ("parse", r"dataplane/parse\.(cpp|h):"),
+    ("prefix lists", r"dataplane/(ruleset\.cpp|prefix_table\.(cpp|h)):|rte_fib|rte_lpm"),
+    ("rule match", r"dataplane/rule_match\.(cpp|h):"),
+    ("key hash", r"dataplane/keyed_hash\.h:"),
+    ("table", r"dataplane/limit_table\.(cpp|h):"),
+    ("limit (GCRA)", r"dataplane/(gcra|limit_admit|window)\.h:"),
+    ("top offenders", r"dataplane/heavy_hitters\.(cpp|h):|emmintrin|smmintrin"),
+    ("answers", r"dataplane/answer[a-z_]*\.(cpp|h):|syn_cookie\.h:"),
+    ("payload", r"dataplane/payload_scan\.(cpp|h):|libhs"),
 ]
 OTHER = "pipeline (loops, counters, verdicts)"
 
@@ -36,9 +37,10 @@ CASES = ["BM_Decide/keys:1024/refuse:0/", "BM_Decide/keys:1024/refuse:1/",
          "BM_SynFlood/regime:1/", "BM_SynFlood/regime:2/"]
 
 
-def stage_of(path):
+def stage_of(entry):
+    """entry: callgrind_annotate's file:function."""
     for name, pattern in STAGES:
-        if re.search(pattern, path):
+        if re.search(pattern, entry):
             return name
     return OTHER
 
@@ -64,19 +66,30 @@ def packets_in(out_file):
 def breakdown(build, case, work):
     out_file = os.path.join(work, "cg.out")
     subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file,
+                    "--instr-atstart=no",
                     "--toggle-collect=floodgate::Pipeline::decide(*",
+                    "--toggle-collect=floodgate::build_answer(*",
                     os.path.join(build, "perf", "bench_decision"), "--benchmark_filter=" + case,
                     "--benchmark_min_time=0.05"],
                    check=True, capture_output=True, timeout=1800)
     text = subprocess.run(["callgrind_annotate", "--auto=no", "--show-percs=no", "--threshold=100", out_file],
                           check=True, capture_output=True, text=True).stdout
-    by_stage = {}
+    by_stage, total = {}, None
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(\S+?):", line)
-        if not m or "PROGRAM TOTALS" in line:
+        t = re.match(r"\s*([\d,]+)\s+PROGRAM TOTALS", line)
+        if t:
+            total = int(t.group(1).replace(",", ""))
             continue
-        by_stage[stage_of(m.group(2))] = by_stage.get(stage_of(m.group(2)), 0) + \
-            int(m.group(1).replace(",", ""))
+        m = re.match(r"\s*([\d,]+)\s+(\S+?):(.*?)(?: \[(\S+)\])?$", line)
+        if not m:
+            continue
+        path, function = m.group(2), m.group(3)
+        stage = stage_of(path + ":" + function)
+        by_stage[stage] = by_stage.get(stage, 0) + int(m.group(1).replace(",", ""))
+    counted = sum(by_stage.values())
+    if total is None or abs(counted - total) > total // 100:
+        raise SystemExit("%s: the stages add up to %d instructions, callgrind's total to %s" %
+                         (case, counted, total))
     return by_stage, packets_in(out_file)
 
 
