@@ -1,6 +1,8 @@
 #include "dataplane/heavy_hitters.h"
 
-#if defined(__SSE2__)
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -17,7 +19,19 @@ uint32_t tag_of(uint64_t hash) {
 
 int HeavyHitters::find(uint64_t hi, uint64_t lo, uint8_t family, uint32_t tag) const {
     uint64_t hits = 0;
-#if defined(__SSE2__)
+#if defined(__AVX512F__)
+    // Sixteen tags per compare, into a mask directly: 4 compares for all 64 counters.
+    const __m512i want = _mm512_set1_epi32(static_cast<int>(tag));
+    for (unsigned i = 0; i < kCounters; i += 16)
+        hits |= uint64_t{_mm512_cmpeq_epi32_mask(_mm512_load_si512(&tag_[i]), want)} << i;
+#elif defined(__AVX2__)
+    const __m256i want = _mm256_set1_epi32(static_cast<int>(tag));
+    for (unsigned i = 0; i < kCounters; i += 8) {
+        __m256i eq = _mm256_cmpeq_epi32(
+            _mm256_load_si256(reinterpret_cast<const __m256i *>(&tag_[i])), want);
+        hits |= static_cast<uint64_t>(_mm256_movemask_ps(_mm256_castsi256_ps(eq))) << i;
+    }
+#elif defined(__SSE2__)
     // Four tags per compare: 16 compares and movemasks for all 64 counters, no branches.
     const __m128i want = _mm_set1_epi32(static_cast<int>(tag));
     for (unsigned i = 0; i < kCounters; i += 4) {

@@ -4,8 +4,8 @@
 // and its reported count overestimates the truth by at most its error. Per core, single writer.
 //
 // Refusals are the common case under a flood, so add() is built for it: a 32-bit tag per
-// counter is compared four at a time with SSE2 (64 tags, 256 bytes, no branches), and
-// the counts sit in their own array for the minimum search.
+// counter is compared sixteen at a time with AVX-512 (eight with AVX2, four with SSE2: 64 tags,
+// 256 bytes, no branches), and the counts sit in their own array for the minimum search.
 #pragma once
 
 #include <cstdint>

@@ -132,7 +132,7 @@ TEST(ControlRequest, LoadTakesCompiledPayloadDatabases) {
 }
 
 TEST(Base64, RoundTripsAndRefusesWhatIsNotCanonical) {
-    for (const std::string s :
+    for (const std::string &s :
          {std::string(), std::string("f"), std::string("fo"), std::string("foo"),
           std::string("foob"), std::string("\0\xff\x80", 3)})
         EXPECT_EQ(base64_decode(base64_encode(s)), s);
