@@ -89,6 +89,7 @@ void Pipeline::apply(const Consumption &c, uint64_t now_ns) {
     }
     if (c.packets == 0) {  // a verification: verified until at least now + its TTL
         table_->commit(e, c.hash, std::max(tat_ns, tat_add(now_ns, c.interval_ns)));
+        remembered_.add(c.hash);
         return;
     }
     table_->commit(e, c.hash,
@@ -483,6 +484,7 @@ Pipeline::Remembered Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint6
     LimitEntry *e = table_->acquire(h, now_ns, &tat_ns);
     if (e == nullptr) return Remembered::no_room;
     table_->commit(e, h, std::max(tat_ns, until_ns));
+    remembered_.add(h);
     if (merging_) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
             unpublished_verifications_.push_back(Consumption{h, 0, ttl_ns, 0, 0, 0});
@@ -568,7 +570,10 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
             // Prefetched as soon as known: the parsing and keying of the burst's other
             // packets hide the cache misses before stage 2 reads the buckets.
             table_->prefetch(c.hash);
-            if (c.aux_hash != 0) table_->prefetch(c.aux_hash);
+            // A syn-auth source's verified mark only where it may exist (RememberedFilter).
+            if (c.aux_hash != 0 &&
+                (r.action != RuleAction::syn_auth || remembered_.may_contain(c.aux_hash)))
+                table_->prefetch(c.aux_hash);
             if (c.known_hash != 0) table_->prefetch(c.known_hash);
         }
     }

@@ -23,6 +23,7 @@
 #include "dataplane/api/stats.h"
 #include "dataplane/heavy_hitters.h"
 #include "dataplane/limit_table.h"
+#include "dataplane/remembered_filter.h"
 #include "dataplane/ruleset.h"
 #include "dataplane/syn_cookie.h"
 
@@ -209,7 +210,10 @@ class Pipeline {
         return table_->hash(source_key(p, est.mask_hi, est.mask_lo, tag | p.family));
     }
     void mark_established(const PacketInfo &reply, uint64_t now_ns);
-    bool verified(uint64_t verified_hash, uint64_t now_ns) { return live(verified_hash, now_ns); }
+    // The filter first: a source that never proved itself costs no table lookup.
+    bool verified(uint64_t verified_hash, uint64_t now_ns) {
+        return remembered_.may_contain(verified_hash) && live(verified_hash, now_ns);
+    }
     [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
                                          const RuleBits &dst, uint64_t now_ns);
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
@@ -232,6 +236,9 @@ class Pipeline {
     // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
     std::vector<Consumption> unpublished_;
     std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed
+    // Every key remember_until or a verification record kept: the table starts empty with its
+    // pipeline (run.cpp, replay.cpp), so no remembered key is missing from it.
+    RememberedFilter remembered_;
     CookieKey cookie_key_;
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
+#include <set>
 
 #include "dataplane/merge.h"
 #include "dataplane/pipeline.h"
@@ -373,6 +375,29 @@ TEST_F(AggregateTest, KnownMarksStayWithinTheirBudget) {
     EXPECT_EQ(stats.counters.marks_over_budget, 5000u - 1024);
     EXPECT_EQ(stats.counters.established_full, 0u);
     EXPECT_EQ(table_->stats().occupancy, 1024u + 1) << "the marks and the rule's one key";
+}
+
+// The syn-auth filter: every key added is found (no false negatives), and a key never added
+// is found exactly when the 20 bits it is filed under (bits 40-59) are those of an added key.
+TEST(RememberedFilter, NoFalseNegativesAndFalsePositivesOnlyOnASharedSlot) {
+    RememberedFilter filter;
+    std::mt19937_64 rng(15);
+    std::set<uint64_t> slots;
+    std::vector<uint64_t> added(10000);
+    for (uint64_t &h : added) {
+        h = rng();
+        filter.add(h);
+        slots.insert(h >> 40 & ((1u << 20) - 1));
+    }
+    for (uint64_t h : added) ASSERT_TRUE(filter.may_contain(h));
+    unsigned expected = 0, found = 0;
+    for (int i = 0; i < 100000; ++i) {
+        const uint64_t h = rng();
+        expected += slots.count(h >> 40 & ((1u << 20) - 1)) != 0;
+        found += filter.may_contain(h);
+    }
+    EXPECT_EQ(found, expected);
+    EXPECT_GT(expected, 0u);  // 10,000 of 2^20 slots: about 950 of 100,000
 }
 
 }  // namespace
