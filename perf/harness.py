@@ -779,7 +779,13 @@ def main():
             failures.append({"case": case, "error": str(e)[-3000:]})
     h.results["failures"] = failures
     os.makedirs(args.out, exist_ok=True)
+    # DATE.json, or DATE-2.json and on for a later run the same day (earlier runs are kept:
+    # perf/run.sh reports them all).
     path = os.path.join(args.out, datetime.date.today().isoformat() + ".json")
+    n = 1
+    while os.path.exists(path):
+        n += 1
+        path = os.path.join(args.out, "%s-%d.json" % (datetime.date.today().isoformat(), n))
     with open(path, "w") as f:
         json.dump(h.results, f, indent=1)
     subprocess.run(["umount", os.path.join(h.work, "bpffs")], stderr=subprocess.DEVNULL)
