@@ -116,6 +116,8 @@ def main(argv):
         later["_path"] = path
         out += ["## %s: %s" % (later["date"][:10], "a full run"
                                if {"1", "2", "3"} <= set(later.get("cases", {}))
+                               else "how the cost grows, case 1 and answering a SYN flood"
+                               if "scaling" in later and answers_run(later)
                                else "answering a SYN flood" if answers_run(later)
                                else "how the cost grows" if "scaling" in later
                                else "a partial run"), "",
