@@ -480,6 +480,24 @@ def two_panels(plt, title):
     return fig, ns_ax, mpps_ax
 
 
+def plot_ns_and_mpps(ns_ax, mpps_ax, x, ns, label, fmt="o-", **style):
+    """One series on both panels: ns per packet, and the Mpps it makes on one core."""
+    line = ns_ax.plot(x, ns, fmt, label=label, **style)[0]
+    mpps_ax.plot(x, [mpps_of_ns(v) for v in ns], fmt, label=label, **style)
+    return line
+
+
+def x_axis(axes, ticks, labels, xlabel, log2=False, legend_size=None):
+    """The same x axis and a legend on each panel."""
+    for ax in axes:
+        if log2:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels)
+        ax.set_xlabel(xlabel)
+        ax.legend(fontsize=legend_size)
+
+
 def finish(fig, axes):
     """From 0 up, once everything is drawn (set before, the limit would stop autoscaling)."""
     for ax in axes:
@@ -509,15 +527,8 @@ def scaling_keys(r, h, rows):
     def draw(plt):
         fig, ns_ax, mpps_ax = two_panels(plt, "Decision cost as live keys grow")
         for regime, label in ((0, "admitted"), (1, "refused")):
-            ns = [t[k][regime]["ns"] for k in keys]
-            ns_ax.plot(keys, ns, "o-", label=label)
-            mpps_ax.plot(keys, [mpps_of_ns(v) for v in ns], "o-", label=label)
-        for ax in (ns_ax, mpps_ax):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(keys)
-            ax.set_xticklabels([count(k) for k in keys])
-            ax.set_xlabel("live keys")
-            ax.legend()
+            plot_ns_and_mpps(ns_ax, mpps_ax, keys, [t[k][regime]["ns"] for k in keys], label)
+        x_axis((ns_ax, mpps_ax), keys, [count(k) for k in keys], "live keys", log2=True)
         return finish(fig, (ns_ax, mpps_ax))
     return out + picture(r, "keys", draw)
 
@@ -595,25 +606,17 @@ def scaling_rules(r, h, rows):
 
     def draw(plt):
         fig, ns_ax, mpps_ax = two_panels(plt, "Decision cost as matching rules grow")
+        x = [k[1] for k in all_match]
         for regime, label in ((0, "admitted"), (1, "refused")):
-            ns = [t[k][regime]["ns"] for k in all_match]
-            x = [k[1] for k in all_match]
-            line = ns_ax.plot(x, ns, "o-", label=label)[0]
-            mpps_ax.plot(x, [mpps_of_ns(v) for v in ns], "o-", label=label)
+            line = plot_ns_and_mpps(ns_ax, mpps_ax, x, [t[k][regime]["ns"] for k in all_match],
+                                    label)
             for k in sets:
                 if k[0] != k[1]:
-                    v = t[k][regime]["ns"]
-                    lab = "%s, %d rules, %d matching" % (label, k[0], k[1])
-                    ns_ax.plot([k[1]], [v], "s", color=line.get_color(), mfc="none", ms=10,
-                               label=lab)
-                    mpps_ax.plot([k[1]], [mpps_of_ns(v)], "s", color=line.get_color(),
-                                 mfc="none", ms=10, label=lab)
-        for ax in (ns_ax, mpps_ax):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks([k[1] for k in all_match])
-            ax.set_xticklabels([str(k[1]) for k in all_match])
-            ax.set_xlabel("rules matching each packet")
-            ax.legend(fontsize=7)
+                    plot_ns_and_mpps(ns_ax, mpps_ax, [k[1]], [t[k][regime]["ns"]],
+                                     "%s, %d rules, %d matching" % (label, k[0], k[1]), "s",
+                                     color=line.get_color(), mfc="none", ms=10)
+        x_axis((ns_ax, mpps_ax), x, [str(n) for n in x], "rules matching each packet", log2=True,
+               legend_size=7)
         return finish(fig, (ns_ax, mpps_ax))
     return out + picture(r, "rules", draw)
 
@@ -643,14 +646,8 @@ def scaling_prefixes(r, h, rows):
         fig, ns_ax, mpps_ax = two_panels(plt, "Decision cost as allow/block prefixes grow")
         x = list(range(len(entries)))
         for fam, label in ((0, "IPv4"), (1, "IPv6")):
-            ns = [t[e][fam]["ns"] for e in entries]
-            ns_ax.plot(x, ns, "o-", label=label)
-            mpps_ax.plot(x, [mpps_of_ns(v) for v in ns], "o-", label=label)
-        for ax in (ns_ax, mpps_ax):
-            ax.set_xticks(x)
-            ax.set_xticklabels([count(e) for e in entries])
-            ax.set_xlabel("allow + block entries")
-            ax.legend()
+            plot_ns_and_mpps(ns_ax, mpps_ax, x, [t[e][fam]["ns"] for e in entries], label)
+        x_axis((ns_ax, mpps_ax), x, [count(e) for e in entries], "allow + block entries")
         return finish(fig, (ns_ax, mpps_ax))
     return out + picture(r, "prefixes", draw)
 
