@@ -1,11 +1,12 @@
-// What the per-packet benchmarks share: the rules, table and pipeline a benchmark decides
-// with, the sources it cycles through and its timed loop (one iteration per packet). The same
-// setup as perf/bench_decision.cpp, so that their figures compare.
+// What the perf/ benchmarks share: the rules, table and pipeline a benchmark decides
+// with, the sources it cycles through and its timed loop (one iteration per packet), so that
+// their figures compare; and main() for those that need DPDK memory (run_with_eal).
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,7 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #endif
 
+#include "dataplane/eal.h"
 #include "dataplane/pipeline.h"
 
 namespace floodgate::bench {
@@ -80,6 +82,22 @@ void time_per_packet(benchmark::State &state, const RunBurst &run_burst, Verdict
     }
     CALLGRIND_STOP_INSTRUMENTATION;
     state.SetItemsProcessed(state.iterations());
+}
+
+// main() of a benchmark binary that needs DPDK memory: an EAL with eal_mb of it (no hugepages),
+// then every benchmark; release, when given, frees what the benchmarks kept between runs while
+// the EAL still holds their DPDK memory.
+inline int run_with_eal(int argc, char **argv, unsigned eal_mb, void (*release)() = nullptr) {
+    benchmark::Initialize(&argc, argv);
+    Eal eal(offline_eal_args(eal_mb));
+    if (!eal.ok()) {
+        std::fprintf(stderr, "%s\n", eal.error().c_str());
+        return 1;
+    }
+    benchmark::RunSpecifiedBenchmarks();
+    if (release != nullptr) release();
+    benchmark::Shutdown();
+    return 0;
 }
 
 }  // namespace floodgate::bench

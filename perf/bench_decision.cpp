@@ -21,12 +21,10 @@
 //   build/perf/bench_decision --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "dataplane/answer.h"
-#include "dataplane/eal.h"
 #include "dataplane/pipeline.h"
 #include "perf/bench_common.h"
 #include "tests/pkt_builder.h"
@@ -263,13 +261,5 @@ BENCHMARK(BM_SynFlood)
 
 // The EAL, for the prefix tables (DPDK memory, no hugepages needed).
 int main(int argc, char **argv) {
-    benchmark::Initialize(&argc, argv);
-    floodgate::Eal eal(floodgate::offline_eal_args(1024));
-    if (!eal.ok()) {
-        std::fprintf(stderr, "%s\n", eal.error().c_str());
-        return 1;
-    }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return floodgate::bench::run_with_eal(argc, argv, 1024);
 }

@@ -34,7 +34,6 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -42,7 +41,6 @@
 #include <set>
 #include <vector>
 
-#include "dataplane/eal.h"
 #include "dataplane/merge.h"
 #include "perf/bench_common.h"
 #include "tests/pkt_builder.h"
@@ -429,16 +427,9 @@ BENCHMARK(BM_MemoryFloor)
 // The EAL, for the prefix tables and the merge rings (DPDK memory, no hugepages needed): 1M
 // IPv4 prefixes take about 0.7 GB of it, 1M IPv6 /32s about 1 GB.
 int main(int argc, char **argv) {
-    benchmark::Initialize(&argc, argv);
-    floodgate::Eal eal(floodgate::offline_eal_args(3072));
-    if (!eal.ok()) {
-        std::fprintf(stderr, "%s\n", eal.error().c_str());
-        return 1;
-    }
-    benchmark::RunSpecifiedBenchmarks();
-    floodgate::g_merge.reset();
-    floodgate::g_scenario.reset();
-    floodgate::g_floor.reset();
-    benchmark::Shutdown();
-    return 0;
+    return floodgate::bench::run_with_eal(argc, argv, 3072, [] {
+        floodgate::g_merge.reset();
+        floodgate::g_scenario.reset();
+        floodgate::g_floor.reset();
+    });
 }

@@ -17,13 +17,12 @@
 #include <rte_meter.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <memory>
 
-#include "dataplane/eal.h"
 #include "dataplane/gcra.h"
 #include "dataplane/limit_table.h"
 #include "dataplane/pipeline.h"
+#include "perf/bench_common.h"
 
 namespace floodgate {
 namespace {
@@ -188,13 +187,5 @@ BENCHMARK(BM_RteHashRteMeter)->Arg(1 << 10)->Arg(1 << 20)->Arg(1 << 24)->UseReal
 int main(int argc, char **argv) {
     // Both sides live in DPDK memory, one benchmark at a time: at 16M keys rte_hash with its
     // meters takes about 1.3 GiB and LimitTable about 0.4 GiB, so 3 GiB leaves room to spare.
-    floodgate::Eal eal(floodgate::offline_eal_args(3072));
-    if (!eal.ok()) {
-        std::fprintf(stderr, "%s\n", eal.error().c_str());
-        return 1;
-    }
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return floodgate::bench::run_with_eal(argc, argv, 3072);
 }
