@@ -47,6 +47,13 @@ uint32_t checksum_field(uint8_t proto) {
     return acc;
 }
 
+// The upper layer's words: a bare TCP header (a SYN-ACK, a RST) in straight-line code, the
+// loop unrolled.
+uint64_t l4_words(const uint8_t *l4, uint32_t l4_bytes) {
+    return l4_bytes == kTcpHeaderBytes ? add_words(0, l4, kTcpHeaderBytes)
+                                       : add_words(0, l4, l4_bytes);
+}
+
 uint16_t fold(uint64_t acc) {
     acc = (acc >> 32) + (acc & 0xffffffff);
     acc = (acc >> 32) + (acc & 0xffffffff);
@@ -100,14 +107,11 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
                 static_cast<uint16_t>(~fold(add_words(0, ip, kIpv4HeaderBytes)));
             std::memcpy(ip + 10, &ip_sum, 2);
             // ICMPv4 has no pseudo-header (RFC 792).
-            // A bare TCP header (SYN-ACK, RST) in straight-line code: the loop unrolled.
-            const uint64_t l4_words = l4_bytes == kTcpHeaderBytes
-                                          ? add_words(0, l4, kTcpHeaderBytes)
-                                          : add_words(0, l4, l4_bytes);
+            const uint64_t words = l4_words(l4, l4_bytes);
             l4_sum = proto == kProtoIcmp
-                         ? static_cast<uint16_t>(~fold(l4_words))
+                         ? static_cast<uint16_t>(~fold(words))
                          : transport_checksum(
-                               pseudo_header(add_words(0, ip + 12, 8), proto, l4_bytes) + l4_words);
+                               pseudo_header(add_words(0, ip + 12, 8), proto, l4_bytes) + words);
         }
     } else {
         store_be32(ip, 6u << 28);  // version 6, traffic class and flow label 0
@@ -119,8 +123,8 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
         if (offload) {
             l4_sum = rte_ipv6_phdr_cksum(reinterpret_cast<const rte_ipv6_hdr *>(ip), 0);
         } else {
-            const uint64_t sum = pseudo_header(add_words(0, ip + 8, 32), proto, l4_bytes) +
-                                 add_words(0, l4, l4_bytes);
+            const uint64_t sum =
+                pseudo_header(add_words(0, ip + 8, 32), proto, l4_bytes) + l4_words(l4, l4_bytes);
             // RFC 4443 2.3: ICMPv6 has the same pseudo-header as TCP and UDP (RFC 8200 8.1),
             // but no 0 -> 0xffff substitution, which is UDP's alone.
             l4_sum =

@@ -1,5 +1,6 @@
 // Which keys this core may have remembered (Pipeline::remember_until, or a verification another
-// core published through the merge): one bit per 2^20 slots of the hash, 128 KiB per core.
+// core published through the merge): 2^20 bits, each for the keys with those 20 bits of their
+// hash, 128 KiB per core.
 //
 // No false negatives: a key whose bit is clear was never remembered here, so syn-auth skips the
 // table lookup of a source that never proved itself (under a spoofed SYN flood, every SYN) and
