@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Where a packet's instructions go: bench_decision's cases run under callgrind (valgrind),
 instructions counted inside Pipeline::decide and build_answer only, and only in the timed loop
-(bench_common.h starts and stops callgrind's instrumentation around it), attributed to the stage whose source file
-they come from (inlined code keeps its own file with -g), per packet.
+(bench_common.h starts and stops callgrind's instrumentation around it), attributed to the
+stage whose source file they come from (inlined code keeps its own file with -g), per packet.
 
 This VM has no hardware counters; callgrind's instruction counts are exact and the same on
 every run, so a stage's share can be compared across changes where timings cannot. They count
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-# source file -> stage, first match wins
+# callgrind_annotate's file:function -> stage, first match wins
 STAGES = [
     ("parse", r"dataplane/parse\.(cpp|h):"),
     ("prefix lists", r"dataplane/(ruleset\.cpp|prefix_table\.(cpp|h)):|rte_fib|rte_lpm"),
