@@ -435,9 +435,11 @@ bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
 bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
                                  const RuleBits &dst, uint64_t now_ns) {
     bool any = false, valid = false;
-    for (const CompiledRule &r : rules_->rules()) {
+    const RuleCandidates candidates = rules_->candidates(info);
+    for (unsigned k = 0; k < candidates.count; ++k) {
+        const CompiledRule &r = rules_->rules()[candidates.index[k]];
         if (r.action != RuleAction::syn_auth || r.shadow ||
-            !rule_matches(r, info, *source.rules, dst, false))
+            !rule_matches_rest(r, info, *source.rules, dst, false))
             continue;
         if (!any) valid = cookie_valid(cookie_key_, info, info.tcp_seq, now_ns);
         any = true;
@@ -540,7 +542,8 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
     hs_scratch *const scratch = rules_->payload_scratch(core_);
 
     // Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a
-    // lookup call per family and direction; key every (packet, matching rule) pair.
+    // lookup call per family and direction; key every (packet, matching rule) pair, looking
+    // only at the rules the packet's protocol and destination port admit (RuleIndex).
     for (uint16_t i = 0; i < n; ++i)
         status_[i] = parse_packet(frames[i], lens[i], &infos_[i],
                                   captured_lens != nullptr ? captured_lens[i] : lens[i]);
@@ -550,8 +553,10 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
         first_check_[i] = static_cast<uint16_t>(n_checks);
         if (status_[i] != ParseStatus::ip || source_[i].verdict != PrefixVerdict::none) continue;
         const PacketInfo &info = infos_[i];
-        for (const CompiledRule &r : rules) {
-            if (!rule_matches(r, info, *source_[i].rules, *dst_rules_[i])) continue;
+        const RuleCandidates candidates = rules_->candidates(info);
+        for (unsigned k = 0; k < candidates.count; ++k) {
+            const CompiledRule &r = rules[candidates.index[k]];
+            if (!rule_matches_rest(r, info, *source_[i].rules, *dst_rules_[i])) continue;
             // The payload last: only packets that could match pay for the scan.
             if (r.payload != nullptr &&
                 !payload_matches(r.payload, r.payload_offset, r.payload_depth, frames[i],

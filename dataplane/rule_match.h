@@ -88,17 +88,15 @@ inline bool in_ranges(const std::vector<PortRange> &ranges, uint16_t port) {
 }
 }  // namespace detail
 
-// src_rules and dst_rules: the rules whose src and dst lists hold the packet's addresses
-// (RuleSet::classify_source and dst_rules).
-// With check_flags false, the rule's TCP flag condition is left out: whether a RST answering
-// floodgate's SYN-ACK belongs to a syn-auth rule (its SYN matched the rule; the RST has the
-// same addresses and ports).
-inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleBits &src_rules,
-                         const RuleBits &dst_rules, bool check_flags = true) {
-    if (r.has_proto && p.l4_proto != r.proto) return false;
+// What RuleIndex (rule_index.h) does not check of a rule it lists as a candidate for the
+// packet: the source ports, the TCP flags and the src and dst lists. src_rules and dst_rules:
+// the rules whose src and dst lists hold the packet's addresses (RuleSet::classify_source and
+// dst_rules). With check_flags false, the rule's TCP flag condition is left out: whether a RST
+// answering floodgate's SYN-ACK belongs to a syn-auth rule (its SYN matched the rule; the RST
+// has the same addresses and ports).
+inline bool rule_matches_rest(const CompiledRule &r, const PacketInfo &p, const RuleBits &src_rules,
+                              const RuleBits &dst_rules, bool check_flags = true) {
     if (r.ports_need_l4) {
-        if (!p.has_l4 || (p.l4_proto != kProtoTcp && p.l4_proto != kProtoUdp)) return false;
-        if (!r.dst_ports.empty() && !detail::in_ranges(r.dst_ports, p.dst_port)) return false;
         if (!r.src_ports.empty() && !detail::in_ranges(r.src_ports, p.src_port)) return false;
         if (check_flags && (r.tcp_flags.must_set | r.tcp_flags.must_clear) != 0) {
             if (p.l4_proto != kProtoTcp) return false;
@@ -109,6 +107,18 @@ inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleB
     if (r.src_list && !src_rules.test(r.index)) return false;
     if (r.dst_list && !dst_rules.test(r.index)) return false;
     return true;
+}
+
+// Whether the packet matches the rule (its payload condition aside): the protocol and
+// destination ports that RuleIndex checks, then the rest.
+inline bool rule_matches(const CompiledRule &r, const PacketInfo &p, const RuleBits &src_rules,
+                         const RuleBits &dst_rules, bool check_flags = true) {
+    if (r.has_proto && p.l4_proto != r.proto) return false;
+    if (r.ports_need_l4) {
+        if (!p.has_l4 || (p.l4_proto != kProtoTcp && p.l4_proto != kProtoUdp)) return false;
+        if (!r.dst_ports.empty() && !detail::in_ranges(r.dst_ports, p.dst_port)) return false;
+    }
+    return rule_matches_rest(r, p, src_rules, dst_rules, check_flags);
 }
 
 // LimitKey::tag's low byte is the IP family (4 or 6); these bits say which of a rule's kinds

@@ -102,6 +102,7 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
             rs->syn_auth_rules_.push_back(static_cast<uint16_t>(i));
         rs->has_aggregate_ |= is_aggregate(r.key_kind);
     }
+    rs->index_ = RuleIndex(rs->rules_);
     rs->established_.ttl_ns = config.established.ttl_ns;
     rs->established_.mark_budget = gcra_profile(
         std::max<uint64_t>(

@@ -15,6 +15,7 @@
 #include "dataplane/api/rules.h"
 #include "dataplane/parse.h"
 #include "dataplane/prefix_table.h"
+#include "dataplane/rule_index.h"
 #include "dataplane/rule_match.h"
 #include "rules/payload.h"
 
@@ -95,6 +96,9 @@ class RuleSet {
     }
 
     const std::vector<CompiledRule> &rules() const { return rules_; }
+    // The rules whose protocol and destination ports admit p, in file order (RuleIndex): of
+    // those, the ones rule_matches_rest() accepts are the ones p matches.
+    RuleCandidates candidates(const PacketInfo &p) const { return index_.candidates(p); }
     const CompiledRule *find_rule(const std::string &name) const;
     const Config &config() const { return config_; }
     const AnswerCapProfiles &answer_caps() const { return answer_caps_; }
@@ -119,6 +123,7 @@ class RuleSet {
     RuleSet() = default;
     Config config_;
     std::vector<CompiledRule> rules_;
+    RuleIndex index_;
     AnswerCapProfiles answer_caps_;
     bool has_syn_auth_ = false;
     bool has_aggregate_ = false;

@@ -23,7 +23,7 @@ import tempfile
 STAGES = [
     ("parse", r"dataplane/parse\.(cpp|h):"),
     ("prefix lists", r"dataplane/(ruleset\.cpp|prefix_table\.(cpp|h)):|rte_fib|rte_lpm"),
-    ("rule match", r"dataplane/rule_match\.(cpp|h):"),
+    ("rule match", r"dataplane/rule_(match|index)\.(cpp|h):"),
     ("key hash", r"dataplane/keyed_hash\.h:"),
     ("table", r"dataplane/limit_table\.(cpp|h):"),
     ("limit (GCRA)", r"dataplane/(gcra|limit_admit|window)\.h:"),
