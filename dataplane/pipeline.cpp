@@ -272,6 +272,30 @@ TrustClass Pipeline::trust_class(const PacketInfo &info, const Check &c, const C
 inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
                                     unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
     const std::vector<CompiledRule> &rules = rules_->rules();
+    // The common case, one plain rule: what the loops below do for it, without their
+    // bookkeeping (about 40 instructions a packet; BM_Decide 1K keys, callgrind).
+    if (n_checks == 1 && rules[checks[0].rule].plain) [[likely]] {
+        Check &c = checks[0];
+        const CompiledRule &r = rules[c.rule];
+        check(info, checks, 1, c, now_ns);
+        RuleCoreState &state = mine(r);
+        ++state.counters.matched;
+        if (c.admitted) {
+            ++state.counters.passed;
+            if (c.entry != nullptr) {
+                LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
+                if (merging_) note_admitted(e, c.hash, r.limit);
+            } else if (r.on_table_full == TableFullPolicy::shared) {
+                state.overflow_tat_ns = c.new_tat_ns;
+            }
+            return Verdict::pass;
+        }
+        if (c.reserved) table_->release(c.entry, c.hash);
+        note_refusal(info, c);
+        ++state.counters.refused;
+        ++counters_.rate_limited;
+        return answer_refusal(info, frame, c, now_ns, plan);
+    }
     int blamed = -1;
     // Check every matching rule first; nothing is stored until the verdict is known, so a
     // refused packet spends no rule's budget. Aggregate rules after the others: whether a

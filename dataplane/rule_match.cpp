@@ -88,6 +88,7 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.verified_ttl_ns = r.verified_ttl_ns;
     c.shadow = r.mode == RuleMode::shadow;
     c.on_table_full = r.on_table_full;
+    c.plain = !is_aggregate(c.key_kind) && c.action != RuleAction::syn_auth && !c.shadow;
     return c;
 }
 

@@ -72,6 +72,9 @@ struct CompiledRule {
     uint64_t verified_ttl_ns = 0;  // syn_auth
     bool shadow = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
+    // Neither aggregate nor syn-auth nor shadow: a packet it alone matches is decided by its
+    // limit and nothing else (Pipeline::decide_one's short path).
+    bool plain = false;
 };
 
 // The masks that keep the first len bits of an address, as two words in raw memory order.
