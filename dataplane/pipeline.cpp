@@ -38,7 +38,8 @@ bool is_bare_rst(const PacketInfo &p) {
 }  // namespace
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
-    : table_(table), core_(core), checks_(kMaxBurst * (kMaxRules + 1)) {
+    : table_(table), core_(core) {
+    for (Burst &b : bursts_) b.checks.resize(kMaxBurst * (kMaxRules + 1));
     adopt(rules);
 }
 
@@ -560,34 +561,87 @@ void Pipeline::observe_returning(const uint8_t *const *frames, const uint32_t *l
     }
 }
 
+void Pipeline::prepare(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                       const uint64_t *now_ns, const uint32_t *captured_lens) {
+    Burst &b = bursts_[(oldest_ + prepared_) % 2];
+    if (prepared_++ == 0) oldest_ = static_cast<unsigned>(&b - bursts_);
+    b.frames = frames;
+    b.lens = lens;
+    b.captured = captured_lens != nullptr ? captured_lens : lens;
+    b.now_ns = now_ns;
+    b.n = n;
+    stage_one(b, false);
+}
+
+uint16_t Pipeline::decide_prepared(Verdict *verdicts) {
+    if (prepared_ == 0) return 0;
+    Burst &b = bursts_[oldest_];
+    Burst *ahead = prepared_ == 2 ? &bursts_[oldest_ ^ 1] : nullptr;
+    if (b.serial != serial_) stage_one(b, false);  // keyed with rules since swapped out
+    if (!b.prefetched) {  // nothing decided before it to spread its prefetches over
+        for (unsigned k = 0; k < b.n_checks; ++k) prefetch_check(b.checks[k]);
+        b.prefetched = true;
+    }
+    if (ahead != nullptr && ahead->serial != serial_) ahead = nullptr;  // prepared again later
+    stage_two(b, verdicts, ahead);
+    decided_ = oldest_;
+    oldest_ ^= 1;
+    --prepared_;
+    return b.n;
+}
+
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
                       const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens) {
+    Burst &b = bursts_[decided_];
+    b.frames = frames;
+    b.lens = lens;
+    b.captured = captured_lens != nullptr ? captured_lens : lens;
+    b.now_ns = now_ns;
+    b.n = n;
+    stage_one(b, true);
+    stage_two(b, verdicts, nullptr);
+}
+
+// A check's table buckets: its key's, and its source's verified or established and known
+// marks where the rule reads them (a syn-auth source's verified mark only where it may exist,
+// RememberedFilter).
+inline void Pipeline::prefetch_check(const Check &c) {
+    table_->prefetch(c.hash);
+    if (c.aux_hash != 0 && (rules_->rules()[c.rule].action != RuleAction::syn_auth ||
+                            remembered_.may_contain(c.aux_hash)))
+        table_->prefetch(c.aux_hash);
+    if (c.known_hash != 0) table_->prefetch(c.known_hash);
+}
+
+// Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a lookup
+// call per family and direction; key every (packet, matching rule) pair, looking only at the
+// rules the packet's protocol and destination port admit (RuleIndex). No limiter state is
+// read. With prefetch, each check's buckets are prefetched as soon as its hash is known: the
+// parsing and keying of the burst's other packets hide the cache misses before stage 2.
+void Pipeline::stage_one(Burst &b, bool prefetch) {
     const std::vector<CompiledRule> &rules = rules_->rules();
     hs_scratch *const scratch = rules_->payload_scratch(core_);
-
-    // Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a
-    // lookup call per family and direction; key every (packet, matching rule) pair, looking
-    // only at the rules the packet's protocol and destination port admit (RuleIndex).
+    const uint16_t n = b.n;
+    b.serial = serial_;
+    b.prefetched = prefetch;
     for (uint16_t i = 0; i < n; ++i)
-        status_[i] = parse_packet(frames[i], lens[i], &infos_[i],
-                                  captured_lens != nullptr ? captured_lens[i] : lens[i]);
-    rules_->classify_burst(infos_, status_, n, source_, dst_rules_);
+        b.status[i] = parse_packet(b.frames[i], b.lens[i], &b.infos[i], b.captured[i]);
+    rules_->classify_burst(b.infos, b.status, n, b.source, b.dst_rules);
     unsigned n_checks = 0;
     for (uint16_t i = 0; i < n; ++i) {
-        first_check_[i] = static_cast<uint16_t>(n_checks);
-        if (status_[i] != ParseStatus::ip || source_[i].verdict != PrefixVerdict::none) continue;
-        const PacketInfo &info = infos_[i];
+        b.first_check[i] = static_cast<uint16_t>(n_checks);
+        if (b.status[i] != ParseStatus::ip || b.source[i].verdict != PrefixVerdict::none) continue;
+        const PacketInfo &info = b.infos[i];
         const RuleCandidates candidates = rules_->candidates(info);
         for (unsigned k = 0; k < candidates.count; ++k) {
             const CompiledRule &r = rules[candidates.index[k]];
-            if (!rule_matches_rest(r, info, *source_[i].rules, *dst_rules_[i])) continue;
+            if (!rule_matches_rest(r, info, *b.source[i].rules, *b.dst_rules[i])) continue;
             // The payload last: only packets that could match pay for the scan.
             if (r.payload != nullptr &&
-                !payload_matches(r.payload, r.payload_offset, r.payload_depth, frames[i],
-                                 captured_lens != nullptr ? captured_lens[i] : lens[i], info,
-                                 scratch))
+                !payload_matches(r.payload, r.payload_offset, r.payload_depth, b.frames[i],
+                                 b.captured[i], info, scratch))
                 continue;
-            Check &c = checks_[n_checks++];
+            Check &c = b.checks[n_checks++];
             c.rule = r.index;
             c.key = rule_key(r, info);
             c.hash = rule_key_hash(r, info, *table_, c.key);
@@ -596,25 +650,31 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                          : aggregate                      ? mark_hash(info, kTagEstablished)
                                                           : 0;
             c.known_hash = aggregate ? mark_hash(info, kTagKnown) : 0;
-            // Prefetched as soon as known: the parsing and keying of the burst's other
-            // packets hide the cache misses before stage 2 reads the buckets.
-            table_->prefetch(c.hash);
-            // A syn-auth source's verified mark only where it may exist (RememberedFilter).
-            if (c.aux_hash != 0 &&
-                (r.action != RuleAction::syn_auth || remembered_.may_contain(c.aux_hash)))
-                table_->prefetch(c.aux_hash);
-            if (c.known_hash != 0) table_->prefetch(c.known_hash);
+            if (prefetch) prefetch_check(c);
         }
     }
-    first_check_[n] = static_cast<uint16_t>(n_checks);
+    b.first_check[n] = static_cast<uint16_t>(n_checks);
+    b.n_checks = n_checks;
+}
 
-    // Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one).
+// Stage 2: verdicts, in arrival order (a packet's commit is seen by the next one). ahead: a
+// burst keyed since, whose checks' buckets are prefetched along the way, spread evenly over
+// this burst's packets.
+void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
+    const uint16_t n = b.n;
+    unsigned ahead_done = 0;
     for (uint16_t i = 0; i < n; ++i) {
+        if (ahead != nullptr)
+            for (const unsigned until = ahead->n_checks * (i + 1u) / n; ahead_done < until;
+                 ++ahead_done)
+                prefetch_check(ahead->checks[ahead_done]);
+        const uint64_t now_ns = b.now_ns[i];
+        const PacketInfo &info = b.infos[i];
         Verdict v;
-        switch (status_[i]) {
+        switch (b.status[i]) {
             case ParseStatus::malformed:
                 ++counters_.malformed;
-                ++counters_.malformed_by_reason[static_cast<unsigned>(infos_[i].malformed)];
+                ++counters_.malformed_by_reason[static_cast<unsigned>(info.malformed)];
                 v = Verdict::drop;
                 break;
             case ParseStatus::non_ip:
@@ -623,21 +683,20 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
                 break;
             case ParseStatus::ip:
             default:
-                if (source_[i].verdict == PrefixVerdict::allow) {
+                if (b.source[i].verdict == PrefixVerdict::allow) {
                     ++counters_.allow_hits;
                     v = Verdict::pass;
-                } else if (source_[i].verdict == PrefixVerdict::block) {
+                } else if (b.source[i].verdict == PrefixVerdict::block) {
                     ++counters_.block_hits;
                     v = Verdict::drop;
-                } else if (rules_->has_syn_auth() && is_bare_rst(infos_[i]) &&
-                           take_cookie_reply(infos_[i], source_[i], *dst_rules_[i], now_ns[i])) {
+                } else if (rules_->has_syn_auth() && is_bare_rst(info) &&
+                           take_cookie_reply(info, b.source[i], *b.dst_rules[i], now_ns)) {
                     ++counters_.syn_auth_replies;
                     v = Verdict::drop;
                 } else {
-                    const Frame frame{frames[i], lens[i],
-                                      captured_lens != nullptr ? captured_lens[i] : lens[i]};
-                    v = decide_one(infos_[i], frame, &checks_[first_check_[i]],
-                                   first_check_[i + 1] - first_check_[i], now_ns[i], &plans_[i]);
+                    const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
+                    v = decide_one(info, frame, &b.checks[b.first_check[i]],
+                                   b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
                 }
                 break;
         }
@@ -645,7 +704,12 @@ void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16
         ++counters_.packets;
         ++(v == Verdict::pass ? counters_.passed : counters_.dropped);  // answered: dropped
     }
-    if (n > 0) table_->sweep(now_ns[n - 1], kSweepBucketsPerBurst);
+    if (ahead != nullptr) {
+        for (; ahead_done < ahead->n_checks; ++ahead_done)  // n == 0
+            prefetch_check(ahead->checks[ahead_done]);
+        ahead->prefetched = true;
+    }
+    if (n > 0) table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);
 }
 
 }  // namespace floodgate

@@ -8,6 +8,8 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include <algorithm>
+
 namespace floodgate {
 
 TscClock TscClock::calibrated() {
@@ -124,21 +126,79 @@ void Worker::apply_consumption(uint64_t now_ns) {
         }
 }
 
+// Sends a decided burst on: passed frames to the inside port, answers (built in the frame's
+// own mbuf) back out of the outside port, the rest freed.
+void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
+    rte_mbuf *dropped[kMaxBurst];
+    unsigned n_dropped = 0;
+    unsigned n_answers = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        if (verdicts[i] == Verdict::pass) {
+            rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
+        } else if (verdicts[i] == Verdict::answer) {
+            // Sent back out of the port it came in on. The pipeline planned it for a frame
+            // whose bytes were all in the first segment; a chain (even of empty segments) is
+            // not answered.
+            rte_mbuf *m = pkts[i];
+            const uint32_t len =
+                rte_pktmbuf_is_contiguous(m)
+                    ? build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
+                                   rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m))
+                    : 0;
+            if (len == 0 ||
+                rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_data_len(m) - len)) != 0) {
+                ++answers_tx_failed_;  // counted as answered: its TX failed
+                dropped[n_dropped++] = m;
+                continue;
+            }
+            // The buffer-ownership bits of an external or indirect mbuf are kept; the rest
+            // says what the port is to compute (answer_tx_offload).
+            m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
+            m->tx_offload = 0;
+            answer_tx_offload(pipeline_->answer_plan(i), pipeline_->packet_info(i), m);
+            rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
+            ++n_answers;
+        } else {
+            dropped[n_dropped++] = pkts[i];
+        }
+    }
+    // One call back to the mempool for the burst's drops (a flood drops most).
+    rte_pktmbuf_free_bulk(dropped, n_dropped);
+    rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+    if (n_answers > 0) rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
+}
+
+// Decides the oldest burst prepared, at now: a packet is judged at the time of its decision,
+// not of its receipt one loop pass before, so that no packet is judged before a merge record
+// this core has already applied (apply_consumption charges at the pass's time).
+void Worker::decide_waiting(Received &b, uint64_t now) {
+    std::fill(b.now_ns, b.now_ns + kMaxBurst, now);
+    Verdict verdicts[kMaxBurst];
+    const uint16_t n = pipeline_->decide_prepared(verdicts);
+    send(b.pkts, n, verdicts);
+}
+
 void Worker::run(uint64_t tsc0) {
     const TscClock clock = TscClock::calibrated();
     // The limiter clock starts at 1 s so that no TAT is ever 0 (the table's "free" mark).
     const uint64_t epoch_ns = 1000000000;
-    rte_mbuf *pkts[kMaxBurst];
+    // Two bursts, pipelined (Pipeline::prepare): while the queue is busy, a full burst
+    // received and prepared waits while the one before it is decided and sent, so that the
+    // waiting one's table misses are served meanwhile. A burst waits at most one loop pass,
+    // and only when it was full: with the queue drained there is nothing to overlap, and no
+    // packet is held.
+    Received bursts[2];
+    unsigned waiting = 0;  // the oldest burst prepared and not yet decided, if any
+    rte_mbuf *returning[kMaxBurst];
     const uint8_t *frames[kMaxBurst];
-    uint32_t lens[kMaxBurst];
+    uint32_t lens[kMaxBurst], captured[kMaxBurst];
     uint64_t now_ns[kMaxBurst];
-    Verdict verdicts[kMaxBurst];
 
     uint64_t next_exchange_ns = 0;
     rules_->online(ports_.queue);
     while (!stop_->load(std::memory_order_relaxed)) {
         // The ruleset for this pass; the quiescent report at the end of the pass lets a
-        // swapped-out one be freed (LiveRuleSet).
+        // swapped-out one be freed (LiveRuleSet; a waiting burst keyed with it is keyed again).
         pipeline_->set_rules(rules_->current());
         const uint64_t tsc = rte_rdtsc();
         uint64_t now = epoch_ns + clock.ns(tsc - tsc0);
@@ -149,67 +209,42 @@ void Worker::run(uint64_t tsc0) {
             }
             apply_consumption(now);
         }
-        uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, pkts, kMaxBurst);
+        Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
+        uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
         if (n > 0) {
-            uint32_t captured[kMaxBurst];
-            frames_of(pkts, n, now, frames, lens, captured, now_ns);
-            pipeline_->decide(frames, lens, n, now_ns, verdicts, captured);
-            rte_mbuf *dropped[kMaxBurst];
-            unsigned n_dropped = 0;
-            unsigned n_answers = 0;
-            for (uint16_t i = 0; i < n; ++i) {
-                if (verdicts[i] == Verdict::pass) {
-                    rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
-                } else if (verdicts[i] == Verdict::answer) {
-                    // Built in the frame's own mbuf and sent back out of the port it came in
-                    // on. The pipeline planned it for a frame whose bytes were all in the
-                    // first segment; a chain (even of empty segments) is not answered.
-                    rte_mbuf *m = pkts[i];
-                    const uint32_t len =
-                        rte_pktmbuf_is_contiguous(m)
-                            ? build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
-                                           rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m))
-                            : 0;
-                    if (len == 0 || rte_pktmbuf_trim(m, static_cast<uint16_t>(
-                                                            rte_pktmbuf_data_len(m) - len)) != 0) {
-                        ++answers_tx_failed_;  // counted as answered: its TX failed
-                        dropped[n_dropped++] = m;
-                        continue;
-                    }
-                    // The buffer-ownership bits of an external or indirect mbuf are kept;
-                    // the rest says what the port is to compute (answer_tx_offload).
-                    m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
-                    m->tx_offload = 0;
-                    answer_tx_offload(pipeline_->answer_plan(i), pipeline_->packet_info(i), m);
-                    rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
-                    ++n_answers;
-                } else {
-                    dropped[n_dropped++] = pkts[i];
-                }
-            }
-            // One call back to the mempool for the burst's drops (a flood drops most).
-            rte_pktmbuf_free_bulk(dropped, n_dropped);
-            rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
-            if (n_answers > 0) rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
-            busy_tsc_ += rte_rdtsc() - tsc;
+            frames_of(in.pkts, n, now, in.frames, in.lens, in.captured, in.now_ns);
+            pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured);
         }
+        // A full burst waits for the next one: the queue holds more. A partial one (or none)
+        // means the queue is drained, and nothing waits.
+        bool worked = n > 0;
+        while (pipeline_->prepared() == 2 || (pipeline_->prepared() == 1 && n < kMaxBurst)) {
+            decide_waiting(bursts[waiting], now);
+            waiting ^= 1;
+            worked = true;
+        }
+        if (worked) busy_tsc_ += rte_rdtsc() - tsc;
 
         if (ports_.inside != ports_.outside) {
-            uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, pkts, kMaxBurst);
+            uint16_t m = rte_eth_rx_burst(ports_.inside, ports_.queue, returning, kMaxBurst);
             if (m > 0) {
                 returning_rx_ += m;
                 if (pipeline_->rules().has_aggregate()) {  // replies mark their destinations
-                    uint32_t captured[kMaxBurst];
-                    frames_of(pkts, m, now, frames, lens, captured, now_ns);
+                    frames_of(returning, m, now, frames, lens, captured, now_ns);
                     pipeline_->observe_returning(frames, lens, m, now_ns, captured);
                 }
                 for (uint16_t i = 0; i < m; ++i)
-                    rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, pkts[i]);
+                    rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, returning[i]);
                 rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
             }
         }
         pipeline_->serve_reads();
         rules_->quiescent(ports_.queue);
+    }
+    // A burst still waiting is decided and sent like any other.
+    if (pipeline_->prepared() > 0) {
+        pipeline_->set_rules(rules_->current());
+        decide_waiting(bursts[waiting], epoch_ns + clock.ns(rte_rdtsc() - tsc0));
     }
     pipeline_->stop_serving_reads();
     rules_->offline(ports_.queue);

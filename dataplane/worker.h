@@ -16,6 +16,7 @@
 #include "dataplane/pipeline.h"
 
 struct rte_eth_dev_tx_buffer;
+struct rte_mbuf;
 
 namespace floodgate {
 
@@ -79,6 +80,16 @@ class Worker {
     Counter merge_max_lag_ns_;
     Counter busy_tsc_;
 
+    // A burst received: its mbufs and what the pipeline reads of them.
+    struct Received {
+        rte_mbuf *pkts[kMaxBurst];
+        const uint8_t *frames[kMaxBurst];
+        uint32_t lens[kMaxBurst];
+        uint32_t captured[kMaxBurst];
+        uint64_t now_ns[kMaxBurst];
+    };
+    void decide_waiting(Received &b, uint64_t now);
+    void send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts);
     void publish_consumption(uint64_t now_ns);
     void apply_consumption(uint64_t now_ns);
 };

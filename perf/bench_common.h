@@ -53,6 +53,30 @@ inline bool make_bench(benchmark::State &state, const Config &config, uint64_t t
     return true;
 }
 
+// Bursts decided the way a worker decides them (worker.cpp): each is prepared (stage 1) as it
+// arrives and decided once the next one is prepared, so that the next one's table misses are
+// served during its verdicts. The caller fills its frames in slot() and calls step(); two sets
+// of frames alternate.
+class Pipelined {
+  public:
+    explicit Pipelined(Pipeline *pipeline) : pipeline_(pipeline) {}
+    unsigned slot() const { return next_; }
+    // Prepares slot()'s burst; decides the one before it, if any, into verdicts and returns its
+    // slot (-1 for the first burst, which has none before it).
+    int step(const uint8_t *const *frames, const uint32_t *lens, const uint64_t *now_ns,
+             Verdict *verdicts) {
+        pipeline_->prepare(frames, lens, kMaxBurst, now_ns);
+        next_ ^= 1;
+        if (pipeline_->prepared() < 2) return -1;
+        pipeline_->decide_prepared(verdicts);
+        return static_cast<int>(next_);  // the older of the two
+    }
+
+  private:
+    Pipeline *pipeline_;
+    unsigned next_ = 0;
+};
+
 // The key of the seq-th packet among `keys` (a power of two): an odd multiplier modulo keys
 // makes each pass a permutation of the keys, so the table sees its whole working set.
 inline uint32_t key_of(uint64_t seq, uint64_t keys) {

@@ -1,7 +1,8 @@
-// Per-packet decision cost: parse + key + GCRA + verdict, through Pipeline::decide() on bursts
-// of 32, with 1 thousand, 1 million and 16 million distinct live sources. Each burst's frames
-// get fresh source addresses written into a template (as a NIC's DMA would leave them), in an
-// order that visits every key once per pass, so the table sees its full working set.
+// Per-packet decision cost: parse + key + GCRA + verdict, through the Pipeline on bursts of 32
+// pipelined as a worker decides them (bench::Pipelined), with 1 thousand, 1 million and 16 million
+// distinct live sources. Each burst's frames get fresh source addresses written into a template (as
+// a NIC's DMA would leave them), in an order that visits every key once per pass, so the table sees
+// its full working set.
 //
 // BM_DecideWithSourceList measures the same with the rule's match holding a src list of 0, 1
 // or 100,000 prefixes (which the RuleSet compiles into its source prefix table), at 1M keys.
@@ -91,25 +92,28 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
                            .payload(18)
                            .build();  // 64 bytes on the wire
     const size_t src_offset = 14 + 12;
-    std::vector<test::Frame> frames(kMaxBurst, tmpl);
-    const uint8_t *ptrs[kMaxBurst];
+    std::vector<test::Frame> frames[2] = {{kMaxBurst, tmpl}, {kMaxBurst, tmpl}};
+    const uint8_t *ptrs[2][kMaxBurst];
     uint32_t lens[kMaxBurst];
-    uint64_t now[kMaxBurst];
+    uint64_t now[2][kMaxBurst];
     Verdict verdicts[kMaxBurst];
     for (unsigned i = 0; i < kMaxBurst; ++i) {
-        ptrs[i] = frames[i].data();
-        lens[i] = static_cast<uint32_t>(frames[i].size());
+        ptrs[0][i] = frames[0][i].data();
+        ptrs[1][i] = frames[1][i].data();
+        lens[i] = static_cast<uint32_t>(tmpl.size());
     }
 
     uint64_t seq = 0, clock = 1;
+    bench::Pipelined pipelined(&pipeline);
     auto run_burst = [&] {
+        const unsigned s = pipelined.slot();
         for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
             const uint32_t addr = source_addr(seq, keys);
-            std::memcpy(frames[i].data() + src_offset, &addr, 4);
-            now[i] = clock;
+            std::memcpy(frames[s][i].data() + src_offset, &addr, 4);
+            now[s][i] = clock;
             clock += kNsPerPacket;
         }
-        pipeline.decide(ptrs, lens, kMaxBurst, now, verdicts);
+        pipelined.step(ptrs[s], lens, now[s], verdicts);
     };
     // Warm-up pass: every key inserted once, so the timed loop measures a full table.
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
@@ -161,39 +165,43 @@ void syn_flood(benchmark::State &state, SynRegime regime) {
     const size_t frame_len = tmpl.size();
     // Scratch frames the answers are built in, rewritten from the template every burst as a
     // NIC's DMA would leave them.
-    alignas(64) uint8_t scratch[kMaxBurst][128];
-    const uint8_t *ptrs[kMaxBurst];
+    alignas(64) uint8_t scratch[2][kMaxBurst][128];
+    const uint8_t *ptrs[2][kMaxBurst];
     uint32_t lens[kMaxBurst];
-    uint64_t now[kMaxBurst];
+    uint64_t now[2][kMaxBurst];
     Verdict verdicts[kMaxBurst];
     for (unsigned i = 0; i < kMaxBurst; ++i) {
-        ptrs[i] = scratch[i];
+        ptrs[0][i] = scratch[0][i];
+        ptrs[1][i] = scratch[1][i];
         lens[i] = static_cast<uint32_t>(frame_len);
     }
 
     uint64_t seq = 0, clock = 1, answered = 0, refused = 0, answer_bytes = 0;
-    auto fill = [&] {
+    bench::Pipelined pipelined(&pipeline);
+    auto fill = [&](unsigned s) {
         for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
-            std::memcpy(scratch[i], tmpl.data(), frame_len);
+            std::memcpy(scratch[s][i], tmpl.data(), frame_len);
             const uint32_t addr = source_addr(seq, keys);
-            std::memcpy(scratch[i] + src_offset, &addr, 4);
+            std::memcpy(scratch[s][i] + src_offset, &addr, 4);
             uint16_t sport = static_cast<uint16_t>(__builtin_bswap16(1024 + (seq & 0x7fff)));
-            std::memcpy(scratch[i] + sport_offset, &sport, 2);
-            now[i] = clock;
+            std::memcpy(scratch[s][i] + sport_offset, &sport, 2);
+            now[s][i] = clock;
             clock += kNsPerPacket;
         }
     };
     auto run_burst = [&] {
-        fill();
+        const unsigned s = pipelined.slot();
+        fill(s);
         if (regime == kSynCopy) {
             benchmark::DoNotOptimize(scratch);
             return;
         }
-        pipeline.decide(ptrs, lens, kMaxBurst, now, verdicts);
+        const int decided = pipelined.step(ptrs[s], lens, now[s], verdicts);
+        if (decided < 0) return;
         for (unsigned i = 0; i < kMaxBurst; ++i) {
             if (verdicts[i] == Verdict::answer) {
                 answer_bytes += build_answer(pipeline.answer_plan(i), pipeline.packet_info(i),
-                                             scratch[i], lens[i]);
+                                             scratch[decided][i], lens[i]);
                 ++answered;
             } else if (verdicts[i] == Verdict::drop) {
                 ++refused;

@@ -1,6 +1,7 @@
-// How the per-packet cost grows (issue 15), each dimension alone, through Pipeline::decide() on
-// bursts of 32 with bench_decision's setup (bench_common.h): 64-byte UDP frames whose sources are
-// written into a template before each burst, every key visited once per pass.
+// How the per-packet cost grows (issue 15), each dimension alone, through the Pipeline on
+// bursts of 32 pipelined as a worker decides them (bench::Pipelined), with bench_decision's setup
+// (bench_common.h): 64-byte UDP frames whose sources are written into a template before each burst,
+// every key visited once per pass.
 //
 // BM_Keys: live keys from 1K to 16M under one per-source rule; admit (burst 2^20: every packet
 // passes and commits a TAT) and refuse (burst 1: every packet after the warm-up is refused).
@@ -112,26 +113,38 @@ struct Scenario {
     Bench bench;
     uint64_t keys = 0;
     bool ipv6 = false;
-    std::vector<test::Frame> frames;
-    const uint8_t *ptrs[kMaxBurst];
+    std::vector<test::Frame> frames[2];
+    const uint8_t *ptrs[2][kMaxBurst];
     uint32_t lens[kMaxBurst];
-    uint64_t now[kMaxBurst];
+    uint64_t now[2][kMaxBurst];
     Verdict verdicts[kMaxBurst];
     uint64_t seq = 0, clock = 1;
+    std::unique_ptr<bench::Pipelined> pipelined;
+
+    // Both bursts' frames made of tmpl (after bench is made).
+    void use_frames(const test::Frame &tmpl) {
+        pipelined = std::make_unique<bench::Pipelined>(bench.pipeline.get());
+        for (unsigned k = 0; k < 2; ++k) {
+            frames[k].assign(kMaxBurst, tmpl);
+            for (unsigned i = 0; i < kMaxBurst; ++i) ptrs[k][i] = frames[k][i].data();
+        }
+        for (unsigned i = 0; i < kMaxBurst; ++i) lens[i] = static_cast<uint32_t>(tmpl.size());
+    }
 
     // Gives the burst's frames the next sources (IPv4 bytes 12-15 of the header, or bytes 4-7
     // of an IPv6 source: both at frame offset 26) and decides them.
     void run_burst() {
         constexpr size_t src_offset = 14 + 12;
         static_assert(14 + 8 + 4 == src_offset);
+        const unsigned s = pipelined->slot();
         for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
             const uint32_t addr =
                 ipv6 ? __builtin_bswap32(bench::key_of(seq, keys)) : bench::source_addr(seq, keys);
-            std::memcpy(frames[i].data() + src_offset, &addr, 4);
-            now[i] = clock;
+            std::memcpy(frames[s][i].data() + src_offset, &addr, 4);
+            now[s][i] = clock;
             clock += kNsPerPacket;
         }
-        bench.pipeline->decide(ptrs, lens, kMaxBurst, now, verdicts);
+        pipelined->step(ptrs[s], lens, now[s], verdicts);
     }
 };
 
@@ -154,11 +167,7 @@ Scenario *scenario(benchmark::State &state, std::vector<int64_t> args, const Con
     else
         b.ipv4("198.18.0.1", "198.18.255.1");
     const test::Frame tmpl = b.udp(40000, 53).payload(18).build();  // IPv4: 64 bytes on the wire
-    s->frames.assign(kMaxBurst, tmpl);
-    for (unsigned i = 0; i < kMaxBurst; ++i) {
-        s->ptrs[i] = s->frames[i].data();
-        s->lens[i] = static_cast<uint32_t>(s->frames[i].size());
-    }
+    s->use_frames(tmpl);
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) s->run_burst();
     g_scenario = std::move(s);
     return g_scenario.get();
@@ -297,11 +306,7 @@ void BM_Merge(benchmark::State &state) {
                                      .udp(40000, 53)
                                      .payload(18)
                                      .build();
-        a.frames.assign(kMaxBurst, tmpl);
-        for (unsigned i = 0; i < kMaxBurst; ++i) {
-            a.ptrs[i] = a.frames[i].data();
-            a.lens[i] = static_cast<uint32_t>(a.frames[i].size());
-        }
+        a.use_frames(tmpl);
         m->table_b = std::make_unique<LimitTable>(keys, random_hash_seed());
         m->b = std::make_unique<Pipeline>(a.bench.rules.get(), m->table_b.get(), 1);
         m->merger = std::make_unique<LiveMerger>(2, 2 * kMaxUnpublishedKeys);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Where a packet's instructions go: bench_decision's cases run under callgrind (valgrind),
-instructions counted inside Pipeline::decide and build_answer only, and only in the timed loop
+instructions counted inside Pipeline::prepare, decide_prepared and build_answer only (the
+worker's pipelined decision, which the benchmarks use), and only in the timed loop
 (bench_common.h starts and stops callgrind's instrumentation around it), attributed to the
 stage whose source file they come from (inlined code keeps its own file with -g), per packet.
 
@@ -67,7 +68,8 @@ def breakdown(build, case, work):
     out_file = os.path.join(work, "cg.out")
     subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file,
                     "--instr-atstart=no",
-                    "--toggle-collect=floodgate::Pipeline::decide(*",
+                    "--toggle-collect=floodgate::Pipeline::prepare(*",
+                    "--toggle-collect=floodgate::Pipeline::decide_prepared(*",
                     "--toggle-collect=floodgate::build_answer(*",
                     os.path.join(build, "perf", "bench_decision"), "--benchmark_filter=" + case,
                     "--benchmark_min_time=0.05"],

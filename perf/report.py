@@ -553,7 +553,7 @@ def scaling_floor(h, keys_rows, floor_rows, targets):
            "No decision at all: a buffer of the table's size, and per packet the two 64-byte lines "
            "a lookup reads (its key's two buckets, from a hash of the key), prefetched and read; "
            "admitted also writes one of them, as a commit does. *Same burst* prefetches in the "
-           "burst's first pass and reads in its second, as Pipeline::decide does; *a burst ahead* "
+           "burst's first pass and reads in its second; *a burst ahead* "
            "prefetches the next burst's lines while reading this one's (pipelining across bursts "
            "at its best, with no work between). Decision: BM_Keys above at the same keys; its "
            "time less the memory's (same burst) is what the decision's own instructions cost "

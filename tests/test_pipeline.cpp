@@ -145,6 +145,88 @@ TEST_F(PipelineTest, UnverifiedSourcesMeetingAFullTableFollowOnTableFull) {
     }
 }
 
+// Pipelined across bursts (prepare, then decide_prepared once the next burst is prepared, as
+// the worker does), every verdict and count is what decide() gives burst by burst: the
+// reference decides the same bursts on a second core of the same rules, with its own table.
+// The rules change in the middle, between a burst's prepare and its decision, into a set
+// whose rules are in another order with other limits, so a burst keyed with the old set must
+// be keyed again.
+TEST(PipelinedDecision, SameVerdictsAndCountsAsDecidingEachBurst) {
+    Config v1;
+    v1.table_entries_per_core = 256;
+    Rule dns = rule("dns", 17, TableFullPolicy::shared);
+    dns.burst_pkts = 3;
+    Rule web = rule("web", 6, TableFullPolicy::shared);
+    v1.rules = {dns, web};
+    Config v2 = v1;
+    v2.rules = {web, dns};
+    v2.rules[1].burst_pkts = 5;
+    std::string error;
+    RuleSetOptions options;
+    options.cores = 2;
+    auto set1 = RuleSet::build(v1, options, &error);
+    ASSERT_NE(set1, nullptr) << error;
+    options.previous = set1.get();
+    auto set2 = RuleSet::build(v2, options, &error);
+    ASSERT_NE(set2, nullptr) << error;
+    LimitTable ta(256, HashSeed{{1, 2, 3, 4}}), tb(256, HashSeed{{1, 2, 3, 4}});
+    Pipeline reference(set1.get(), &ta, 0), pipelined(set1.get(), &tb, 1);
+
+    constexpr unsigned kBursts = 40, kSwap = 17;
+    std::mt19937 g(42);
+    std::vector<std::vector<test::Frame>> frames(kBursts);
+    std::vector<std::vector<const uint8_t *>> ptrs(kBursts);
+    std::vector<std::vector<uint32_t>> lens(kBursts);
+    std::vector<std::vector<uint64_t>> now(kBursts);
+    for (unsigned b = 0; b < kBursts; ++b)
+        for (unsigned i = 0; i < kMaxBurst; ++i) {
+            const std::string src = "198.18.0." + std::to_string(g() % 50);
+            frames[b].push_back(g() % 2 ? udp_from(src) : tcp_from(src));
+            now[b].push_back(1000000000 + (b * kMaxBurst + i) * 20000000ull);  // 50 a second
+        }
+    for (unsigned b = 0; b < kBursts; ++b)
+        for (const test::Frame &f : frames[b]) {
+            ptrs[b].push_back(f.data());
+            lens[b].push_back(static_cast<uint32_t>(f.size()));
+        }
+
+    std::vector<Verdict> want(kBursts * kMaxBurst), got(kBursts * kMaxBurst);
+    for (unsigned b = 0; b < kBursts; ++b) {
+        if (b == kSwap - 1) reference.set_rules(set2.get());
+        reference.decide(ptrs[b].data(), lens[b].data(), kMaxBurst, now[b].data(),
+                         &want[b * kMaxBurst]);
+    }
+    unsigned decided = 0;
+    for (unsigned b = 0; b < kBursts; ++b) {
+        if (b == kSwap) pipelined.set_rules(set2.get());  // burst kSwap - 1 waits, keyed with v1
+        pipelined.prepare(ptrs[b].data(), lens[b].data(), kMaxBurst, now[b].data());
+        if (pipelined.prepared() == 2) decided += pipelined.decide_prepared(&got[decided]);
+    }
+    EXPECT_EQ(pipelined.prepared(), 1u);
+    decided += pipelined.decide_prepared(&got[decided]);  // the last, with nothing behind it
+    EXPECT_EQ(pipelined.prepared(), 0u);
+    EXPECT_EQ(pipelined.decide_prepared(&got[0]), 0u);
+    ASSERT_EQ(decided, kBursts * kMaxBurst);
+    EXPECT_EQ(got, want);
+
+    unsigned refused = 0;
+    for (Verdict v : want) refused += v != Verdict::pass;
+    EXPECT_GT(refused, 100u);  // the limits bite
+    EXPECT_LT(refused, kBursts * kMaxBurst - 100);
+    for (const CompiledRule &r : set2->rules()) {
+        const RuleCounters &a = r.state->per_core[0].counters, &b = r.state->per_core[1].counters;
+        EXPECT_EQ(a.matched, b.matched) << r.name;
+        EXPECT_EQ(a.passed, b.passed) << r.name;
+        EXPECT_EQ(a.refused, b.refused) << r.name;
+    }
+    Pipeline::Stats sa, sb;
+    ASSERT_TRUE(reference.read_stats(*set2, &sa));
+    ASSERT_TRUE(pipelined.read_stats(*set2, &sb));
+    EXPECT_EQ(sa.counters.packets, sb.counters.packets);
+    EXPECT_EQ(sa.counters.passed, sb.counters.passed);
+    EXPECT_EQ(sa.counters.rate_limited, sb.counters.rate_limited);
+}
+
 TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
     Config c;
     c.table_entries_per_core = 64;

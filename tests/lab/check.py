@@ -29,6 +29,8 @@ and `all` only ever sees what the tighter rule admitted, so the tighter rule's b
 import json
 import sys
 
+from traffic import MARKER_FLOWS
+
 sent, received, stats = (json.load(open(p)) for p in sys.argv[1:4])
 workers = int(sys.argv[4])
 failures = []
@@ -111,7 +113,8 @@ check(merge["records_lost"] == 0 and stats["merge_unshared_keys"] == 0 and stats
 print(f"info merge lag {merge['max_lag_ns'] / MS:.3f} ms, the L of the bounds above")
 check(stats["packets"] >= sent["sent"], f"floodgate saw all {sent['sent']} frames sent (saw {stats['packets']})")
 arrived = sum(received.values())
-check(0 <= stats["passed"] - arrived <= 3,
-      f"server got what floodgate passed: {arrived} arrived, {stats['passed']} passed (3 end markers)")
+check(stats["passed"] - arrived == MARKER_FLOWS,
+      f"server got what floodgate passed: {arrived} arrived and {MARKER_FLOWS} end markers, "
+      f"{stats['passed']} passed")
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

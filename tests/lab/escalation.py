@@ -3,7 +3,7 @@
 
   escalation.py send IFACE SRC COUNT PPS     COUNT UDP datagrams to 198.18.1.1:53 from SRC,
                                              PPS a second; SIGTERM stops it early
-  escalation.py marker IFACE                 traffic.py's end marker, three times
+  escalation.py marker IFACE                 traffic.py's end markers
 
 Prints {"sent": N} when done. Raw AF_PACKET frames (the sources need no addresses), to the
 server MAC of the lab (02:00:00:00:00:02). Bounded: COUNT frames at most.
@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-import traffic  # noqa: E402  marker_frame
+import traffic  # noqa: E402  marker_frames
 
 stopping = False
 
@@ -60,7 +60,7 @@ if __name__ == "__main__":
     elif len(sys.argv) == 3 and sys.argv[1] == "marker":
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         s.bind((sys.argv[2], 0))
-        for _ in range(3):
-            s.send(traffic.marker_frame())
+        for frame in traffic.marker_frames():
+            s.send(frame)
     else:
         sys.exit(__doc__)

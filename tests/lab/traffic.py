@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Lab traffic: send a pcap's frames on an interface, or count what arrives on one.
 
-  traffic.py send IFACE TRACE.pcap            frames paced by their timestamps, then an end marker
-  traffic.py receive IFACE OUT.json TIMEOUT   counts frames per IPv4/IPv6 source until the marker
+  traffic.py send IFACE TRACE.pcap            frames paced by their timestamps, then the end markers
+  traffic.py receive IFACE OUT.json TIMEOUT   counts frames per IPv4/IPv6 source until every marker
 
 send prints, as JSON, the frames sent, the seconds it took, and per source address the frames
 sent and the monotonic times (seconds from the first frame) at which its first and last frame
@@ -18,9 +18,12 @@ import sys
 import time
 
 ETH_P_ALL = 0x0003
-# The end marker: a UDP frame from the allow-listed monitoring range, so floodgate always
-# passes it (config/default.yaml allows 198.18.200.0/24).
+# The end marker: UDP frames from the allow-listed monitoring range, so floodgate always
+# passes them (config/default.yaml allows 198.18.200.0/24), on MARKER_FLOWS flows (source
+# ports) so that every worker's queue gets one: a worker keeps its queue's order, not the
+# order across queues, so the receiver stops only once it has every flow's marker.
 MARKER_SRC = bytes([198, 18, 200, 250])
+MARKER_FLOWS = 16
 
 
 def read_pcap(path):
@@ -36,9 +39,10 @@ def read_pcap(path):
     return frames
 
 
-def marker_frame():
+def marker_frames():
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0, MARKER_SRC, bytes([198, 18, 100, 1]))
-    return b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + struct.pack("!HHHH", 9, 9, 8, 0)
+    eth = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00"
+    return [eth + ip + struct.pack("!HHHH", 10000 + k, 9, 8, 0) for k in range(MARKER_FLOWS)]
 
 
 def send(iface, trace):
@@ -57,8 +61,8 @@ def send(iface, trace):
         entry = per_source.setdefault(src, [0, sent_s, sent_s])
         entry[0] += 1
         entry[2] = sent_s
-    for _ in range(3):
-        s.send(marker_frame())
+    for frame in marker_frames():
+        s.send(frame)
     print(json.dumps({"sent": len(frames), "seconds": round(time.monotonic() - start, 3),
                       "sources": {src: {"frames": n, "first_s": round(first, 6), "last_s": round(last, 6)}
                                   for src, (n, first, last) in sorted(per_source.items())}}))
@@ -82,7 +86,7 @@ def receive(iface, out, timeout):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.settimeout(0.2)
-    counts, deadline = {}, time.monotonic() + timeout
+    counts, markers, deadline = {}, set(), time.monotonic() + timeout
     print("ready", flush=True)
     while time.monotonic() < deadline:
         try:
@@ -93,7 +97,10 @@ def receive(iface, out, timeout):
             continue
         src = source_of(frame)
         if src == socket.inet_ntop(socket.AF_INET, MARKER_SRC):
-            break
+            markers.add(frame[34:36])  # the flow's source port (IPv4 without options)
+            if len(markers) == MARKER_FLOWS:
+                break
+            continue
         counts[src] = counts.get(src, 0) + 1
     with open(out, "w") as f:
         json.dump(counts, f, indent=1, sort_keys=True)

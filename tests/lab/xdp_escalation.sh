@@ -170,7 +170,7 @@ got, stats, xdp = load("received.json"), load("stats.json"), load("xdp.json")["c
 esc = stats["xdp"]["escalations"]
 rx = stats["ports"]["outside_to_inside"]["rx"]
 missed = stats["nic"][0]["rx_missed"]
-sent = client + f1 + f2 + f3 + 3  # and the end markers
+sent = client + f1 + f2 + f3 + 16  # and the end markers (traffic.MARKER_FLOWS)
 checks = [
     (hits_after - hits_before == f2,
      f"with the entry there, all {f2} flood frames were dropped by the program "
