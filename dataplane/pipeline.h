@@ -1,10 +1,11 @@
 // One worker core's decision for a burst of frames: parse, allow/block prefixes, every matching
 // rule's GCRA check against the core's LimitTable, verdict, commit. The same code serves the
-// live path (frames from mbufs, one clock read per burst) and `floodgate replay` (frames from
-// a pcap, each with its own timestamp).
+// live path (frames from mbufs, one clock read per loop pass, pipelined across bursts:
+// prepare() and decide_prepared()) and `floodgate replay` (frames from a pcap, each with its
+// own timestamp, one burst at a time: decide()).
 //
-// Hot-path rules: no locks, allocation, exceptions, syscalls or logging in decide(). Every
-// buffer is sized when the pipeline is built.
+// Hot-path rules: no locks, allocation, exceptions, syscalls or logging in decide(), prepare()
+// or decide_prepared(). Every buffer is sized when the pipeline is built.
 //
 // Counters are plain: only this core writes them. Another thread reads them through
 // read_stats(): while the core runs, it makes the copy itself between two bursts
@@ -36,12 +37,12 @@ static_assert(kMaxBurst <= PrefixTable::kMaxBulk, "a burst is classified in one 
 inline constexpr uint32_t kSweepBucketsPerBurst = 4;
 
 // How many table lookups ahead to prefetch when the lookups are issued one by one
-// (perf/bench_table). Pipeline::decide prefetches each check's buckets in stage 1, as soon as
-// its hash is known: measured side by side with prefetching 32 ahead in stage 2 (the way
-// before), bench_decision on this project's 2-core EPYC VM, 5 alternating rounds, CPU time
-// per packet, stage 1 over stage 2: 0.70 at 1M keys admitted and refused, 0.96 admitted and
-// 0.83 refused at 16M keys (an earlier measurement, with other code around it, had found
-// stage 1 too early).
+// (perf/bench_table). Pipeline::decide (and prepare, for a burst decided alone) prefetches
+// each check's buckets in stage 1, as soon as its hash is known: measured side by side with
+// prefetching 32 ahead in stage 2 (the way before), bench_decision on this project's 2-core EPYC
+// VM, 5 alternating rounds, CPU time per packet, stage 1 over stage 2: 0.70 at 1M keys admitted and
+// refused, 0.96 admitted and 0.83 refused at 16M keys (an earlier measurement, with other code
+// around it, had found stage 1 too early).
 inline constexpr unsigned kPrefetchAhead = 32;
 
 // answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
@@ -113,8 +114,11 @@ class Pipeline {
     // when the burst is decided. Verdicts are decide()'s on the same bursts: stage 1 reads no
     // limiter state, and a burst prepared under an older ruleset than set_rules() last gave is
     // prepared again before it is decided.
+    // prefetch_now: the burst will be decided before another is prepared (a partial burst,
+    // the queue drained), so its buckets are prefetched as stage 1 keys it, as decide() does.
     void prepare(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
-                 const uint64_t *now_ns, const uint32_t *captured_lens = nullptr);
+                 const uint64_t *now_ns, const uint32_t *captured_lens = nullptr,
+                 bool prefetch_now = false);
     // Returns the decided burst's n (verdicts[0..n)); 0 when nothing was prepared.
     uint16_t decide_prepared(Verdict *verdicts);
     unsigned prepared() const { return prepared_; }
@@ -222,6 +226,14 @@ class Pipeline {
         PrefixClass source[kMaxBurst];
         const RuleBits *dst_rules[kMaxBurst];
         AnswerPlan plans[kMaxBurst];
+        void take(const uint8_t *const *in_frames, const uint32_t *in_lens, uint16_t count,
+                  const uint64_t *times, const uint32_t *captured_lens) {
+            frames = in_frames;
+            lens = in_lens;
+            captured = captured_lens != nullptr ? captured_lens : in_lens;
+            now_ns = times;
+            n = count;
+        }
     };
     void stage_one(Burst &b, bool prefetch);
     void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);

@@ -213,7 +213,8 @@ void Worker::run(uint64_t tsc0) {
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
         if (n > 0) {
             frames_of(in.pkts, n, now, in.frames, in.lens, in.captured, in.now_ns);
-            pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured);
+            pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured,
+                               pipeline_->prepared() == 0 && n < kMaxBurst);
         }
         // A full burst waits for the next one: the queue holds more. A partial one (or none)
         // means the queue is drained, and nothing waits.

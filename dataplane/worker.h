@@ -2,7 +2,9 @@
 // decide it with this core's Pipeline, send the passed frames out of the inside port (or back
 // out of the same port in one-port mode), and forward inside-to-outside traffic unfiltered.
 // No locks, allocation, syscalls or logging in the loop; the clock is the TSC, read once per
-// burst and converted to nanoseconds with a multiply and a shift. Answers go back out of the
+// loop pass and converted to nanoseconds with a multiply and a shift. While the queue is busy
+// a full burst waits one pass, pipelined (Pipeline::prepare), and is judged at the time of
+// the pass that decides it. Answers go back out of the
 // outside port, on the same queue.
 #pragma once
 
@@ -56,9 +58,9 @@ class Worker {
     uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
-    // TSC cycles spent on non-empty outside bursts, from the clock read before the receive to
-    // after the passed frames were handed to the TX queue: busy_tsc / packets is the cost of
-    // a packet inside floodgate, I/O included.
+    // TSC cycles spent in loop passes that received or decided a burst, from the clock read
+    // before the receive to after the decided frames were handed to the TX queues:
+    // busy_tsc / packets is the cost of a packet inside floodgate, I/O included.
     uint64_t busy_tsc() const { return busy_tsc_; }
 
   private:
