@@ -34,9 +34,8 @@ ninja -C "$cg_build" -j "${FG_JOBS:-2}" perf/bench_decision
   echo "## Instructions per packet by stage (perf/callgrind_breakdown.py)"
   echo
   echo "callgrind's count of the instructions inside Pipeline::prepare, decide_prepared and"
-  echo "build_answer per packet"
-  echo "decided in the timed loop (the warm-up left out), by the source file they come from; exact"
-  echo "and the same on every run, but instructions, not cycles."
+  echo "build_answer per packet decided in the timed loop (the warm-up left out), by the source"
+  echo "file they come from; exact and the same on every run, but instructions, not cycles."
   echo
   /usr/bin/python3 "$FG_ROOT/perf/callgrind_breakdown.py" "$cg_build"
 } >> "$FG_ROOT/perf/RESULTS.md" || status=1
