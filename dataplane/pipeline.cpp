@@ -576,10 +576,7 @@ uint16_t Pipeline::decide_prepared(Verdict *verdicts) {
     Burst &b = bursts_[oldest_];
     Burst *ahead = prepared_ == 2 ? &bursts_[oldest_ ^ 1] : nullptr;
     if (b.serial != serial_) stage_one(b, false);  // keyed with rules since swapped out
-    if (!b.prefetched) {  // nothing decided before it to spread its prefetches over
-        for (unsigned k = 0; k < b.n_checks; ++k) prefetch_check(b.checks[k]);
-        b.prefetched = true;
-    }
+    if (!b.prefetched) prefetch_checks(b, 0);      // nothing was decided before it
     if (ahead != nullptr && ahead->serial != serial_) ahead = nullptr;  // prepared again later
     stage_two(b, verdicts, ahead);
     decided_ = oldest_;
@@ -605,6 +602,12 @@ inline void Pipeline::prefetch_check(const Check &c) {
                             remembered_.may_contain(c.aux_hash)))
         table_->prefetch(c.aux_hash);
     if (c.known_hash != 0) table_->prefetch(c.known_hash);
+}
+
+// The buckets of b's checks from the from-th on; b's are all prefetched then.
+void Pipeline::prefetch_checks(Burst &b, unsigned from) {
+    for (unsigned k = from; k < b.n_checks; ++k) prefetch_check(b.checks[k]);
+    b.prefetched = true;
 }
 
 // Stage 1: parse every frame; classify the sources (and destinations) of the IP ones, a lookup
@@ -699,11 +702,7 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         ++counters_.packets;
         ++(v == Verdict::pass ? counters_.passed : counters_.dropped);  // answered: dropped
     }
-    if (ahead != nullptr) {
-        for (; ahead_done < ahead->n_checks; ++ahead_done)  // n == 0
-            prefetch_check(ahead->checks[ahead_done]);
-        ahead->prefetched = true;
-    }
+    if (ahead != nullptr) prefetch_checks(*ahead, ahead_done);  // any left (n == 0)
     if (n > 0) table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);
 }
 

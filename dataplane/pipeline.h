@@ -238,6 +238,7 @@ class Pipeline {
     void stage_one(Burst &b, bool prefetch);
     void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);
     void prefetch_check(const Check &c);
+    void prefetch_checks(Burst &b, unsigned from);
 
     [[gnu::always_inline]] Verdict decide_one(const PacketInfo &info, const Frame &frame,
                                               Check *checks, unsigned n_checks, uint64_t now_ns,

@@ -51,16 +51,15 @@ rte_eth_dev_tx_buffer *make_tx_buffer(Counter *failed, int socket) {
     return b;
 }
 
-// What the pipeline reads of a burst of mbufs, each arriving at now. A chained mbuf has only
-// its first segment's bytes contiguous: the parser reads headers from those (captured) and
-// judges lengths by the whole frame.
-void frames_of(rte_mbuf *const *pkts, uint16_t n, uint64_t now, const uint8_t **frames,
-               uint32_t *lens, uint32_t *captured, uint64_t *now_ns) {
+// What the pipeline reads of a burst of mbufs (their times are set where they are judged). A
+// chained mbuf has only its first segment's bytes contiguous: the parser reads headers from
+// those (captured) and judges lengths by the whole frame.
+void frames_of(rte_mbuf *const *pkts, uint16_t n, const uint8_t **frames, uint32_t *lens,
+               uint32_t *captured) {
     for (uint16_t i = 0; i < n; ++i) {
         frames[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
         lens[i] = rte_pktmbuf_pkt_len(pkts[i]);
         captured[i] = rte_pktmbuf_data_len(pkts[i]);
-        now_ns[i] = now;
         rte_prefetch0(frames[i]);
     }
 }
@@ -212,7 +211,7 @@ void Worker::run(uint64_t tsc0) {
         Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
         uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
         if (n > 0) {
-            frames_of(in.pkts, n, now, in.frames, in.lens, in.captured, in.now_ns);
+            frames_of(in.pkts, n, in.frames, in.lens, in.captured);
             pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured,
                                pipeline_->prepared() == 0 && n < kMaxBurst);
         }
@@ -231,7 +230,8 @@ void Worker::run(uint64_t tsc0) {
             if (m > 0) {
                 returning_rx_ += m;
                 if (pipeline_->rules().has_aggregate()) {  // replies mark their destinations
-                    frames_of(returning, m, now, frames, lens, captured, now_ns);
+                    frames_of(returning, m, frames, lens, captured);
+                    std::fill(now_ns, now_ns + m, now);
                     pipeline_->observe_returning(frames, lens, m, now_ns, captured);
                 }
                 for (uint16_t i = 0; i < m; ++i)
