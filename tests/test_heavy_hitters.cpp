@@ -2,6 +2,10 @@
 
 #include "dataplane/heavy_hitters.h"
 
+#include <map>
+#include <random>
+#include <set>
+
 namespace floodgate {
 namespace {
 
@@ -54,6 +58,43 @@ TEST(HeavyHitters, MergeSumsCounts) {
     EXPECT_EQ(top[0].count, 12u);
     EXPECT_EQ(top[1].addr_hi, 2u);
     EXPECT_EQ(top[1].count, 3u);
+}
+
+// Space-Saving's invariants after every add, against true counts kept here: no source held
+// twice, the counts sum to the adds, each count bounds its source's truth from above and
+// count - error from below, and every source above n/k is held. Sources share 8 tags (the
+// hash's upper half), so that a tag's hit must be told apart by address.
+TEST(HeavyHitters, InvariantsHoldAfterEveryAdd) {
+    std::mt19937_64 rng(7);
+    for (unsigned round = 0; round < 20; ++round) {
+        HeavyHitters hh;
+        std::map<uint64_t, uint64_t> truth;
+        const unsigned universe = 70 + round * 10;  // just above kCounters, then well above
+        uint64_t n = 0;
+        for (unsigned step = 0; step < 3000; ++step) {
+            uint64_t s = 1 + rng() % universe;
+            uint64_t hash = (h(s % 8) & ~uint64_t{0xffffffff}) | (h(s) & 0xffffffff);
+            hh.add(s, 0, 4, 32, hash);
+            ++truth[s];
+            ++n;
+            auto top = hh.top(HeavyHitters::kCounters);
+            std::set<uint64_t> seen;
+            uint64_t sum = 0;
+            for (const auto &t : top) {
+                ASSERT_TRUE(seen.insert(t.addr_hi).second) << "source " << t.addr_hi << " twice";
+                sum += t.count;
+                EXPECT_LE(truth[t.addr_hi], t.count);
+                EXPECT_LE(t.count - t.error, truth[t.addr_hi]);
+            }
+            ASSERT_EQ(sum, n);  // each add raises exactly one counter by one
+            ASSERT_TRUE(seen.count(s)) << "the source just added is missing";
+            for (const auto &[src, count] : truth) {
+                if (count * HeavyHitters::kCounters > n) {
+                    ASSERT_TRUE(seen.count(src));
+                }
+            }
+        }
+    }
 }
 
 }  // namespace
