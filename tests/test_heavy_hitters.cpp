@@ -70,21 +70,20 @@ TEST(HeavyHitters, InvariantsHoldAfterEveryAdd) {
         HeavyHitters hh;
         std::map<uint64_t, uint64_t> truth;
         const unsigned universe = 70 + round * 10;  // just above kCounters, then well above
-        uint64_t n = 0;
-        for (unsigned step = 0; step < 3000; ++step) {
+        for (uint64_t n = 1; n <= 3000; ++n) {
             uint64_t s = 1 + rng() % universe;
             uint64_t hash = (h(s % 8) & ~uint64_t{0xffffffff}) | (h(s) & 0xffffffff);
             hh.add(s, 0, 4, 32, hash);
             ++truth[s];
-            ++n;
             auto top = hh.top(HeavyHitters::kCounters);
             std::set<uint64_t> seen;
             uint64_t sum = 0;
             for (const auto &t : top) {
                 ASSERT_TRUE(seen.insert(t.addr_hi).second) << "source " << t.addr_hi << " twice";
                 sum += t.count;
-                EXPECT_LE(truth[t.addr_hi], t.count);
-                EXPECT_LE(t.count - t.error, truth[t.addr_hi]);
+                ASSERT_TRUE(truth.count(t.addr_hi)) << "source " << t.addr_hi << " never added";
+                EXPECT_LE(truth.at(t.addr_hi), t.count);
+                EXPECT_LE(t.count - t.error, truth.at(t.addr_hi));
             }
             ASSERT_EQ(sum, n);  // each add raises exactly one counter by one
             ASSERT_TRUE(seen.count(s)) << "the source just added is missing";
