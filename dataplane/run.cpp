@@ -196,18 +196,19 @@ class IntervalPrinter {
             } else {
                 // The exact rate of frames the workers took from the outside port first, for
                 // scripts (perf/harness.py reads it); what the port missed is on its own line.
-                const double interval = rates["interval_s"].get<double>();
-                const uint64_t back = direction(now, "rx"), back_before = direction(last_, "rx");
+                const nlohmann::json &d = rates["directions"];
+                const auto pps = [&](const char *direction, const char *field) {
+                    return d.value(direction, nlohmann::json::object()).value(field, 0.0);
+                };
                 std::printf(
-                    "[%s] over %.2f s: outside rx %.0f pps; inside->outside %spps; tx "
-                    "failed %llu in all\n%s",
-                    when.c_str(), interval, rates.value("packets", 0.0),
-                    si(back >= back_before ? static_cast<double>(back - back_before) / interval
-                                           : 0.0)
+                    "[%s] over %.2f s: outside rx %.0f pps; inside->outside %spps; tx failed "
+                    "%spps\n%s",
+                    when.c_str(), rates["interval_s"].get<double>(), rates.value("packets", 0.0),
+                    si(pps("inside_to_outside", "rx_pps")).c_str(),
+                    si(pps("outside_to_inside", "tx_failed_pps") +
+                       pps("inside_to_outside", "tx_failed_pps") +
+                       pps("answers_to_outside", "tx_failed_pps"))
                         .c_str(),
-                    static_cast<unsigned long long>(
-                        direction(now, "tx_failed", "outside_to_inside") +
-                        direction(now, "tx_failed")),
                     rates_text(rates).c_str());
             }
             last_ = std::move(now);
@@ -217,15 +218,6 @@ class IntervalPrinter {
     }
 
   private:
-    // A direction's counter in a reading (0 when it is not there).
-    static uint64_t direction(const nlohmann::json &stats, const char *field,
-                              const char *which = "inside_to_outside") {
-        const nlohmann::json ports =
-            stats.is_object() ? stats.value("ports", nlohmann::json()) : nlohmann::json();
-        return ports.is_object()
-                   ? ports.value(which, nlohmann::json::object()).value(field, uint64_t{0})
-                   : 0;
-    }
     nlohmann::json last_;
 };
 

@@ -51,6 +51,21 @@ TEST(StatsRates, DifferencesOverTheDataplanesClock) {
     EXPECT_DOUBLE_EQ(r["ports"][0]["errors_pps"].get<double>(), 0.0);
 }
 
+TEST(StatsRates, EachDirectionOfTheWorkersFrames) {
+    json before = reading(10, 1000, 400, 64000), after = reading(12, 5000, 2400, 320000);
+    before["ports"] = {{"inside_to_outside", {{"rx", 100u}, {"tx", 90u}, {"tx_failed", 10u}}}};
+    after["ports"] = {{"inside_to_outside", {{"rx", 700u}, {"tx", 650u}, {"tx_failed", 50u}}},
+                      {"answers_to_outside", {{"rx", 0u}, {"tx", 4u}, {"tx_failed", 0u}}}};
+    const json r = stats_rates(before, after);
+    const json &d = r["directions"]["inside_to_outside"];
+    EXPECT_DOUBLE_EQ(d["rx_pps"].get<double>(), 300.0);  // (700 - 100) / 2 s
+    EXPECT_DOUBLE_EQ(d["tx_pps"].get<double>(), 280.0);
+    EXPECT_DOUBLE_EQ(d["tx_failed_pps"].get<double>(), 20.0);
+    EXPECT_FALSE(r["directions"].contains("answers_to_outside"));  // nothing to compare with
+    const json s = stats_rates_since_start(after, 2.0);
+    EXPECT_DOUBLE_EQ(s["directions"]["answers_to_outside"]["tx_pps"].get<double>(), 2.0);
+}
+
 TEST(StatsRates, WhatWentDownOrIsNewIsLeftOut) {
     json before = reading(10, 1000, 400, 64000), after = reading(11, 500, 600, 64000);
     after["rules"].push_back({{"name", "new"}, {"matched", 5u}});

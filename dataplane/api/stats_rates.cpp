@@ -35,6 +35,7 @@ const json *find_named(const json &doc, const char *list, const char *key, const
 const char *const kTotals[] = {"packets",    "passed",    "dropped", "rate_limited",
                                "block_hits", "malformed", "answered"};
 const char *const kRule[] = {"matched", "passed", "refused", "answered", "shadow_refused"};
+const char *const kDirection[] = {"rx", "tx", "tx_failed"};
 
 }  // namespace
 
@@ -74,6 +75,20 @@ json stats_rates(const json &before, const json &after, double fallback_interval
         ports.push_back(row);
     }
     r["ports"] = ports;
+    json directions = json::object();
+    const json after_dirs = after.value("ports", json::object());
+    const json before_dirs = before.value("ports", json::object());
+    if (after_dirs.is_object() && before_dirs.is_object()) {
+        for (const auto &[name, b] : after_dirs.items()) {
+            const auto a = before_dirs.find(name);
+            if (a == before_dirs.end() || !a->is_object() || !b.is_object()) continue;
+            json row = json::object();
+            for (const char *f : kDirection)
+                rate(&row, (std::string(f) + "_pps").c_str(), *a, b, f, interval_s);
+            directions[name] = row;
+        }
+    }
+    r["directions"] = directions;
     return r;
 }
 
@@ -94,6 +109,13 @@ json stats_rates_since_start(const json &stats, double uptime_s) {
             if (v.is_number_unsigned() && k != "port") row[k] = uint64_t{0};
         zero["nic"].push_back(row);
     }
+    zero["ports"] = json::object();
+    const json dirs = stats.value("ports", json::object());
+    if (dirs.is_object())
+        for (const auto &[name, d] : dirs.items()) {
+            zero["ports"][name] = json::object();
+            for (const char *f : kDirection) zero["ports"][name][f] = uint64_t{0};
+        }
     json s = stats;
     s.erase("sampled_ns");
     return stats_rates(zero, s, uptime_s);

@@ -14,7 +14,9 @@ namespace floodgate {
 
 // {interval_s, packets, passed, dropped, rate_limited, block_hits, malformed, answered (each
 //  per second), rules: [{name, matched, passed, refused, answered, shadow_refused}],
-//  ports: [{port, role, rx_pps, rx_bps, tx_pps, tx_bps, rx_missed_pps, errors_pps}]}
+//  ports: [{port, role, rx_pps, rx_bps, tx_pps, tx_bps, rx_missed_pps, errors_pps}] (the
+//  NICs, from "nic"), directions: {outside_to_inside, ...: {rx_pps, tx_pps, tx_failed_pps}}
+//  (the workers' frames each way, from "ports")}
 // A rule or port only in `after` is left out; the interval comes from sampled_ns when both
 // documents have it, else from fallback_interval_s. Null when the interval is not positive.
 nlohmann::json stats_rates(const nlohmann::json &before, const nlohmann::json &after,
