@@ -227,6 +227,80 @@ TEST(PipelinedDecision, SameVerdictsAndCountsAsDecidingEachBurst) {
     EXPECT_EQ(sa.counters.rate_limited, sb.counters.rate_limited);
 }
 
+// A packet one plain rule matches is decided by decide_one's short path; the same packet with a
+// second rule that never refuses goes through the general loops. The first rule must come out
+// the same either way: verdicts, answers, every counter of the rule and its top offenders.
+TEST(ShortPath, AgreesWithTheGeneralLoops) {
+    Rule web = rule("web", 6, TableFullPolicy::shared);
+    web.burst_pkts = 3;
+    web.action = RuleAction::tcp_rst;
+    Rule dns = rule("dns", 17, TableFullPolicy::shared);
+    dns.burst_pkts = 2;
+    dns.action = RuleAction::icmp_unreachable;
+    Rule wide = rule("wide", 0, TableFullPolicy::shared);  // every packet, never refused
+    wide.match.proto.reset();
+    wide.rate_count = 1000000;
+    wide.burst_pkts = 1000000;
+    Config alone;
+    alone.table_entries_per_core = 4096;
+    alone.rules = {web, dns};
+    Config with_wide = alone;
+    with_wide.rules.push_back(wide);
+    std::string error;
+    auto set_alone = RuleSet::build(alone, -1, &error);
+    ASSERT_NE(set_alone, nullptr) << error;
+    auto set_wide = RuleSet::build(with_wide, -1, &error);
+    ASSERT_NE(set_wide, nullptr) << error;
+    ASSERT_TRUE(set_alone->rules()[0].plain && set_alone->rules()[1].plain);
+    LimitTable ta(4096, HashSeed{{1, 2, 3, 4}}), tb(4096, HashSeed{{1, 2, 3, 4}});
+    Pipeline short_path(set_alone.get(), &ta), general(set_wide.get(), &tb);
+
+    std::mt19937 g(7);
+    unsigned refused = 0, answered = 0;
+    for (unsigned i = 0; i < 3000; ++i) {
+        const std::string src =
+            "198.18." + std::to_string(g() % 4) + "." + std::to_string(g() % 40);
+        const test::Frame f = g() % 2 ? udp_from(src) : tcp_from(src);
+        const uint8_t *frame = f.data();
+        uint32_t len = static_cast<uint32_t>(f.size());
+        uint64_t now_ns = 1000000000 + i * 1000000ull;  // 1,000 packets a second in all
+        Verdict a, b;
+        short_path.decide(&frame, &len, 1, &now_ns, &a);
+        general.decide(&frame, &len, 1, &now_ns, &b);
+        ASSERT_EQ(a, b) << "packet " << i << " from " << src;
+        const AnswerPlan &pa = short_path.answer_plan(0), &pb = general.answer_plan(0);
+        if (a == Verdict::answer) {
+            ASSERT_EQ(pa.kind, pb.kind) << "packet " << i;
+            ASSERT_EQ(pa.answer_len, pb.answer_len) << "packet " << i;
+            ++answered;
+        }
+        refused += a != Verdict::pass;
+    }
+    EXPECT_GT(refused, 1500u);  // both limits bite, and refusals are answered
+    EXPECT_GT(answered, 100u);
+    for (unsigned r = 0; r < 2; ++r) {
+        const RuleCoreState &x = set_alone->rules()[r].state->per_core[0],
+                            &y = set_wide->rules()[r].state->per_core[0];
+        const std::string &x_name = set_alone->rules()[r].name;
+#define FG_X(field) EXPECT_EQ(x.counters.field, y.counters.field) << #field << " of " << x_name;
+        FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+        const auto tx = x.top_refused.top(HeavyHitters::kCounters),
+                   ty = y.top_refused.top(HeavyHitters::kCounters);
+        ASSERT_EQ(tx.size(), ty.size());
+        for (size_t k = 0; k < tx.size(); ++k) {
+            EXPECT_EQ(tx[k].addr_lo, ty[k].addr_lo);
+            EXPECT_EQ(tx[k].count, ty[k].count);
+            EXPECT_EQ(tx[k].error, ty[k].error);
+        }
+    }
+    // The wide rule saw every packet, refused none, and was overruled by every refusal.
+    const RuleCounters &w = set_wide->rules()[2].state->per_core[0].counters;
+    EXPECT_EQ(w.matched, 3000u);
+    EXPECT_EQ(w.refused, 0u);
+    EXPECT_EQ(w.overruled, refused);
+}
+
 TEST(CrossCoreMerge, ChargesEachCoreWithTheOthersConsumption) {
     Config c;
     c.table_entries_per_core = 64;
