@@ -45,10 +45,12 @@ fg_build() {
 }
 
 # Unit and scenario suites under ASan and UBSan, any report fatal. -O1 keeps the scenario
-# traces fast enough; the benchmarks are not built.
+# traces fast enough; the benchmarks are not built. A unity build (each target's files compiled
+# as one) compiles in about two thirds of the time of file by file, and building is most of
+# CI's time; names in anonymous namespaces must then differ between the files of one target.
 fg_build_asan() {
   if [ ! -f "$FG_ASAN_BUILD/build.ninja" ]; then
-    meson setup "$FG_ASAN_BUILD" "$FG_ROOT" -Doptimization=1 -Ddebug=true -Db_ndebug=false \
+    meson setup "$FG_ASAN_BUILD" "$FG_ROOT" -Dunity=on -Doptimization=1 -Ddebug=true -Db_ndebug=false \
       -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled \
       -Dc_args=-fno-sanitize-recover=all -Dcpp_args=-fno-sanitize-recover=all
   fi

@@ -13,11 +13,11 @@
 namespace floodgate {
 namespace {
 
-constexpr uint64_t kMs = 1000000;
-constexpr uint64_t kMin = 60'000 * kMs;
+constexpr uint64_t kMilli = 1000000;
+constexpr uint64_t kMin = 60'000 * kMilli;
 
 // One key of a profile, sending at the given times.
-struct Key {
+struct WindowKey {
     LimitProfile profile;
     uint64_t state = 0;
     bool send(uint64_t now) {
@@ -50,7 +50,7 @@ TEST(Window, EndIsTheNextMultipleOfW) {
 
 // "3 per 10 minutes": windows [0, 10 min), [10 min, 20 min), ...
 TEST(FixedWindow, ThreePerTenMinutes) {
-    Key k{fixed(3, 10 * kMin)};
+    WindowKey k{fixed(3, 10 * kMin)};
     EXPECT_EQ(k.send_n(1 * kMin, 5), 3u);
     EXPECT_EQ(k.state, 10 * kMin + 3);  // E + c
     EXPECT_FALSE(k.send(10 * kMin - 1));
@@ -62,15 +62,15 @@ TEST(FixedWindow, ThreePerTenMinutes) {
 // The seeds' double burst: N in the last millisecond of a window and N in the first of the
 // next are all admitted, 2N within 2 ms.
 TEST(FixedWindow, DoubleBurstAtTheBoundary) {
-    Key k{fixed(100, 60 * 1000 * kMs)};
-    EXPECT_EQ(k.send_n(60'000 * kMs - 1 * kMs, 150), 100u);
-    EXPECT_EQ(k.send_n(60'000 * kMs + 1 * kMs, 150), 100u);
+    WindowKey k{fixed(100, 60 * 1000 * kMilli)};
+    EXPECT_EQ(k.send_n(60'000 * kMilli - 1 * kMilli, 150), 100u);
+    EXPECT_EQ(k.send_n(60'000 * kMilli + 1 * kMilli, 150), 100u);
 }
 
 // The table frees a slot whose word is <= now: the fixed window's E + c is in the future for
 // the whole window, and c ns past it (harmless: the count reads as 0 there).
 TEST(FixedWindow, StateIsLiveForItsWindow) {
-    Key k{fixed(5, 1000)};
+    WindowKey k{fixed(5, 1000)};
     k.send_n(0, 2);
     EXPECT_EQ(k.state, 1002u);
     EXPECT_EQ(fixed_window_count(k.state, 1000, window_end(999, 1000)), 2u);
@@ -90,16 +90,16 @@ TEST(FixedWindow, ChargesAddToTheCurrentWindowCappedAtN) {
 
 // The seeds' example (SlidingWindowCounter(10, 1000 ms)).
 TEST(SlidingWindow, TheSeedsExample) {
-    Key k{sliding(10, 1000 * kMs)};
-    EXPECT_EQ(k.send_n(900 * kMs, 12), 10u);  // the first window fills at 0.9 s
+    WindowKey k{sliding(10, 1000 * kMilli)};
+    EXPECT_EQ(k.send_n(900 * kMilli, 12), 10u);  // the first window fills at 0.9 s
     // At 1.1 s, 90% of the previous window is still inside: 9 + c + 1 <= 10 for c = 0 only.
-    EXPECT_EQ(k.send_n(1100 * kMs, 12), 1u);
+    EXPECT_EQ(k.send_n(1100 * kMilli, 12), 1u);
     // At 1.5 s: 10 * 0.5 + c + 1 <= 10 for c = 1..4.
-    EXPECT_EQ(k.send_n(1500 * kMs, 12), 4u);
+    EXPECT_EQ(k.send_n(1500 * kMilli, 12), 4u);
     // State: E = 2 s, p = 10, c = 5: E + W + p * (N + 1) + c.
-    EXPECT_EQ(k.state, 2000 * kMs + 1000 * kMs + 10 * 11 + 5);
+    EXPECT_EQ(k.state, 2000 * kMilli + 1000 * kMilli + 10 * 11 + 5);
     // At 3.2 s the stored window [1 s, 2 s) is two back: a full window of silence clears it.
-    EXPECT_EQ(k.send_n(3200 * kMs, 12), 10u);
+    EXPECT_EQ(k.send_n(3200 * kMilli, 12), 10u);
 }
 
 // The estimate is compared exactly (as a rational number; the same as rounding it up): N = 3,
@@ -109,16 +109,16 @@ TEST(SlidingWindow, EstimateIsExact) {
     const uint64_t full = sliding_window_state(16, 16, 3, {0, 3});  // [0, 16) with c = 3
     // now = 26: 6 ns of [0, 16) still inside: 3 * 6 / 16 = 1.125; 1.125 + 1 + 1 > 3, so one
     // packet only (rounding 1.125 down would admit a second).
-    Key a{p, full};
+    WindowKey a{p, full};
     EXPECT_EQ(a.send_n(26, 5), 1u);
     // now = 27: 3 * 5 / 16 = 0.9375; 0.9375 + 1 + 1 <= 3: two.
-    Key b{p, full};
+    WindowKey b{p, full};
     EXPECT_EQ(b.send_n(27, 5), 2u);
     // At the window's first instant the whole previous window counts: 3 + 0 + 1 > 3.
-    Key c{p, full};
+    WindowKey c{p, full};
     EXPECT_EQ(c.send_n(16, 5), 0u);
     // At its last instant 3 * 1 / 16 = 0.1875 of it: 0.1875 + 1 + 1 <= 3, then 3.1875: two.
-    Key d{p, full};
+    WindowKey d{p, full};
     EXPECT_EQ(d.send_n(31, 5), 2u);
 }
 
@@ -126,7 +126,7 @@ TEST(SlidingWindow, EstimateIsExact) {
 // in the future until the end of the next window, and the counts roll as they should.
 TEST(SlidingWindow, StateRollsAndLivesThroughTheNextWindow) {
     const uint64_t w = 1000, n = 20;  // (N + 1)^2 = 441 <= W
-    Key k{sliding(n, w)};
+    WindowKey k{sliding(n, w)};
     EXPECT_EQ(k.send_n(100, 7), 7u);  // [0, 1000): c = 7
     EXPECT_EQ(k.state, 1000 + 1000 + 7u);
     const WindowCounts next = sliding_window_counts(k.state, w, n, window_end(1500, w));
@@ -199,7 +199,7 @@ TEST(TokenBucket, SameAdmissionsAsGcra) {
     for (const auto &[t, b] :
          {std::pair<uint64_t, uint64_t>{100, 1}, {100, 5}, {333, 7}, {7, 64}}) {
         TokenBucket bucket(t, b);
-        Key gcra{LimitProfile{LimitKind::gcra, gcra_profile(t, static_cast<uint32_t>(b))}};
+        WindowKey gcra{LimitProfile{LimitKind::gcra, gcra_profile(t, static_cast<uint32_t>(b))}};
         uint64_t now = 0, x = 12345, admitted = 0;
         for (int i = 0; i < 20000; ++i) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
