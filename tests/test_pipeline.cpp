@@ -289,9 +289,13 @@ TEST(ShortPath, AgreesWithTheGeneralLoops) {
                    ty = y.top_refused.top(HeavyHitters::kCounters);
         ASSERT_EQ(tx.size(), ty.size());
         for (size_t k = 0; k < tx.size(); ++k) {
-            EXPECT_EQ(tx[k].addr_lo, ty[k].addr_lo);
-            EXPECT_EQ(tx[k].count, ty[k].count);
-            EXPECT_EQ(tx[k].error, ty[k].error);
+            // An IPv4 source is in addr_hi (raw bytes 0-7; addr_lo is 0).
+            EXPECT_EQ(tx[k].addr_hi, ty[k].addr_hi) << x_name << " offender " << k;
+            EXPECT_EQ(tx[k].addr_lo, ty[k].addr_lo) << x_name << " offender " << k;
+            EXPECT_EQ(tx[k].family, ty[k].family) << x_name << " offender " << k;
+            EXPECT_EQ(tx[k].prefix_len, ty[k].prefix_len) << x_name << " offender " << k;
+            EXPECT_EQ(tx[k].count, ty[k].count) << x_name << " offender " << k;
+            EXPECT_EQ(tx[k].error, ty[k].error) << x_name << " offender " << k;
         }
     }
     // The wide rule saw every packet, refused none, and was overruled by every refusal.
