@@ -10,8 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "dataplane/api/malformed.h"
 #include "dataplane/api/stats.h"
-#include "dataplane/parse.h"
 
 namespace floodgate {
 

@@ -10,7 +10,7 @@
 // object, even when it has no sample (no rule, no top refused source yet, an error reply).
 // A reply that did not come (dataplane down) writes none of its families: no number is better
 // than a made-up one. floodgate_malformed_by_reason_total has a sample for every reason of
-// FG_MALFORMED_REASONS (dataplane/parse.h) but "none" from the first scrape, 0 for a reason
+// FG_MALFORMED_REASONS (dataplane/api/malformed.h) but "none" from the first scrape, 0 for a reason
 // the stats' malformed_reasons object leaves out; floodgate_overrides has both lists, 0 when
 // empty. Other counters are written for each core, rule, port or direction the reply lists,
 // which the dataplane lists from its start, every counter of each. Metric names are stable;

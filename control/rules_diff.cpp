@@ -1,6 +1,6 @@
 #include "control/rules_diff.h"
 
-#include "rules/payload.h"
+#include "dataplane/patterns/payload_database.h"
 
 #include <algorithm>
 #include <set>

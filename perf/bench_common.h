@@ -17,8 +17,8 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #endif
 
-#include "dataplane/eal.h"
-#include "dataplane/pipeline.h"
+#include "dataplane/pipeline/eal.h"
+#include "dataplane/pipeline/pipeline.h"
 
 namespace floodgate::bench {
 

@@ -25,8 +25,8 @@
 #include <cstring>
 #include <memory>
 
-#include "dataplane/answer.h"
-#include "dataplane/pipeline.h"
+#include "dataplane/answer/answer.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "perf/bench_common.h"
 #include "tests/pkt_builder.h"
 

@@ -1,10 +1,10 @@
-// The per-packet cost of a payload rule (match.payload, Hyperscan; rules/payload.h and
-// dataplane/payload_scan.h), in Pipeline::decide over bursts of 32 UDP frames from 1,024
-// sources, beside the same rule without a payload match (patterns 0) and beside a naive
-// memmem loop over the same literals (BM_Memmem: the payload bytes only, no decision).
-// Patterns: 1, 100 or 1,000 random 8-letter literals, or 10 regular expressions (kind 1);
-// frames of 64 or 1,500 bytes whose payloads hold none of them, so every scan reads its whole
-// window: what legitimate traffic on the rule's port pays; and (match 1) 64-byte frames that
+// The per-packet cost of a payload rule (match.payload, Hyperscan;
+// dataplane/patterns/payload_database.h and dataplane/core/payload_scan.h), in Pipeline::decide
+// over bursts of 32 UDP frames from 1,024 sources, beside the same rule without a payload match
+// (patterns 0) and beside a naive memmem loop over the same literals (BM_Memmem: the payload bytes
+// only, no decision). Patterns: 1, 100 or 1,000 random 8-letter literals, or 10 regular expressions
+// (kind 1); frames of 64 or 1,500 bytes whose payloads hold none of them, so every scan reads its
+// whole window: what legitimate traffic on the rule's port pays; and (match 1) 64-byte frames that
 // hold the first literal at the payload's start: what the flood a rule matches pays.
 //
 //   build/perf/bench_payload --benchmark_counters_tabular=true
@@ -14,8 +14,8 @@
 #include <memory>
 #include <random>
 
-#include "dataplane/pipeline.h"
-#include "rules/payload.h"
+#include "dataplane/patterns/payload_database.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {

@@ -42,7 +42,7 @@
 #include <set>
 #include <vector>
 
-#include "dataplane/merge.h"
+#include "dataplane/live/merge_rings.h"
 #include "perf/bench_common.h"
 #include "tests/pkt_builder.h"
 

@@ -19,9 +19,9 @@
 #include <cstddef>
 #include <memory>
 
-#include "dataplane/gcra.h"
-#include "dataplane/limit_table.h"
-#include "dataplane/pipeline.h"
+#include "dataplane/core/gcra.h"
+#include "dataplane/core/limit_table.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "perf/bench_common.h"
 
 namespace floodgate {

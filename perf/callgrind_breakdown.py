@@ -22,15 +22,15 @@ import tempfile
 
 # callgrind_annotate's file:function -> stage, first match wins
 STAGES = [
-    ("parse", r"dataplane/parse\.(cpp|h):"),
-    ("prefix lists", r"dataplane/(ruleset\.cpp|prefix_table\.(cpp|h)):|rte_fib|rte_lpm"),
-    ("rule match", r"dataplane/rule_(match|index)\.(cpp|h):"),
-    ("key hash", r"dataplane/keyed_hash\.h:"),
-    ("table", r"dataplane/limit_table\.(cpp|h):"),
-    ("limit (GCRA)", r"dataplane/(gcra|limit_admit|window)\.h:"),
-    ("top offenders", r"dataplane/heavy_hitters\.(cpp|h):|emmintrin|smmintrin"),
-    ("answers", r"dataplane/answer[a-z_]*\.(cpp|h):|syn_cookie\.h:"),
-    ("payload", r"dataplane/payload_scan\.(cpp|h):|libhs"),
+    ("parse", r"dataplane/core/parse\.(cpp|h):"),
+    ("prefix lists", r"dataplane/core/(ruleset\.cpp|prefix_table\.(cpp|h)):|rte_fib|rte_lpm"),
+    ("rule match", r"dataplane/core/rule_(match|index)\.(cpp|h):"),
+    ("key hash", r"dataplane/core/keyed_hash\.h:"),
+    ("table", r"dataplane/core/limit_table\.(cpp|h):"),
+    ("limit (GCRA)", r"dataplane/core/(gcra|limit_admit|window)\.h:"),
+    ("top offenders", r"dataplane/core/heavy_hitters\.(cpp|h):|emmintrin|smmintrin"),
+    ("answers", r"dataplane/answer/[a-z_]*\.(cpp|h):"),
+    ("payload", r"dataplane/core/payload_scan\.(cpp|h):|libhs"),
 ]
 OTHER = "pipeline (loops, counters, verdicts)"
 

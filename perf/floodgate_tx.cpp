@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "dataplane/api/numbers.h"
-#include "dataplane/pcap_file.h"
-#include "dataplane/port.h"
+#include "dataplane/live/port.h"
+#include "dataplane/replay/pcap_file.h"
 
 namespace {
 

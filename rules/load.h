@@ -7,9 +7,9 @@
 #include <string>
 
 #include "dataplane/api/rules.h"
+#include "dataplane/patterns/payload_database.h"
 #include "rules/config_error.h"
 #include "rules/doc.h"
-#include "rules/payload.h"
 
 namespace floodgate {
 

@@ -11,8 +11,9 @@
 
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/protocols.h"
+#include "dataplane/patterns/payload_database.h"
 #include "rules/load.h"
-#include "rules/payload.h"
+#include "rules/payload_text.h"
 
 namespace floodgate {
 

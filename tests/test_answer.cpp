@@ -1,5 +1,5 @@
-// Answers (dataplane/answer.h). Each kind over IPv4 and IPv6, with and without VLAN tags, with
-// and without IPv4 options or IPv6 extension headers, checked field by field against values
+// Answers (dataplane/answer/answer.h). Each kind over IPv4 and IPv6, with and without VLAN tags,
+// with and without IPv4 options or IPv6 extension headers, checked field by field against values
 // worked out here, and checksums against this file's own RFC 1071 sum; every "never answer"
 // case with its reason; and truncated, mutated and random frames, which must never be read or
 // written out of bounds (exact-size heap copies, for ASan) nor answered with a longer frame.
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/answer.h"
-#include "dataplane/parse.h"
+#include "dataplane/answer/answer.h"
+#include "dataplane/core/parse.h"
 #include "tests/pcap_io.h"
 #include "tests/pkt_builder.h"
 

@@ -1,5 +1,5 @@
+#include "dataplane/patterns/payload_database.h"
 #include "rules/load.h"
-#include "rules/payload.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

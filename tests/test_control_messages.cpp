@@ -6,8 +6,8 @@
 #include "control/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
+#include "dataplane/patterns/payload_database.h"
 #include "rules/load.h"
-#include "rules/payload.h"
 
 namespace floodgate {
 namespace {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <thread>
 
-#include "dataplane/pipeline.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {

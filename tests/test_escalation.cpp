@@ -1,9 +1,9 @@
-// Escalation decided from samples of a rule's top refused sources (dataplane/escalation.h):
+// Escalation decided from samples of a rule's top refused sources (dataplane/service/escalation.h):
 // each sample's refusals and times are given, and the expected escalations computed by hand
 // from the rule's after / min_refused_rate / ttl.
 #include <gtest/gtest.h>
 
-#include "dataplane/escalation.h"
+#include "dataplane/service/escalation.h"
 
 namespace floodgate {
 namespace {

@@ -3,7 +3,7 @@
 // by hand in the comments, not computed with the code under test.
 #include <gtest/gtest.h>
 
-#include "dataplane/gcra.h"
+#include "dataplane/core/gcra.h"
 
 namespace floodgate {
 namespace {

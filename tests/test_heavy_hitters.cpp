@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "dataplane/heavy_hitters.h"
+#include "dataplane/core/heavy_hitters.h"
 
 #include <map>
 #include <random>

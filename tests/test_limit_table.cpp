@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "dataplane/limit_table.h"
+#include "dataplane/core/limit_table.h"
 
 namespace floodgate {
 namespace {

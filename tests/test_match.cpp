@@ -4,7 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include "dataplane/rule_match.h"
+#include "dataplane/core/rule_match.h"
 
 namespace floodgate {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/parse.h"
+#include "dataplane/core/parse.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
@@ -701,7 +701,7 @@ TEST(ParseReuse, MalformedFramesLeaveNothingFromBefore) {
 }
 
 // Where the upper-layer header starts, how long the IP lengths make it, and the TCP numbers:
-// what the answers (dataplane/answer.h) are built from. Ethernet padding is not in l4_len; a
+// what the answers (dataplane/answer/answer.h) are built from. Ethernet padding is not in l4_len; a
 // non-first fragment has neither.
 TEST(ParseOffsets, UpperLayerOffsetLengthAndTcpNumbers) {
     auto with_numbers = [](Frame f, size_t tcp_at) {

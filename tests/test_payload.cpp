@@ -1,14 +1,16 @@
-// Payload rules (match.payload): the patterns as rules/payload.h compiles them and as
-// dataplane/payload_scan.h scans a packet's window; the rules file's refusals; a payload rule
-// deciding in the pipeline. Expected matches are worked out by hand from the bytes built here.
+// Payload rules (match.payload): the patterns as dataplane/patterns/payload_database.h compiles
+// them and as dataplane/core/payload_scan.h scans a packet's window; the rules file's refusals; a
+// payload rule deciding in the pipeline. Expected matches are worked out by hand from the bytes
+// built here.
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "dataplane/payload_scan.h"
-#include "dataplane/pipeline.h"
+#include "dataplane/core/payload_scan.h"
+#include "dataplane/patterns/payload_database.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "rules/load.h"
-#include "rules/payload.h"
+#include "rules/payload_text.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {

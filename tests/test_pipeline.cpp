@@ -6,8 +6,8 @@
 #include <random>
 #include <set>
 
-#include "dataplane/merge.h"
-#include "dataplane/pipeline.h"
+#include "dataplane/pipeline/merge.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "dataplane/pipeline.h"
+#include "dataplane/pipeline/pipeline.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {

@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "dataplane/rule_index.h"
+#include "dataplane/core/rule_index.h"
 
 namespace floodgate {
 namespace {

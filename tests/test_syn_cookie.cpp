@@ -1,10 +1,10 @@
-// syn-auth's cookie (dataplane/syn_cookie.h): SipHash-2-4 against the reference vectors of its
-// authors (key 00..0f, message 00..(8n-1)), and a cookie's dependence on every field it binds.
+// syn-auth's cookie (dataplane/answer/syn_cookie.h): SipHash-2-4 against the reference vectors of
+// its authors (key 00..0f, message 00..(8n-1)), and a cookie's dependence on every field it binds.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "dataplane/syn_cookie.h"
+#include "dataplane/answer/syn_cookie.h"
 
 namespace floodgate {
 namespace {

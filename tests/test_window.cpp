@@ -1,14 +1,14 @@
-// The window algorithms of dataplane/window.h and the dispatch of dataplane/limit_admit.h.
-// Expected verdicts and states are worked out by hand in the comments (the seeds' sliding
-// window example among them), not computed with the code under test; the token bucket of the
-// last test is written out here as the seeds describe it.
+// The window algorithms of dataplane/core/window.h and the dispatch of
+// dataplane/core/limit_admit.h. Expected verdicts and states are worked out by hand in the comments
+// (the seeds' sliding window example among them), not computed with the code under test; the token
+// bucket of the last test is written out here as the seeds describe it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
-#include "dataplane/limit_admit.h"
+#include "dataplane/core/limit_admit.h"
 
 namespace floodgate {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "bpf/xdp_tier.h"
-#include "dataplane/parse.h"
-#include "dataplane/xdp_feed.h"
+#include "dataplane/core/parse.h"
+#include "dataplane/service/xdp_feed.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
@@ -284,7 +284,7 @@ TEST_F(XdpProgram, WithoutAnAfXdpSocketFramesFallBackToTheKernel) {
 namespace floodgate {
 namespace {
 
-// The dataplane's feed (dataplane/xdp_feed.h) on a program of its own, driven by hand: the
+// The dataplane's feed (dataplane/service/xdp_feed.h) on a program of its own, driven by hand: the
 // running rules' lists and overrides written, an override dropped on the next version, a source
 // escalated from the top-refused samples and removed when its TTL ends. Times are the feed's
 // own (what the control thread would pass); counts from its stats.

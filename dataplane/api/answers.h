@@ -1,5 +1,5 @@
 // The kinds of answer and the reasons a refused packet gets none: one list each, never
-// renumbered, shared by the dataplane (dataplane/answer.h), the stats layout and the control
+// renumbered, shared by the dataplane (dataplane/answer/answer.h), the stats layout and the control
 // plane's metric labels.
 #pragma once
 

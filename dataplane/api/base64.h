@@ -1,5 +1,6 @@
 // Base64 (RFC 4648, with padding) for binary blobs in the control protocol's JSON messages:
-// the payload rules' compiled databases a load request carries (rules/payload.h).
+// the payload rules' compiled databases a load request carries
+// (dataplane/patterns/payload_database.h).
 #pragma once
 
 #include <optional>

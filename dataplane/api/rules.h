@@ -27,9 +27,10 @@ struct TcpFlagMatch {
 };
 
 // Which packets a rule looks at. An empty list or an unset field means "any".
-// match.payload: patterns searched for in the L4 payload (rules/payload.h compiles them).
-// literal: bytes as written, \xHH for any byte; regex: Hyperscan's PCRE subset; dns_suffix: a
-// domain, matched as its label encoding (a DNS name that is the domain or ends in it).
+// match.payload: patterns searched for in the L4 payload (dataplane/patterns/payload_database.h
+// compiles them). literal: bytes as written, \xHH for any byte; regex: Hyperscan's PCRE subset;
+// dns_suffix: a domain, matched as its label encoding (a DNS name that is the domain or ends in
+// it).
 struct PayloadPattern {
     enum class Kind : uint8_t { literal, regex, dns_suffix };
     Kind kind = Kind::literal;
@@ -38,7 +39,7 @@ struct PayloadPattern {
     bool operator==(const PayloadPattern &) const = default;
 };
 
-class PayloadDatabase;  // rules/payload.h: the compiled patterns
+class PayloadDatabase;  // dataplane/patterns/payload_database.h: the compiled patterns
 
 struct PayloadMatch {
     std::vector<PayloadPattern> patterns;  // any of them matching makes the rule match
@@ -61,7 +62,7 @@ struct RuleMatch {
 enum class RuleMode : uint8_t { enforce, shadow };
 enum class TableFullPolicy : uint8_t { shared, pass, drop };
 // What happens to a packet the rule does not admit (for syn_auth, also to a SYN from a source
-// that has not proven itself yet): dropped, or dropped and answered (dataplane/answer.h).
+// that has not proven itself yet): dropped, or dropped and answered (dataplane/answer/answer.h).
 enum class RuleAction : uint8_t { drop, syn_auth, dns_truncate, tcp_rst, icmp_unreachable };
 // As the rules file spells it.
 inline const char *rule_action_name(RuleAction a) {
@@ -206,7 +207,8 @@ struct EstablishedOptions {
 
 // escalate: a source this rule keeps refusing is pushed down into the XDP tier's block map
 // (bpf/) for ttl, once it has been refused at min_refused_rate or more for `after` (decided
-// each second from the rule's top refused sources, off the workers; dataplane/escalation.h).
+// each second from the rule's top refused sources, off the workers;
+// dataplane/service/escalation.h).
 struct EscalateOptions {
     uint64_t after_ns = 0;  // 0: the rule does not escalate
     uint64_t min_refused_count = 1000;
@@ -284,7 +286,7 @@ inline constexpr unsigned kMaxReserveTotal = 90;  // percent: new sources keep a
 inline constexpr uint64_t kMaxWindowPkts = (1u << 30) - 1;
 inline constexpr uint64_t kMinWindowNs = 1'000'000;  // 1 ms
 // Payload patterns: per rule, bytes per pattern, the window's offset and depth, and the
-// compiled database's size (rules/payload.h).
+// compiled database's size (dataplane/patterns/payload_database.h).
 inline constexpr size_t kMaxPayloadPatterns = 10000;
 inline constexpr size_t kMaxPayloadPatternBytes = 1024;
 inline constexpr uint32_t kMaxPayloadWindow = 65535;

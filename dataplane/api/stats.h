@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "dataplane/api/answers.h"
-#include "dataplane/parse.h"
+#include "dataplane/api/malformed.h"
 
 namespace floodgate {
 

@@ -1,6 +1,6 @@
-// The stats document (dataplane/stats_json.h) and its rates (stats_rates.h) for people: the one
-// text form that `floodgate replay`, `floodgate run` (on exit and every --stats-interval) and
-// `floodctl stats`, `top`, `status` and `watch` print.
+// The stats document (dataplane/pipeline/stats_json.h) and its rates (stats_rates.h) for people:
+// the one text form that `floodgate replay`, `floodgate run` (on exit and every --stats-interval)
+// and `floodctl stats`, `top`, `status` and `watch` print.
 #pragma once
 
 #include <cstdint>

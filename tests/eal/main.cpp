@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "dataplane/eal.h"
+#include "dataplane/pipeline/eal.h"
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

@@ -10,7 +10,7 @@
 #include <memory>
 #include <random>
 
-#include "dataplane/ruleset.h"
+#include "dataplane/core/ruleset.h"
 
 namespace floodgate {
 namespace {

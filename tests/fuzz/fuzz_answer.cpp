@@ -1,6 +1,6 @@
-// The answers (dataplane/answer.h) on any frame: parse it, then plan every kind and build each
-// answer that is planned, on an exact-size heap copy so that ASan sees any byte past the frame.
-// Besides not crashing: a refusal says why and costs nothing; an answer is never longer than
+// The answers (dataplane/answer/answer.h) on any frame: parse it, then plan every kind and build
+// each answer that is planned, on an exact-size heap copy so that ASan sees any byte past the
+// frame. Besides not crashing: a refusal says why and costs nothing; an answer is never longer than
 // the frame, is written within its own length only, and parses back as the IP packet it claims
 // to be (from the original destination to the original source, ports swapped, tags kept), with
 // checksums that verify (summed here, not by DPDK's helpers the builders use).
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <memory>
 
-#include "dataplane/answer.h"
+#include "dataplane/answer/answer.h"
 #include "dataplane/api/protocols.h"
-#include "dataplane/parse.h"
+#include "dataplane/core/parse.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // Control-protocol messages on any line, on both sides of the protocol:
-//  - the dataplane's: decode_control_request (dataplane/control_request.h), which parses,
-//    checks every field and validates a load's rules, as ControlService::handle does first;
+//  - the dataplane's: decode_service_request (dataplane/service/request.h), which parses,
+//    checks every field and validates a load's rules, as Service::handle does first;
 //  - floodctl's daemon: parse_request, parse_response and the typed getters
 //    (dataplane/api/message.h), as Daemon::handle_cli and its link to the dataplane use them.
 // A refusal is a MessageError; any other exception is a finding. What is accepted must be in
@@ -13,8 +13,8 @@
 
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
-#include "dataplane/control_request.h"
-#include "dataplane/heavy_hitters.h"
+#include "dataplane/core/heavy_hitters.h"
+#include "dataplane/service/request.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -29,7 +29,7 @@ void check_prefix(const Prefix &p) {
     FUZZ_CHECK(again && *again == p);
 }
 
-void check_request(const ControlRequest &request) {
+void check_request(const ServiceRequest &request) {
     std::visit(
         [](const auto &r) {
             using T = std::decay_t<decltype(r)>;
@@ -96,7 +96,7 @@ void daemon_side(const std::string &line) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string line(reinterpret_cast<const char *>(data), size);
-    refused_or_ok([&] { check_request(decode_control_request(line)); });
+    refused_or_ok([&] { check_request(decode_service_request(line)); });
     daemon_side(line);
     refused_or_ok([&] {
         const nlohmann::json reply = parse_response(line);

@@ -1,4 +1,4 @@
-// parse_packet (dataplane/parse.h) on any frame. Besides not crashing, the result must keep
+// parse_packet (dataplane/core/parse.h) on any frame. Besides not crashing, the result must keep
 // the promises PacketInfo makes to the pipeline, and a capture cut short may change the result
 // only to capture_truncated: the input is the frame as captured and as long on the wire, and
 // the parse is repeated with a captured length chosen by the first two bytes (the destination
@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "dataplane/api/protocols.h"
-#include "dataplane/parse.h"
+#include "dataplane/core/parse.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

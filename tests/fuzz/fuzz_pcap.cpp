@@ -1,13 +1,13 @@
-// PcapReader (dataplane/pcap_file.h) on any file, read from memory through fmemopen, and each
-// record it returns through parse_packet, as `floodgate replay` does. Besides not crashing: no
+// PcapReader (dataplane/replay/pcap_file.h) on any file, read from memory through fmemopen, and
+// each record it returns through parse_packet, as `floodgate replay` does. Besides not crashing: no
 // record is longer than the snap length (which is 1 to kMaxSnaplen), a failure says why, and
 // a reader that has stopped stays stopped.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
-#include "dataplane/parse.h"
-#include "dataplane/pcap_file.h"
+#include "dataplane/core/parse.h"
+#include "dataplane/replay/pcap_file.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

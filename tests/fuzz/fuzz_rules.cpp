@@ -61,7 +61,7 @@ void check_limits(const Config &c) {
         if (!is_window(r.algorithm)) {
             FUZZ_CHECK(r.burst_pkts >= 1 && r.burst_pkts <= kMaxBurstPkts);
         } else {
-            // The encodings of dataplane/window.h: the count must fit below W.
+            // The encodings of dataplane/core/window.h: the count must fit below W.
             FUZZ_CHECK(r.burst_pkts == 0 && r.rate_count <= kMaxWindowPkts);
             FUZZ_CHECK(r.rate_period_ns >= kMinWindowNs);
             if (r.algorithm == RuleAlgorithm::fixed_window)

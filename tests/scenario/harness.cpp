@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "dataplane/api/prefix.h"
-#include "dataplane/parse.h"
+#include "dataplane/core/parse.h"
 #include "rules/load.h"
 
 extern char **environ;

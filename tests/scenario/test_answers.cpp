@@ -146,8 +146,8 @@ Frame dns_query(const std::string &src, uint16_t sport, uint16_t id, uint16_t vl
     return b.udp(sport, 53).payload(m).build();
 }
 
-// RFC 1035 response, as dataplane/answer.h promises it: the ID, QR TC and RD (as asked), CD kept
-// (AD cleared), one question, no records (the OPT record is gone).
+// RFC 1035 response, as dataplane/answer/answer.h promises it: the ID, QR TC and RD (as asked), CD
+// kept (AD cleared), one question, no records (the OPT record is gone).
 Frame dns_truncated_answer(const std::string &client, uint16_t sport, uint16_t id,
                            uint16_t vlan = 0) {
     std::vector<uint8_t> m = {static_cast<uint8_t>(id >> 8),

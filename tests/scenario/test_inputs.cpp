@@ -464,7 +464,7 @@ TEST_F(PcapIo, CutRecordThrows) {
 // ---------------------------------------------------------------------------------------------
 // Hostile traces: `floodgate replay` exits 1 with a message that says what is wrong and where,
 // and no length a file claims is allocated before it is checked. The semantics are libpcap's
-// (sf-pcap.c) where they are sensible; see dataplane/pcap_file.h.
+// (sf-pcap.c) where they are sensible; see dataplane/replay/pcap_file.h.
 
 constexpr const char *kRulesOneLimit =
     "rules:\n  - name: all\n    limit: { rate: 1000/s, burst: 1000 }\n";

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dataplane/api/prefix.h"
-#include "dataplane/parse.h"  // the TCP flag bits only; the model itself uses no dataplane code
+#include "dataplane/core/parse.h"  // the TCP flag bits only; the model itself uses no dataplane code
 #include "tests/pcap_io.h"
 #include "tests/pkt_builder.h"
 #include "tests/reference_model.h"

@@ -1,0 +1,197 @@
+#include "dataplane/core/parse.h"
+
+#include <cstddef>
+#include <cstring>
+
+namespace floodgate {
+
+namespace {
+
+constexpr uint16_t kEtherIpv4 = 0x0800;
+constexpr uint16_t kEtherIpv6 = 0x86dd;
+constexpr uint16_t kEtherVlan = 0x8100;     // 802.1Q
+constexpr uint16_t kEtherQinq = 0x88a8;     // 802.1ad service tag
+constexpr uint16_t kEtherQinqOld = 0x9100;  // pre-standard QinQ, still common
+
+constexpr uint8_t kIpv6HopByHop = 0;
+constexpr uint8_t kIpv6Routing = 43;
+constexpr uint8_t kIpv6Fragment = 44;
+constexpr uint8_t kIpv6Ah = 51;
+constexpr uint8_t kIpv6DestOpts = 60;
+
+inline uint16_t load_be16(const uint8_t *p) {
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+inline uint32_t load_be32(const uint8_t *p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+[[gnu::cold]] ParseStatus malformed(PacketInfo *out, MalformedReason why) {
+    out->malformed = why;
+    out->family = 0;  // set by a valid IP header whose payload then failed: not an IP packet
+    return ParseStatus::malformed;
+}
+
+// L4 header of an unfragmented packet or first fragment; l4 points at it, len bytes are left
+// in the IP payload. A header cut short here is malformed: no stack would accept it, and
+// letting it through without ports would let a flood skip port-based rules.
+// l4_offset is l4's offset from the frame start.
+ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, uint32_t l4_offset,
+                     PacketInfo *out) {
+    // Header bytes must also have been captured (see parse_packet's captured_len).
+    auto captured = [&](uint32_t n) { return n <= static_cast<uint32_t>(cap_end - l4); };
+    // A frame is at most 65535 + headers long, and an IP payload at most 65535 bytes.
+    out->l4_offset = static_cast<uint16_t>(l4_offset);
+    out->l4_len = static_cast<uint16_t>(len);
+    switch (out->l4_proto) {
+        case kProtoTcp: {
+            if (len < 20) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(20)) return malformed(out, MalformedReason::capture_truncated);
+            unsigned data_offset = (l4[12] >> 4) * 4u;
+            if (data_offset < 20 || data_offset > len)
+                return malformed(out, MalformedReason::l4_truncated);
+            out->src_port = load_be16(l4);
+            out->dst_port = load_be16(l4 + 2);
+            out->tcp_seq = load_be32(l4 + 4);
+            out->tcp_ack = load_be32(l4 + 8);
+            out->tcp_flags = l4[13];
+            out->has_l4 = true;
+            return ParseStatus::ip;
+        }
+        case kProtoUdp:
+            if (len < 8) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(8)) return malformed(out, MalformedReason::capture_truncated);
+            out->src_port = load_be16(l4);
+            out->dst_port = load_be16(l4 + 2);
+            out->has_l4 = true;
+            return ParseStatus::ip;
+        case kProtoIcmp:
+        case kProtoIcmpv6:
+            if (len < 4) return malformed(out, MalformedReason::l4_truncated);
+            if (!captured(4)) return malformed(out, MalformedReason::capture_truncated);
+            out->icmp_type = l4[0];
+            out->has_l4 = true;
+            return ParseStatus::ip;
+        default:
+            return ParseStatus::ip;  // GRE, ESP, SCTP, ...: judged on L3 alone
+    }
+}
+
+// RFC 791 header checks. The checksum is not verified: the receiving host does that, and a
+// bad checksum costs an attacker nothing extra, so it would only slow the hot path.
+ParseStatus parse_ipv4(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
+    if (avail < 20) return malformed(out, MalformedReason::ipv4_truncated);
+    const auto captured = static_cast<uint32_t>(cap_end - ip);  // ip <= cap_end
+    if (captured < 20) return malformed(out, MalformedReason::capture_truncated);
+    if ((ip[0] >> 4) != 4) return malformed(out, MalformedReason::ipv4_bad_version);
+    uint32_t ihl_bytes = (ip[0] & 0x0fu) * 4u;
+    if (ihl_bytes < 20) return malformed(out, MalformedReason::ipv4_bad_ihl);
+    if (ihl_bytes > avail) return malformed(out, MalformedReason::ipv4_truncated);
+    if (captured < ihl_bytes) return malformed(out, MalformedReason::capture_truncated);
+    uint32_t total_len = load_be16(ip + 2);
+    if (total_len < ihl_bytes || total_len > avail)
+        return malformed(out, MalformedReason::ipv4_bad_total_length);
+
+    out->family = 4;
+    out->l4_proto = ip[9];
+    std::memcpy(out->src, ip + 12, 4);
+    std::memcpy(out->dst, ip + 16, 4);
+
+    uint16_t frag = load_be16(ip + 6);
+    uint16_t frag_offset = frag & 0x1fffu;
+    bool more_fragments = (frag & 0x2000u) != 0;
+    out->fragment = frag_offset != 0 || more_fragments;
+    if (frag_offset != 0) return ParseStatus::ip;  // only the first fragment carries L4
+    return parse_l4(ip + ihl_bytes, total_len - ihl_bytes, cap_end, out->l3_offset + ihl_bytes,
+                    out);
+}
+
+// RFC 8200 section 4: walk the extension headers up to kMaxIpv6ExtHeaders of them.
+ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end, PacketInfo *out) {
+    if (avail < 40) return malformed(out, MalformedReason::ipv6_truncated);
+    if (cap_end - ip < 40) return malformed(out, MalformedReason::capture_truncated);
+    if ((ip[0] >> 4) != 6) return malformed(out, MalformedReason::ipv6_bad_version);
+    uint32_t payload_len = load_be16(ip + 4);
+    if (40 + payload_len > avail) return malformed(out, MalformedReason::ipv6_bad_payload_length);
+
+    out->family = 6;
+    std::memcpy(out->src, ip + 8, 16);
+    std::memcpy(out->dst, ip + 24, 16);
+
+    uint8_t next = ip[6];
+    const uint8_t *p = ip + 40;
+    uint32_t left = payload_len;
+    for (unsigned n = 0;; ++n) {
+        if (next != kIpv6HopByHop && next != kIpv6Routing && next != kIpv6Fragment &&
+            next != kIpv6DestOpts && next != kIpv6Ah)
+            break;
+        if (n == kMaxIpv6ExtHeaders)
+            return malformed(out, MalformedReason::ipv6_ext_chain_too_long);
+        if (left < 8) return malformed(out, MalformedReason::ipv6_ext_truncated);
+        if (cap_end - p < 8) return malformed(out, MalformedReason::capture_truncated);
+        uint32_t hdr_len;
+        if (next == kIpv6Fragment) {
+            hdr_len = 8;
+            uint16_t offset_flags = load_be16(p + 2);
+            out->fragment = true;
+            if ((offset_flags & 0xfff8u) != 0) {  // non-first fragment: no L4 header here
+                out->l4_proto = p[0];
+                return ParseStatus::ip;
+            }
+        } else if (next == kIpv6Ah) {
+            hdr_len = (p[1] + 2u) * 4u;
+        } else {
+            hdr_len = (p[1] + 1u) * 8u;
+        }
+        if (hdr_len > left) return malformed(out, MalformedReason::ipv6_ext_truncated);
+        // Pointers never move past the captured bytes; the next header could not be read.
+        if (cap_end - p < static_cast<ptrdiff_t>(hdr_len))
+            return malformed(out, MalformedReason::capture_truncated);
+        next = p[0];
+        p += hdr_len;
+        left -= hdr_len;
+    }
+    out->l4_proto = next;
+    return parse_l4(p, left, cap_end, out->l3_offset + static_cast<uint32_t>(p - ip), out);
+}
+
+}  // namespace
+
+ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
+                         uint32_t captured_len) {
+    // Lengths are judged against the frame as it was on the wire; header bytes are read only
+    // from what was captured.
+    if (captured_len > frame_len) captured_len = frame_len;
+    const uint8_t *cap_end = frame + captured_len;
+    // Every byte from zero, padding included (a copy of PacketInfo{} leaves padding undefined,
+    // which the packet fuzzer's byte comparison of two parses caught): nothing is left from
+    // the frame before (l3_offset included, when the tags are cut short).
+    std::memset(static_cast<void *>(out), 0, sizeof *out);
+
+    if (frame_len < 14) return malformed(out, MalformedReason::eth_truncated);
+    if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);
+    uint32_t off = 12;
+    uint16_t ether_type = load_be16(frame + off);
+    while (ether_type == kEtherVlan || ether_type == kEtherQinq || ether_type == kEtherQinqOld) {
+        if (out->vlan_tags == kMaxVlanTags)
+            return malformed(out, MalformedReason::too_many_vlan_tags);
+        if (frame_len < off + 4 + 2) return malformed(out, MalformedReason::vlan_truncated);
+        if (captured_len < off + 4 + 2) return malformed(out, MalformedReason::capture_truncated);
+        off += 4;
+        ++out->vlan_tags;
+        ether_type = load_be16(frame + off);
+    }
+    off += 2;
+    out->l3_offset = static_cast<uint16_t>(off);
+
+    switch (ether_type) {
+        case kEtherIpv4:
+            return parse_ipv4(frame + off, frame_len - off, cap_end, out);
+        case kEtherIpv6:
+            return parse_ipv6(frame + off, frame_len - off, cap_end, out);
+        default:
+            return ParseStatus::non_ip;
+    }
+}
+
+}  // namespace floodgate

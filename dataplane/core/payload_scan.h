@@ -1,0 +1,31 @@
+// A rule's payload match on one packet (match.payload; dataplane/patterns/payload_database.h
+// compiles the patterns): Hyperscan's block scan over the rule's window of the L4 payload, with the
+// core's scratch space. No allocation, no lock. Only captured bytes are scanned (a capture cut
+// before the window does not match), and never past the IP length (Ethernet padding is not
+// payload).
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/core/parse.h"
+
+struct hs_database;
+struct hs_scratch;
+
+namespace floodgate {
+
+// Where the L4 payload starts and ends in the frame (end <= captured); start >= end when
+// there is none. TCP's data offset, UDP's and ICMP's 8 bytes; other protocols have no header
+// here (their payload is everything after the IP header).
+struct PayloadSpan {
+    uint32_t start = 0;
+    uint32_t end = 0;
+};
+PayloadSpan l4_payload(const uint8_t *frame, uint32_t captured, const PacketInfo &p);
+
+// Whether one of db's patterns matches frame's payload in [offset, offset + depth) (depth 0:
+// to the end). False for a packet without an L4 header.
+bool payload_matches(const hs_database *db, uint32_t offset, uint32_t depth, const uint8_t *frame,
+                     uint32_t captured, const PacketInfo &p, hs_scratch *scratch);
+
+}  // namespace floodgate

@@ -1,0 +1,133 @@
+#include "dataplane/live/live_stats.h"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include <algorithm>
+
+#include "dataplane/pipeline/stats_json.h"
+
+namespace floodgate {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json port_counters(const PortCounters &c) {
+    return {{"rx", c.rx}, {"tx", c.tx}, {"tx_failed", c.tx_failed}};
+}
+
+// A worker's own counters, each loaded once, before its pipeline is read: a TX failure
+// counted by then is of a frame passed before the reading, so tx_failed <= tx holds.
+struct WorkerReading {
+    uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, answers_tx_failed, busy_tsc,
+        merge_max_lag_ns, merge_records_lost;
+};
+WorkerReading read_worker(const Worker &w) {
+    return {w.filtered_tx_failed(), w.returning_rx(), w.returning_tx_failed(),
+            w.answers_tx_failed(),  w.busy_tsc(),     w.merge_max_lag_ns(),
+            w.merge_records_lost()};
+}
+
+// Outside to inside, frames received are the frames decided and frames handed to the TX
+// queue are the frames passed (one reading of the pipeline gives both); inside to outside is
+// forwarded as it comes.
+PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
+    return {r.stats.counters.packets, r.stats.counters.passed, w.filtered_tx_failed};
+}
+PortCounters returning(const WorkerReading &w) {
+    return {w.returning_rx, w.returning_rx, w.returning_tx_failed};
+}
+// Answers leave by the outside port: each answered frame was received there and its answer
+// handed to the TX queue.
+PortCounters answers(const CoreReading &r, const WorkerReading &w) {
+    return {r.stats.counters.answered, r.stats.counters.answered, w.answers_tx_failed};
+}
+
+void add(PortCounters *sum, const PortCounters &c) {
+    sum->rx += c.rx;
+    sum->tx += c.tx;
+    sum->tx_failed += c.tx_failed;
+}
+
+// The NIC's (or virtual device's) own counters, which include what never reached a worker.
+ordered_json nic(uint16_t port, const char *role) {
+    rte_eth_stats s{};
+    ordered_json j = {{"port", port}, {"role", role}};
+    if (rte_eth_stats_get(port, &s) != 0) return j;
+    j["rx_packets"] = s.ipackets;
+    j["rx_bytes"] = s.ibytes;
+    j["rx_missed"] = s.imissed;
+    j["rx_errors"] = s.ierrors;
+    j["rx_nombuf"] = s.rx_nombuf;
+    j["tx_packets"] = s.opackets;
+    j["tx_bytes"] = s.obytes;
+    j["tx_errors"] = s.oerrors;
+    return j;
+}
+
+ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const WorkerReading &w) {
+    const WorkerCounters &c = r.stats.counters;
+    const LimitTableStats &t = r.stats.table;
+    ordered_json j = {{"core", index}, {"lcore", lcore}};
+#define FG_X(name) j[#name] = c.name;
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+    j["table"] = {{"capacity", r.table_capacity},
+                  {"occupancy", t.occupancy},
+                  {"reclaims", t.reclaims},
+                  {"full_events", t.full_events}};
+    j["filtered"] = port_counters(filtered(r, w));
+    j["returning"] = port_counters(returning(w));
+    j["answers"] = port_counters(answers(r, w));
+    j["busy_tsc"] = w.busy_tsc;
+    j["merge_max_lag_ns"] = w.merge_max_lag_ns;
+    j["merge_records_lost"] = w.merge_records_lost;
+    return j;
+}
+
+}  // namespace
+
+ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top) {
+    const auto &workers = *view.workers;
+    std::vector<WorkerReading> own;
+    std::vector<CoreReading> readings;
+    for (const auto &w : workers) {
+        own.push_back(read_worker(*w));
+        readings.push_back(read_core(rules, w->pipeline()));
+    }
+    ordered_json stats = stats_to_json(rules, readings, top);
+
+    PortCounters in, back, ans;
+    ordered_json cores = ordered_json::array();
+    uint64_t lost = view.merger != nullptr ? view.merger->dropped() : 0, lag = 0, busy = 0;
+    for (size_t i = 0; i < workers.size(); ++i) {
+        const WorkerReading &w = own[i];
+        add(&in, filtered(readings[i], w));
+        add(&back, returning(w));
+        add(&ans, answers(readings[i], w));
+        cores.push_back(core(static_cast<unsigned>(i), view.lcores[i], readings[i], w));
+        lost += w.merge_records_lost;
+        lag = std::max(lag, w.merge_max_lag_ns);
+        busy += w.busy_tsc;
+    }
+    stats["ports"] = {{"outside_to_inside", port_counters(in)},
+                      {"inside_to_outside", port_counters(back)},
+                      {"answers_to_outside", port_counters(ans)}};
+    ordered_json nics = ordered_json::array();
+    nics.push_back(nic(view.outside, "outside"));
+    if (view.inside != view.outside) nics.push_back(nic(view.inside, "inside"));
+    stats["nic"] = nics;
+    stats["cores"] = cores;
+    stats["cycles"] = {
+        {"tsc_hz", rte_get_tsc_hz()},
+        {"busy_tsc", busy},
+        {"per_packet", in.rx > 0 ? static_cast<double>(busy) / static_cast<double>(in.rx) : 0.0}};
+    stats["merge"] = {{"workers", workers.size()},
+                      {"interval_ns", view.merge_interval_ns},
+                      {"max_lag_ns", lag},
+                      {"records_lost", lost}};
+    return stats;
+}
+
+}  // namespace floodgate

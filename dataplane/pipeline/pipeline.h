@@ -1,0 +1,331 @@
+// One worker core's decision for a burst of frames: parse, allow/block prefixes, every matching
+// rule's GCRA check against the core's LimitTable, verdict, commit. The same code serves the
+// live path (frames from mbufs, one clock read per loop pass, pipelined across bursts:
+// prepare() and decide_prepared()) and `floodgate replay` (frames from a pcap, each with its
+// own timestamp, one burst at a time: decide()).
+//
+// Hot-path rules: no locks, allocation, exceptions, syscalls or logging in decide(), prepare()
+// or decide_prepared(). Every buffer is sized when the pipeline is built.
+//
+// Counters are plain: only this core writes them. Another thread reads them through
+// read_stats(): while the core runs, it makes the copy itself between two bursts
+// (serve_reads(), two loads per loop pass when nobody asks), so a reading is consistent by
+// construction (every invariant of dataplane/api/stats.h holds in it, top offenders included)
+// and can never be starved by a busy core, as a sequence-count reader copying a whole
+// summary between bursts of refusals would be.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "dataplane/answer/answer.h"
+#include "dataplane/answer/syn_cookie.h"
+#include "dataplane/api/stats.h"
+#include "dataplane/core/heavy_hitters.h"
+#include "dataplane/core/limit_table.h"
+#include "dataplane/core/remembered_filter.h"
+#include "dataplane/core/ruleset.h"
+
+namespace floodgate {
+
+inline constexpr uint16_t kMaxBurst = 32;
+static_assert(kMaxBurst <= PrefixTable::kMaxBulk, "a burst is classified in one lookup call");
+// Buckets the expiry sweep visits per burst: at 10 Mpps (312k bursts/s) a 1M-entry table
+// (263k buckets) is swept every ~0.2 s, for 4 x 128 bytes of extra reads per burst.
+inline constexpr uint32_t kSweepBucketsPerBurst = 4;
+
+// How many table lookups ahead to prefetch when the lookups are issued one by one
+// (perf/bench_table). Pipeline::decide (and prepare, for a burst decided alone) prefetches
+// each check's buckets in stage 1, as soon as its hash is known: measured side by side with
+// prefetching 32 ahead in stage 2 (the way before), bench_decision on this project's 2-core EPYC
+// VM, 5 alternating rounds, CPU time per packet, stage 1 over stage 2: 0.70 at 1M keys admitted and
+// refused, 0.96 admitted and 0.83 refused at 16M keys (an earlier measurement, with other code
+// around it, had found stage 1 too early).
+inline constexpr unsigned kPrefetchAhead = 32;
+
+// answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
+// (build_answer, dataplane/answer/answer.h), out of the port it came in on.
+enum class Verdict : uint8_t { pass, drop, answer };
+
+// One key's packets admitted on one core since that core last published, for the cross-core
+// merge: the other cores charge them to their own state for the key.
+// It carries what the charge needs of the rule rather than the rule, so that it means the same
+// after a ruleset swap: the kind of limit, its T (GCRA) or W (windows), and a window's N.
+// packets 0 is a syn-auth verification instead: the key's TAT becomes at least
+// now + interval_ns (the verified TTL) on the other cores.
+struct Consumption {
+    uint64_t hash;          // the key's LimitTable::hash: the same on every core (one seed)
+    uint64_t published_ns;  // when the core published it (for the merge lag)
+    uint64_t interval_ns;   // the rule's T (GCRA) or W (windows) when the packets were admitted
+    uint32_t packets;
+    uint32_t window_pkts : 30;  // windows: N (kMaxWindowPkts fits)
+    uint32_t kind : 2;          // LimitKind
+
+    static Consumption of(uint64_t hash, const LimitProfile &p) {
+        const bool gcra = p.kind == LimitKind::gcra;
+        return Consumption{hash,
+                           0,
+                           gcra ? p.gcra.interval_ns : p.window_ns,
+                           0,
+                           static_cast<uint32_t>(gcra ? 0 : p.window_pkts),
+                           static_cast<uint32_t>(p.kind)};
+    }
+};
+// merge.cpp moves records through rte_rings of 4-byte elements.
+static_assert(sizeof(Consumption) == 32 && sizeof(Consumption) % 4 == 0);
+static_assert(kMaxWindowPkts < (1u << 30));
+
+// Most keys one core tracks for publishing between two merges; past it, consumption of
+// further keys is not shared (counted in merge_unshared_keys).
+inline constexpr size_t kMaxUnpublishedKeys = 1 << 16;
+
+class Pipeline {
+  public:
+    // The table belongs to this core alone and must outlive the pipeline. core is this
+    // pipeline's index into every rule's RuleState::per_core (< RuleSet::cores()).
+    Pipeline(const RuleSet *rules, LimitTable *table, unsigned core = 0);
+
+    // The ruleset the next decide() uses (a live worker reads LiveRuleSet once per loop pass).
+    // It must stay alive until then; rules with a state shared with the previous ruleset keep
+    // counting where it left off.
+    void set_rules(const RuleSet *rules) {
+        if (rules->serial() != serial_) adopt(rules);
+    }
+
+    // Decides frames[0..n) (n <= kMaxBurst); frame i was lens[i] bytes on the wire and arrived
+    // at now_ns[i]. captured_lens, when not null, says how many of those bytes are present
+    // (a replayed capture cut by its snap length); otherwise all of them are.
+    // Nothing may be prepared (below) and not yet decided.
+    void decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                const uint64_t *now_ns, Verdict *verdicts, const uint32_t *captured_lens = nullptr);
+
+    // The same decision pipelined across bursts (the worker): prepare() runs a burst's stage
+    // 1 (parse, classify, key, hash) and keeps it; decide_prepared() gives the verdicts of the
+    // oldest prepared burst and, if a newer one is prepared, prefetches that one's table
+    // buckets as it goes, a few per packet, so that the newer burst's cache misses are served
+    // while the older one is decided. bench_decision at 16M keys, admitted, one run each: 58.9
+    // ns a packet spread this way, 65.7 with each burst's buckets prefetched only when its own
+    // decision starts, 74.6 with the newer burst's all prefetched at once (the core stalls
+    // once its outstanding misses are full, so a burst of prefetches costs what it waits for). At
+    // most two bursts prepared; the arrays given to prepare() must stay as they are until their
+    // burst is decided, except now_ns, which stage 1 does not read: it need only hold the times
+    // when the burst is decided. Verdicts are decide()'s on the same bursts: stage 1 reads no
+    // limiter state, and a burst prepared under an older ruleset than set_rules() last gave is
+    // prepared again before it is decided.
+    // prefetch_now: the burst will be decided before another is prepared (a partial burst,
+    // the queue drained), so its buckets are prefetched as stage 1 keys it, as decide() does.
+    void prepare(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                 const uint64_t *now_ns, const uint32_t *captured_lens = nullptr,
+                 bool prefetch_now = false);
+    // Returns the decided burst's n (verdicts[0..n)); 0 when nothing was prepared.
+    uint16_t decide_prepared(Verdict *verdicts);
+    unsigned prepared() const { return prepared_; }
+    // Frames going the other way, inside to outside (they are forwarded unjudged): a reply
+    // from the protected side (TCP with ACK and neither SYN nor RST: data, an ACK, a FIN, never
+    // a SYN-ACK, which any spoofed SYN gets; UDP from port 53: a DNS response) marks its
+    // destination established (EstablishedOptions) for the aggregate rules' trust classes.
+    // Nothing to do when no rule has an aggregate key.
+    void observe_returning(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
+                           const uint64_t *now_ns, const uint32_t *captured_lens = nullptr);
+
+    // For a frame of the last burst decided whose verdict is answer: what to build, and from
+    // what (until the next prepare() or decide()).
+    const AnswerPlan &answer_plan(uint16_t i) const { return bursts_[decided_].plans[i]; }
+    const PacketInfo &packet_info(uint16_t i) const { return bursts_[decided_].infos[i]; }
+
+    // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
+    void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
+    // Whether the port answers leave by computes IPv4, TCP and UDP checksums itself
+    // (AnswerPlan::offload_checksums).
+    void set_checksum_offload(bool on) { checksum_offload_ = on; }
+
+    // Cross-core merge. Off by default (one core has nothing to merge). publish() appends this
+    // core's consumption since the last call and forgets it; apply() charges another core's
+    // consumption to this core's TATs as if it arrived at now_ns.
+    void enable_merge();
+    void publish(std::vector<Consumption> *out);
+    void apply(const Consumption &c, uint64_t now_ns);
+
+    // What this core has counted, as it stood at one instant: rules[i] and top_refused[i]
+    // are this core's share of rule i of `rules` (the RuleSet the caller reads with, which it
+    // keeps alive; it may be newer than the one this core decides with). Any thread; one
+    // reading at a time per core. False if a serving core did not answer within a second.
+    // From a serving core, the top offenders of rules past the first kSummariesPerPass that
+    // changed may be a loop pass or a few newer than the counters (no invariant joins them).
+    struct Stats {
+        WorkerCounters counters;
+        LimitTableStats table;
+        std::vector<RuleCounters> rules;
+        std::vector<HeavyHitters> top_refused;
+    };
+    bool read_stats(const RuleSet &rules, Stats *out) const;
+    static constexpr unsigned kSummariesPerPass = 8;
+
+    // The core's side of read_stats, for a core that runs on its own thread: from
+    // start_serving_reads() (on the thread that starts the core, before it decides anything)
+    // to stop_serving_reads() (on the core, after its last decide) readers wait for
+    // serve_reads(), which the core calls between bursts; otherwise they copy directly, the
+    // core being idle or their own thread.
+    void start_serving_reads();
+    void stop_serving_reads() { serving_.store(false, std::memory_order_release); }
+    void serve_reads() {
+        if (read_asked_.load(std::memory_order_acquire) !=
+            read_served_.load(std::memory_order_relaxed)) [[unlikely]]
+            serve_read();
+    }
+
+    const LimitTable &table() const { return *table_; }
+    const RuleSet &rules() const { return *rules_; }
+    unsigned core() const { return core_; }
+
+  private:
+    // One (packet, matching rule) pair of a burst: its key, hash, and what the check found.
+    struct Check {
+        LimitKey key;
+        uint64_t hash;
+        LimitEntry *entry;  // nullptr: the table was full for this key
+        bool reserved;      // entry is a reservation for a fresh key (LimitTable::acquire)
+        uint64_t new_tat_ns;
+        // Prefetched with the key's buckets: for a syn-auth rule the hash of the source's
+        // verified_key, for an aggregate rule of its established key (its class's first
+        // lookup, needed under a flood); else 0.
+        uint64_t aux_hash;
+        uint64_t known_hash;  // aggregate rules: the source's known mark (also prefetched)
+        uint16_t rule;
+        bool admitted;
+        bool unverified;  // syn-auth: refused because the source has not proven itself
+        // Aggregate rules: the source's class, when the new sources' tolerance refused it;
+        // by_reserve: admitted all the same, by the more trusted class's tolerance.
+        TrustClass cls;
+        bool by_reserve;
+    };
+    // The frame being decided, for its answer.
+    struct Frame {
+        const uint8_t *bytes;
+        uint32_t len;
+        uint32_t captured;
+    };
+
+    // One burst between its stage 1 and its verdicts. The frames, lengths and times are the
+    // caller's (prepare()).
+    struct Burst {
+        const uint8_t *const *frames = nullptr;
+        const uint32_t *lens = nullptr;
+        const uint32_t *captured = nullptr;  // never null: lens when all was captured
+        const uint64_t *now_ns = nullptr;
+        uint16_t n = 0;
+        uint64_t serial = 0;      // of the ruleset it was keyed with
+        bool prefetched = false;  // its checks' buckets
+        unsigned n_checks = 0;
+        std::vector<Check> checks;  // kMaxBurst x (kMaxRules + 1): any ruleset fits
+        uint16_t first_check[kMaxBurst + 1];
+        PacketInfo infos[kMaxBurst];
+        ParseStatus status[kMaxBurst];
+        PrefixClass source[kMaxBurst];
+        const RuleBits *dst_rules[kMaxBurst];
+        AnswerPlan plans[kMaxBurst];
+        void take(const uint8_t *const *in_frames, const uint32_t *in_lens, uint16_t count,
+                  const uint64_t *times, const uint32_t *captured_lens) {
+            frames = in_frames;
+            lens = in_lens;
+            captured = captured_lens != nullptr ? captured_lens : in_lens;
+            now_ns = times;
+            n = count;
+        }
+    };
+    void stage_one(Burst &b, bool prefetch);
+    void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);
+    void prefetch_check(const Check &c);
+    void prefetch_checks(Burst &b, unsigned from);
+
+    [[gnu::always_inline]] Verdict decide_one(const PacketInfo &info, const Frame &frame,
+                                              Check *checks, unsigned n_checks, uint64_t now_ns,
+                                              AnswerPlan *plan);
+    Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
+                           uint64_t now_ns, AnswerPlan *plan);
+    bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
+    [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
+    [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
+                                      Check &c, uint64_t now_ns);
+    [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
+                                      const Check *checks, unsigned n_checks, uint64_t tat_ns,
+                                      uint64_t now_ns, Check *c);
+    TrustClass trust_class(const PacketInfo &info, const Check &c, const Check *checks,
+                           unsigned n_checks, uint64_t now_ns);
+    bool live(uint64_t h, uint64_t now_ns) {
+        const LimitEntry *e = table_->find(h);
+        return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
+    }
+    enum class Remembered : uint8_t { yes, no_room, over_budget };
+    Remembered remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns, bool budgeted);
+    // The hash of the mark that says the packet's source is established (tag kTagEstablished)
+    // or known (kTagKnown).
+    uint64_t mark_hash(const PacketInfo &p, uint32_t tag) const {
+        const EstablishedProfile &est = rules_->established();
+        return table_->hash(source_key(p, est.mask_hi, est.mask_lo, tag | p.family));
+    }
+    void mark_established(const PacketInfo &reply, uint64_t now_ns);
+    // The filter first: a source that never proved itself costs no table lookup.
+    bool verified(uint64_t verified_hash, uint64_t now_ns) {
+        return remembered_.may_contain(verified_hash) && live(verified_hash, now_ns);
+    }
+    [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
+                                         const RuleBits &dst, uint64_t now_ns);
+    bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
+    [[gnu::cold]] void adopt(const RuleSet *rules);
+    RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
+    void note_refusal(const PacketInfo &info, const Check &c);
+    void note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit);
+    [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
+    [[gnu::cold]] void serve_read();
+
+    const RuleSet *rules_ = nullptr;
+    uint64_t serial_ = 0;  // rules_->serial(): compared, not the pointer, which may be reused
+    LimitTable *table_;
+    unsigned core_;
+    // This core's state of each rule of rules_, by rule index: one load instead of two per use.
+    RuleCoreState *mine_[kMaxRules] = {};
+    WorkerCounters counters_;
+    bool merging_ = false;
+    // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
+    std::vector<Consumption> unpublished_;
+    std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed
+    // Every key remember_until or a verification record kept: the table starts empty with its
+    // pipeline (run.cpp, replay.cpp), so no remembered key is missing from it.
+    RememberedFilter remembered_;
+    CookieKey cookie_key_;
+    bool checksum_offload_ = false;
+    uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
+    uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
+    // Two bursts: a prepared one waiting, and the one being decided or last decided (whose
+    // plans the caller reads until the next burst is prepared in its place).
+    Burst bursts_[2];
+    unsigned oldest_ = 0;    // the oldest prepared burst, when prepared_ > 0
+    unsigned prepared_ = 0;  // 0, 1 or 2
+    unsigned decided_ = 0;   // the last burst decided
+
+    // A reading asked of a serving core: the reader bumps read_asked_; the core copies its
+    // counters and its own rules' shares into copy_ (its memory, sized before it started, so
+    // a reader that gave up waiting leaves nothing dangling), the counters at one instant and
+    // the top offenders that changed over the next passes, then sets read_served_ to it.
+    struct CoreCopy {
+        uint64_t asked = 0;       // the reading being served
+        uint64_t serial = 0;      // of the ruleset it is served from
+        size_t next_summary = 0;  // rules whose top offenders are done, of n_rules
+        WorkerCounters counters;
+        LimitTableStats table;
+        size_t n_rules = 0;
+        std::vector<const RuleState *> states;  // each kMaxRules long
+        std::vector<RuleCounters> rules;
+        std::vector<HeavyHitters> top_refused;
+    };
+    CoreCopy copy_;
+    mutable std::mutex read_lock_;  // readers only: one reading at a time
+    mutable std::atomic<uint64_t> read_asked_{0};
+    std::atomic<uint64_t> read_served_{0};
+    std::atomic<bool> serving_{false};
+};
+
+}  // namespace floodgate

@@ -1,0 +1,108 @@
+#include "dataplane/pipeline/stats_json.h"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace floodgate {
+
+namespace {
+std::string key_prefix(const HeavyHitter &h) {
+    IpAddr a{};
+    std::memcpy(a.data(), &h.addr_hi, 8);
+    std::memcpy(a.data() + 8, &h.addr_lo, 8);
+    return format_addr(h.family, a) + "/" + std::to_string(h.prefix_len);
+}
+}  // namespace
+
+CoreReading read_core(const RuleSet &rules, const Pipeline &core) {
+    CoreReading r;
+    r.table_capacity = core.table().capacity();
+    if (!core.read_stats(rules, &r.stats))
+        throw std::runtime_error("worker core " + std::to_string(core.core()) +
+                                 " did not answer a stats reading within a second");
+    return r;
+}
+
+nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<CoreReading> &cores,
+                                     unsigned top_n) {
+    using nlohmann::ordered_json;
+    WorkerCounters total;
+    LimitTableStats table;
+    uint64_t capacity = 0, memory_bytes = 0;
+    for (const CoreReading &core : cores) {
+        const WorkerCounters &c = core.stats.counters;
+#define FG_X(name) total.name += c.name;
+        FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+        for (unsigned i = 0; i < static_cast<unsigned>(MalformedReason::count); ++i)
+            total.malformed_by_reason[i] += c.malformed_by_reason[i];
+        for (unsigned i = 0; i < static_cast<unsigned>(AnswerKind::count); ++i)
+            total.answers_by_kind[i] += c.answers_by_kind[i];
+        table.occupancy += core.stats.table.occupancy;
+        table.reclaims += core.stats.table.reclaims;
+        table.full_events += core.stats.table.full_events;
+        capacity += core.table_capacity;
+        memory_bytes += LimitTable::bytes_for(core.table_capacity);
+    }
+
+    ordered_json j;
+#define FG_X(name) j[#name] = total.name;
+    FG_WORKER_COUNTERS(FG_X)
+#undef FG_X
+    // Every reason, zeros included, so that a reader sees the same keys from the start.
+    ordered_json reasons = ordered_json::object();
+    for (unsigned i = 1; i < static_cast<unsigned>(MalformedReason::count); ++i)
+        reasons[malformed_reason_name(static_cast<MalformedReason>(i))] =
+            total.malformed_by_reason[i];
+    j["malformed_reasons"] = reasons;
+    ordered_json answers = ordered_json::object();
+    for (unsigned i = 0; i < static_cast<unsigned>(AnswerKind::count); ++i)
+        answers[answer_kind_name(static_cast<AnswerKind>(i))] = total.answers_by_kind[i];
+    j["answers_by_kind"] = answers;
+    j["table"] = {{"capacity", capacity},
+                  {"occupancy", table.occupancy},
+                  {"reclaims", table.reclaims},
+                  {"full_events", table.full_events},
+                  {"bytes_per_entry", sizeof(LimitEntry)},
+                  {"memory_bytes", memory_bytes}};
+
+    ordered_json rules = ordered_json::array();
+    for (const CompiledRule &r : ruleset.rules()) {
+        RuleCounters sum;
+        HeavyHitters top;
+        for (const CoreReading &core : cores) {
+#define FG_X(name) sum.name += core.stats.rules[r.index].name;
+            FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+            top.merge(core.stats.top_refused[r.index]);
+        }
+        ordered_json rule;
+        rule["name"] = r.name;
+        rule["mode"] = r.shadow ? "shadow" : "enforce";
+        rule["action"] = rule_action_name(r.action);
+        // What the limit is kept per, hence what top_refused lists: sources, destinations
+        // (dst), sources of pairs (src+dst), or the whole rule (none).
+        rule["key"] = key_kind_name(r.key_kind);
+#define FG_X(name) rule[#name] = sum.name;
+        FG_RULE_COUNTERS(FG_X)
+#undef FG_X
+        ordered_json offenders = ordered_json::array();
+        for (const HeavyHitter &h : top.top(top_n))
+            offenders.push_back(
+                {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
+        rule["top_refused"] = offenders;
+        rules.push_back(rule);
+    }
+    j["rules"] = rules;
+    return j;
+}
+
+bool write_stats(const std::string &path, const nlohmann::ordered_json &stats) {
+    std::ofstream out(path);
+    out << stats.dump(2) << "\n";
+    out.close();
+    return static_cast<bool>(out);
+}
+
+}  // namespace floodgate

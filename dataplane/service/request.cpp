@@ -1,0 +1,117 @@
+#include "dataplane/service/request.h"
+
+#include <charconv>
+
+#include "dataplane/api/base64.h"
+
+#include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
+#include "dataplane/core/heavy_hitters.h"
+#include "dataplane/pipeline/stats_json.h"
+
+namespace floodgate {
+
+namespace {
+
+PrefixVerdict list_field(const nlohmann::json &request) {
+    const std::string list = get_string(request, "list");
+    if (list == "allow") return PrefixVerdict::allow;
+    if (list == "block") return PrefixVerdict::block;
+    throw MessageError("field \"list\" must be \"allow\" or \"block\"");
+}
+
+Prefix prefix_field(const nlohmann::json &request) {
+    std::string why;
+    std::optional<Prefix> p = parse_prefix(get_string(request, "prefix"), &why);
+    if (!p) throw MessageError("field \"prefix\": " + why);
+    return *p;
+}
+
+// {source, text, rules}: rules is the file's JSON document (doc_to_json), validated again
+// here; text is kept only to show people what they loaded.
+ServiceRequest load(const nlohmann::json &request) {
+    RulesFile next;
+    next.name = get_string(request, "source");
+    next.text = get_string(request, "text");
+    auto doc = request.find("rules");
+    if (doc == request.end())
+        throw MessageError(
+            "missing field \"rules\" (the rules file's document, as floodctl sends it)");
+    // The payload rules' databases the control plane compiled, by rule index; one that does not
+    // load here (another CPU or Hyperscan) is compiled again instead.
+    PrecompiledPayloads precompiled;
+    if (auto dbs = request.find("payload_databases"); dbs != request.end()) {
+        if (!dbs->is_object())
+            throw MessageError("\"payload_databases\" must be an object of rule index to base64");
+        for (const auto &[index, entry] : dbs->items()) {
+            size_t i = 0;
+            const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+            const auto blob = entry.is_object() ? entry.find("database") : entry.end();
+            const auto print = entry.is_object() ? entry.find("fingerprint") : entry.end();
+            if (ec != std::errc() || end != index.data() + index.size() || i >= kMaxRules ||
+                blob == entry.end() || !blob->is_string() || print == entry.end() ||
+                !print->is_string())
+                throw MessageError("\"payload_databases\": bad entry \"" + index +
+                                   "\" (expected {database: base64, fingerprint})");
+            const std::optional<std::string> bytes = base64_decode(blob->get<std::string>());
+            if (!bytes) throw MessageError("\"payload_databases\"." + index + ": not base64");
+            std::string ignored;
+            if (auto db = PayloadDatabase::deserialize(*bytes, &ignored))
+                precompiled[i] = {db, print->get<std::string>()};
+        }
+    }
+    try {
+        next.config = config_from_doc(json_to_doc(*doc, next.name), next.name, &precompiled);
+    } catch (const ConfigError &e) {
+        return RefusedLoadRequest{e};
+    }
+    next.doc = *doc;
+    LoadRequest out{std::move(next)};
+    for (size_t i = 0; i < out.rules.config.rules.size(); ++i) {
+        if (!out.rules.config.rules[i].match.payload.present()) continue;
+        const auto it = precompiled.find(i);
+        const bool used = it != precompiled.end() &&
+                          it->second.database == out.rules.config.rules[i].match.payload.compiled;
+        ++(used ? out.payload_precompiled : out.payload_compiled);
+    }
+    return out;
+}
+
+}  // namespace
+
+ServiceRequest decode_service_request(const std::string &line) {
+    const nlohmann::json request = parse_request(line);
+    const std::string cmd = get_string(request, "cmd");
+    if (cmd == "status") return StatusRequest{};
+    if (cmd == "stats")
+        return StatsRequest{static_cast<unsigned>(
+            get_int(request, "top", 1, HeavyHitters::kCounters, kTopRefusedReported))};
+    if (cmd == "rules") return RulesRequest{};
+    if (cmd == "overrides") return OverridesRequest{};
+    if (cmd == "load") return load(request);
+    if (cmd == "mode") {
+        ModeRequest m;
+        m.rule = get_string(request, "rule");
+        const std::string mode = get_string(request, "mode");
+        if (mode != "shadow" && mode != "enforce")
+            throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
+        m.mode = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+        return m;
+    }
+    if (cmd == "override_add") {
+        OverrideAddRequest o;
+        o.list = list_field(request);
+        o.prefix = prefix_field(request);
+        o.ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
+        return o;
+    }
+    if (cmd == "override_del") {
+        OverrideDelRequest o;
+        o.list = list_field(request);
+        o.prefix = prefix_field(request);
+        return o;
+    }
+    throw MessageError("unknown command \"" + cmd + "\"");
+}
+
+}  // namespace floodgate

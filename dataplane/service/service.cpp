@@ -1,0 +1,338 @@
+#include "dataplane/service/service.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
+#include "dataplane/pipeline/stats_json.h"
+
+namespace floodgate {
+
+using nlohmann::ordered_json;
+
+uint64_t unix_now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+uint64_t monotonic_now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+namespace {
+
+const char *list_name(PrefixVerdict v) {
+    return v == PrefixVerdict::allow ? "allow" : "block";
+}
+
+}  // namespace
+
+Service::Service(LiveRuleSet *live, RulesFile startup, ServiceInfo info, StatsFn stats,
+                 ServiceClock clock)
+    : live_(live),
+      info_(std::move(info)),
+      stats_(std::move(stats)),
+      clock_(std::move(clock)),
+      started_ns_(clock_.monotonic_ns()),
+      started_unix_ns_(clock_.wall_ns()),
+      rules_(std::move(startup)),
+      loaded_unix_ns_(started_unix_ns_) {}
+
+std::string Service::handle(const std::string &line) {
+    std::lock_guard<std::mutex> guard(lock_);
+    ordered_json reply;
+    try {
+        reply = dispatch(decode_service_request(line));
+    } catch (const MessageError &e) {
+        ++requests_refused_;
+        std::fprintf(stderr, "floodgate: control request refused: %s\n", e.what());
+        reply = error_reply(e.what());
+    } catch (const std::exception &e) {
+        ++requests_refused_;
+        std::fprintf(stderr, "floodgate: control request failed: %s\n", e.what());
+        reply = error_reply(e.what());
+    }
+    // Rules files may hold any bytes; replace what is not UTF-8 rather than throw.
+    return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ordered_json Service::dispatch(const ServiceRequest &request) {
+    return std::visit([this](const auto &r) { return execute(r); }, request);
+}
+
+ordered_json Service::execute(const StatsRequest &request) {
+    ordered_json reply = {{"ok", true}, {"version", version_}};
+    live_->with_current([&](const RuleSet &rs) { reply["stats"] = stats_(rs, request.top); });
+    // The instant of the reading on the dataplane's monotonic clock, and its uptime: rates
+    // between two readings (stats_rates.h), or since the start, need no clock of the reader's.
+    const uint64_t now = clock_.monotonic_ns();
+    reply["stats"]["sampled_ns"] = now;
+    reply["stats"]["uptime_s"] = (now - started_ns_) / 1e9;
+    return reply;
+}
+
+bool Service::apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
+                    const std::vector<PrefixOverride> &overrides, const char *origin,
+                    std::string *error) {
+    Config effective = rules.config;
+    for (Rule &r : effective.rules) {
+        auto it = modes.find(r.name);
+        if (it != modes.end()) r.mode = it->second;
+    }
+    RuleSetOptions options;
+    options.cores = info_.workers;
+    options.socket_id = info_.socket_id;
+    options.previous = live_->current();  // only this thread swaps, under lock_
+    options.overrides = overrides;
+    options.version = version_ + 1;
+    std::unique_ptr<RuleSet> next = RuleSet::build(effective, options, error);
+    if (!next) {
+        ++reloads_failed_;
+        return false;
+    }
+    live_->swap(std::move(next));
+    if (&rules != &rules_) rules_ = rules;
+    if (&modes != &modes_) modes_ = modes;
+    if (&overrides != &overrides_) overrides_ = overrides;
+    origin_ = origin;
+    ++version_;
+    ++reloads_ok_;
+    loaded_unix_ns_ = clock_.wall_ns();
+    return true;
+}
+
+uint64_t Service::version() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return version_;
+}
+
+RunningRules Service::running() {
+    std::lock_guard<std::mutex> guard(lock_);
+    RunningRules r;
+    r.version = version_;
+    r.allow = rules_.config.allow;
+    r.block = rules_.config.block;
+    r.overrides = overrides_;
+    r.rules = rules_.config.rules;
+    for (Rule &rule : r.rules)
+        if (auto it = modes_.find(rule.name); it != modes_.end()) rule.mode = it->second;
+    return r;
+}
+
+ordered_json Service::execute(const RefusedLoadRequest &request) {
+    ++reloads_failed_;
+    const ConfigError &e = request.error;
+    ordered_json reply = error_reply(e.what());
+    reply["file"] = e.file();
+    reply["line"] = e.line();
+    reply["field"] = e.field();
+    return reply;
+}
+
+ordered_json Service::execute(const LoadRequest &request) {
+    const RulesFile &next = request.rules;
+    ordered_json warnings = ordered_json::array();
+    if (next.config.table_entries_per_core != rules_.config.table_entries_per_core)
+        warnings.push_back("table.entries_per_core changed from " +
+                           std::to_string(rules_.config.table_entries_per_core) + " to " +
+                           std::to_string(next.config.table_entries_per_core) +
+                           ": the tables keep their size until floodgate restarts");
+    // The file that runs, from the same place, again, with no mode switch to end (none left,
+    // or each the file's own mode): nothing to do, and nothing done (the version stays). From
+    // another path it is a load like any other: status and rules show name the new source.
+    bool modes_as_written = true;  // every mode switch left is the file's own mode
+    for (const Rule &r : next.config.rules)
+        if (const auto m = modes_.find(r.name); m != modes_.end() && m->second != r.mode)
+            modes_as_written = false;
+    if (next.text == rules_.text && next.name == rules_.name && modes_as_written) {
+        modes_.clear();  // each said what the file says: ending them changes nothing
+        ordered_json reply = rules_locked();
+        reply["changed"] = false;
+        return reply;
+    }
+    std::string error;
+    // A load is a whole declaration: it ends every earlier `floodctl rule NAME` mode switch.
+    if (!apply(next, {}, overrides_, "floodctl", &error)) return error_reply(error);
+    ordered_json reply = rules_locked();
+    reply["changed"] = true;
+    reply["warnings"] = warnings;
+    reply["payload_databases"] = {{"precompiled", request.payload_precompiled},
+                                  {"compiled_here", request.payload_compiled}};
+    return reply;
+}
+
+ordered_json Service::execute(const ModeRequest &request) {
+    const Rule *rule = nullptr;
+    for (const Rule &r : rules_.config.rules)
+        if (r.name == request.rule) rule = &r;
+    if (rule == nullptr) throw MessageError("no rule named \"" + request.rule + "\"");
+    const auto switched = modes_.find(request.rule);
+    const RuleMode now = switched != modes_.end() ? switched->second : rule->mode;
+    if (now == request.mode) {  // already so: no new ruleset, no new version
+        ordered_json reply = rules_locked();
+        reply["changed"] = false;
+        return reply;
+    }
+    std::map<std::string, RuleMode> modes = modes_;
+    modes[request.rule] = request.mode;
+    std::string error;
+    if (!apply(rules_, modes, overrides_, origin_.c_str(), &error)) return error_reply(error);
+    ordered_json reply = rules_locked();
+    reply["changed"] = true;
+    return reply;
+}
+
+ordered_json Service::execute(const OverrideAddRequest &request) {
+    PrefixOverride o;
+    o.verdict = request.list;
+    o.prefix = request.prefix;
+    o.expires_ns = request.ttl_s == 0
+                       ? 0
+                       : clock_.monotonic_ns() + static_cast<uint64_t>(request.ttl_s) * 1000000000;
+    std::vector<PrefixOverride> next;
+    const PrefixOverride *replaced = nullptr;
+    for (const PrefixOverride &old : overrides_) {
+        if (!(old.prefix == o.prefix))
+            next.push_back(old);
+        else if (old.verdict != o.verdict)
+            replaced = &old;  // one override per prefix: the other list's goes, and says so
+    }
+    if (next.size() >= kMaxOverrides)
+        throw MessageError("too many overrides (" + std::to_string(kMaxOverrides) + ")");
+    next.push_back(o);
+    ordered_json was = nullptr;
+    if (replaced != nullptr)
+        was = {{"list", list_name(replaced->verdict)}, {"prefix", format_prefix(replaced->prefix)}};
+    std::string error;
+    if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    ordered_json reply = overrides_locked();
+    if (!was.is_null()) reply["replaced"] = was;
+    return reply;
+}
+
+ordered_json Service::execute(const OverrideDelRequest &request) {
+    std::vector<PrefixOverride> next;
+    for (const PrefixOverride &o : overrides_)
+        if (!(o.prefix == request.prefix && o.verdict == request.list)) next.push_back(o);
+    if (next.size() == overrides_.size())
+        throw MessageError(std::string("no ") + list_name(request.list) + " override for " +
+                           format_prefix(request.prefix));
+    std::string error;
+    if (!apply(rules_, modes_, next, origin_.c_str(), &error)) return error_reply(error);
+    return overrides_locked();
+}
+
+void Service::expire_overrides() {
+    std::lock_guard<std::mutex> guard(lock_);
+    const uint64_t now = clock_.monotonic_ns();
+    if (now < expiry_retry_ns_) return;
+    std::vector<PrefixOverride> next;
+    for (const PrefixOverride &o : overrides_)
+        if (o.expires_ns == 0 || o.expires_ns > now) next.push_back(o);
+    if (next.size() == overrides_.size()) return;
+    const size_t expired = overrides_.size() - next.size();
+    std::string error;
+    if (apply(rules_, modes_, next, origin_.c_str(), &error)) {
+        overrides_expired_ += expired;
+        expiry_retry_ns_ = 0;
+    } else {  // out of DPDK memory for a second ruleset: tried again every 10 s
+        if (expiry_retry_ns_ == 0)
+            std::fprintf(stderr, "floodgate: cannot remove expired overrides: %s\n", error.c_str());
+        expiry_retry_ns_ = now + 10000000000ull;
+    }
+}
+
+ordered_json Service::status_locked() const {
+    ordered_json ruleset = {{"version", version_},
+                            {"loaded_unix", loaded_unix_ns_ / 1e9},
+                            {"source", rules_.name},
+                            {"origin", origin_},
+                            {"rules", rules_.config.rules.size()},
+                            {"overrides", overrides_.size()}};
+    return {{"ok", true},
+            {"instance", info_.instance},
+            {"started_unix", started_unix_ns_ / 1e9},
+            {"uptime_s", (clock_.monotonic_ns() - started_ns_) / 1e9},
+            {"workers", info_.workers},
+            {"ruleset", ruleset},
+            {"reloads", {{"ok", reloads_ok_}, {"failed", reloads_failed_}}},
+            {"overrides_expired", overrides_expired_},
+            {"requests_refused", requests_refused_}};
+}
+
+ordered_json Service::rules_locked() const {
+    ordered_json rules = ordered_json::array();
+    live_->with_current([&](const RuleSet &rs) {
+        for (size_t i = 0; i < rs.rules().size(); ++i) {
+            const Rule &r = rs.config().rules[i];
+            rules.push_back({{"name", r.name},
+                             {"mode", r.mode == RuleMode::shadow ? "shadow" : "enforce"},
+                             {"algorithm", rule_algorithm_name(r.algorithm)},
+                             {"rate", format_rate(r.rate_count, r.rate_period_ns)},
+                             {"burst", r.burst_pkts},
+                             {"key", {{"ipv4", r.key_ipv4_len}, {"ipv6", r.key_ipv6_len}}},
+                             {"line", r.line},
+                             {"state", rs.kept_state(i) ? "kept" : "new"}});
+        }
+    });
+    ordered_json modes = ordered_json::object();
+    for (const auto &[name, mode] : modes_)
+        modes[name] = mode == RuleMode::shadow ? "shadow" : "enforce";
+    return {{"ok", true},
+            {"version", version_},
+            {"source", rules_.name},
+            {"origin", origin_},
+            {"loaded_unix", loaded_unix_ns_ / 1e9},
+            {"modes", modes},
+            {"rules", rules},
+            {"text", rules_.text},
+            {"doc", rules_.doc}};
+}
+
+ordered_json Service::overrides_locked() const {
+    const uint64_t now = clock_.monotonic_ns();
+    const uint64_t wall = clock_.wall_ns();
+    ordered_json list = ordered_json::array();
+    for (const PrefixOverride &o : overrides_) {
+        ordered_json row = {{"list", list_name(o.verdict)}, {"prefix", format_prefix(o.prefix)}};
+        if (o.expires_ns == 0) {
+            row["expires_unix"] = nullptr;
+            row["ttl_left_s"] = nullptr;
+        } else {
+            // The TTL left is exact; the wall-clock instant it comes to is for people.
+            const uint64_t left_ns = o.expires_ns > now ? o.expires_ns - now : 0;
+            row["expires_unix"] = (wall + left_ns) / 1e9;
+            row["ttl_left_s"] = left_ns / 1e9;
+        }
+        list.push_back(row);
+    }
+    return {{"ok", true}, {"version", version_}, {"overrides", list}};
+}
+
+ordered_json Service::status() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return status_locked();
+}
+
+ordered_json Service::stats() {
+    std::lock_guard<std::mutex> guard(lock_);
+    ordered_json s;
+    live_->with_current([&](const RuleSet &rs) { s = stats_(rs, kTopRefusedReported); });
+    return s;
+}
+
+ordered_json Service::rules() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return rules_locked();
+}
+
+ordered_json Service::overrides() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return overrides_locked();
+}
+
+}  // namespace floodgate

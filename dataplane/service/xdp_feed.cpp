@@ -1,0 +1,154 @@
+#include "dataplane/service/xdp_feed.h"
+
+#include <cstdio>
+
+#include "dataplane/api/numbers.h"
+
+namespace floodgate {
+
+namespace {
+
+constexpr uint64_t kSecondNs = 1'000'000'000ull;
+// A full walk of the maps (for operator entries that expired) is not needed every second.
+constexpr uint64_t kSweepNs = 60 * kSecondNs;
+
+std::vector<XdpEntry> owned_entries(const RunningRules &r, uint64_t now_ns) {
+    std::vector<XdpEntry> out;
+    for (const Prefix &p : r.allow) out.push_back({p, FG_XDP_ORIGIN_rules, true, 0});
+    for (const Prefix &p : r.block) out.push_back({p, FG_XDP_ORIGIN_rules, false, 0});
+    for (const PrefixOverride &o : r.overrides)
+        if (o.expires_ns == 0 || o.expires_ns > now_ns)
+            out.push_back({o.prefix, FG_XDP_ORIGIN_override, o.verdict == PrefixVerdict::allow,
+                           o.expires_ns});
+    return out;
+}
+
+}  // namespace
+
+XdpFeed::XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir)
+    : tier_(std::move(tier)), iface_(std::move(iface)), pin_dir_(std::move(pin_dir)) {}
+
+void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
+                   const std::function<nlohmann::ordered_json()> &stats) {
+    bool changed, due;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        changed = version != version_;
+        due = now_ns >= next_ns_;
+    }
+    const RunningRules rules = changed ? running() : RunningRules{};
+    const nlohmann::ordered_json live = due ? stats() : nlohmann::ordered_json{};
+    std::lock_guard<std::mutex> guard(lock_);
+    if (changed) reconcile(rules, now_ns);
+    if (!due) return;
+    next_ns_ = now_ns + kSecondNs;
+    // Our escalated entries whose TTL ended; then, now and then, everything that expired.
+    std::string ignored;
+    for (auto it = escalated_.begin(); it != escalated_.end();) {
+        if (it->expires_ns > now_ns) {
+            ++it;
+            continue;
+        }
+        // Ours if still escalated and due (a newer escalation of the same source has its own
+        // record); gone already (floodctl xdp del, or a sweep) counts as expired too.
+        XdpEntry there;
+        const bool present = tier_->find(it->key, &there);
+        const bool ours = present && there.origin == FG_XDP_ORIGIN_escalated &&
+                          there.expires_ns == it->expires_ns;
+        if (!present || (ours && tier_->remove(it->key, &ignored))) {
+            ++escalations_expired_;
+            if (entries_[FG_XDP_ORIGIN_escalated] > 0) --entries_[FG_XDP_ORIGIN_escalated];
+        }
+        it = escalated_.erase(it);
+    }
+    escalate(now_ns, live);
+    if (now_ns >= next_sweep_ns_) {
+        next_sweep_ns_ = now_ns + kSweepNs;
+        tier_->expire(now_ns);
+        count_entries();
+    }
+}
+
+void XdpFeed::reconcile(const RunningRules &running, uint64_t now_ns) {
+    last_reconcile_ = tier_->reconcile(owned_entries(running, now_ns));
+    reconcile_failed_ += last_reconcile_.failed;
+    if (last_reconcile_.failed > 0)
+        std::fprintf(stderr, "floodgate run: the XDP maps refused %zu entries (full?)\n",
+                     last_reconcile_.failed);
+    escalator_.set_rules(running.rules);
+    version_ = running.version;
+    count_entries();
+}
+
+void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
+    std::vector<RefusedSource> top;
+    const auto rules = stats.find("rules");
+    if (rules == stats.end() || !rules->is_array()) return;
+    for (const auto &r : *rules) {
+        if (r.value("mode", "") != "enforce") continue;  // a shadow rule refuses nothing
+        const std::string name = r.value("name", "");
+        for (const auto &t : r.value("top_refused", nlohmann::ordered_json::array())) {
+            std::string why;
+            const std::optional<Prefix> p = parse_prefix(t.value("source", ""), &why);
+            const uint64_t count = t.value("count", uint64_t{0}), error = t.value("error", 0ull);
+            if (p) top.push_back({name, *p, count > error ? count - error : 0});
+        }
+    }
+    std::string error;
+    for (const Escalation &e : escalator_.sample(now_ns, top)) {
+        XdpEntry before;
+        const bool renewal =
+            tier_->find(e.key, &before) && before.origin == FG_XDP_ORIGIN_escalated;
+        if (tier_->add_escalated({e.key, FG_XDP_ORIGIN_escalated, false, e.expires_ns}, now_ns,
+                                 &error)) {
+            ++escalations_;
+            if (!renewal) ++entries_[FG_XDP_ORIGIN_escalated];
+            escalated_.push_back({e.key, e.expires_ns});
+            std::printf(
+                "xdp: escalated %s (rule %s, refused %llu/s) for %s\n",
+                format_prefix(e.key).c_str(), e.rule.c_str(),
+                static_cast<unsigned long long>(e.refused_per_s),
+                format_duration_s(static_cast<long long>((e.expires_ns - now_ns) / kSecondNs))
+                    .c_str());
+            std::fflush(stdout);
+        } else if (error.empty()) {
+            ++escalations_skipped_;
+        } else {
+            ++escalations_failed_;
+            std::fprintf(stderr, "floodgate run: xdp: cannot escalate %s\n", error.c_str());
+            error.clear();
+        }
+    }
+}
+
+void XdpFeed::count_entries() {
+    for (uint64_t &n : entries_) n = 0;
+    for (const XdpEntry &e : tier_->list()) ++entries_[e.origin];
+}
+
+nlohmann::ordered_json XdpFeed::stats() const {
+    std::lock_guard<std::mutex> guard(lock_);
+    nlohmann::ordered_json counters = nlohmann::ordered_json::object();
+    const std::vector<uint64_t> c = tier_->counters();
+    for (unsigned i = 0; i < c.size(); ++i) counters[xdp_counter_name(i)] = c[i];
+    nlohmann::ordered_json entries = nlohmann::ordered_json::object();
+    for (unsigned o = 0; o < FG_XDP_ORIGIN_COUNT; ++o)
+        entries[xdp_origin_name(static_cast<fg_xdp_origin>(o))] = entries_[o];
+    return {{"iface", iface_},
+            {"pin_dir", pin_dir_},
+            {"counters", counters},
+            {"entries", entries},
+            {"reconcile",
+             {{"version", version_},
+              {"written", last_reconcile_.added},
+              {"removed", last_reconcile_.removed},
+              {"failed_total", reconcile_failed_}}},
+            {"escalations",
+             {{"total", escalations_},
+              {"skipped", escalations_skipped_},
+              {"failed", escalations_failed_},
+              {"expired", escalations_expired_},
+              {"tracked", escalator_.tracked()}}}};
+}
+
+}  // namespace floodgate

@@ -1,0 +1,65 @@
+// The dataplane's side of the XDP tier, on net_af_xdp (bpf/xdp_tier.h): keeps the program's
+// maps in step with what runs (the rules file's allow and block lists and the overrides,
+// rewritten whenever the dataplane service's version changes), escalates the sources that
+// rules keep refusing (dataplane/service/escalation.h) with their TTL, and removes escalated
+// entries when their time has come. Runs on the control thread, never on a worker; the workers know
+// nothing of it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bpf/xdp_tier.h"
+#include "dataplane/service/escalation.h"
+#include "dataplane/service/service.h"
+
+namespace floodgate {
+
+class XdpFeed {
+  public:
+    XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir);
+
+    // Called often (every 100 ms): rewrites the rules and override entries when `version` (the
+    // dataplane service's) has changed, asking `running` for them; once a second escalates,
+    // asking `stats` for the live stats (live_stats.h: the rules' top refused sources), and
+    // removes escalated entries whose TTL ended. Neither callback is called under the feed's
+    // lock (they take the service's and the ruleset's).
+    void tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
+              const std::function<nlohmann::ordered_json()> &stats);
+    // The "xdp" section of the stats: the program's counters, the maps' entries by origin,
+    // what escalation did. Any thread.
+    nlohmann::ordered_json stats() const;
+
+  private:
+    void reconcile(const RunningRules &running, uint64_t now_ns);
+    void escalate(uint64_t now_ns, const nlohmann::ordered_json &stats);
+    void count_entries();
+
+    mutable std::mutex lock_;  // stats() from the telemetry thread
+    std::unique_ptr<XdpTier> tier_;
+    const std::string iface_;
+    const std::string pin_dir_;
+    Escalator escalator_;
+    uint64_t version_ = 0;  // of the running rules last written (0: none yet)
+    uint64_t next_ns_ = 0;
+    uint64_t next_sweep_ns_ = 0;
+    struct Escalated {
+        Prefix key;
+        uint64_t expires_ns;
+    };
+    std::vector<Escalated> escalated_;  // ours, to remove on time without walking the maps
+    uint64_t entries_[FG_XDP_ORIGIN_COUNT] = {};
+    XdpReconciled last_reconcile_;
+    uint64_t reconcile_failed_ = 0;
+    uint64_t escalations_ = 0;
+    uint64_t escalations_skipped_ = 0;  // an entry of the same prefix held already
+    uint64_t escalations_failed_ = 0;   // the map refused (full)
+    uint64_t escalations_expired_ = 0;
+};
+
+}  // namespace floodgate
