@@ -799,7 +799,7 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
           ("floodgate_merge_max_lag_seconds", (("core", "1"),)) in samples,
           "metrics: reloads, table occupancy and merge lag present")
     # The reasons as the source lists them (FG_MALFORMED_REASONS), none excepted.
-    with open(os.path.join(SRC, "dataplane", "parse.h")) as f:
+    with open(os.path.join(SRC, "dataplane", "api", "malformed.h")) as f:
         macro = re.search(r"#define FG_MALFORMED_REASONS\(X\)(.*?)\n\n", f.read(), re.S).group(1)
     listed = set(re.findall(r"X\((\w+)\)", macro)) - {"none"}
     reasons = {dict(k[1])["reason"] for k in samples if k[0] == "floodgate_malformed_by_reason_total"}
