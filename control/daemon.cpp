@@ -20,6 +20,7 @@
 #include "dataplane/api/message.h"
 #include "dataplane/api/stats_rates.h"
 #include "dataplane/api/unix_socket.h"
+#include "rules/config_error_reply.h"
 #include "rules/load.h"
 
 namespace floodgate {
@@ -311,11 +312,7 @@ json Daemon::rules_load(const json &request) {
     try {
         next = parse_rules_file(text, source);
     } catch (const ConfigError &e) {
-        json reply = error_reply(e.what());
-        reply["file"] = e.file();
-        reply["line"] = e.line();
-        reply["field"] = e.field();
-        return reply;
+        return config_error_reply(e);
     }
     json running;
     std::string error;

@@ -1,4 +1,5 @@
 #include "dataplane/patterns/payload_database.h"
+#include "rules/config_error_reply.h"
 #include "rules/load.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,21 @@ TEST(ConfigError, FormatsFileLineFieldReason) {
     EXPECT_EQ(e.field(), "rules[1].limit.rate");
     EXPECT_STREQ(ConfigError("a.yaml", 0, "allow", "x").what(), "a.yaml: allow: x");
     EXPECT_STREQ(ConfigError("a.yaml", 7, "", "syntax").what(), "a.yaml:7: syntax");
+}
+
+// The control protocol's reply to a refused file, as floodctl daemon and the dataplane send it.
+TEST(ConfigError, ReplyCarriesFileLineField) {
+    const ConfigError e("a.yaml", 3, "rules[1].limit.rate", "bad rate");
+    const nlohmann::json reply = config_error_reply(e);
+    EXPECT_EQ(reply, nlohmann::json({{"ok", false},
+                                     {"error", "a.yaml:3: rules[1].limit.rate: bad rate"},
+                                     {"file", "a.yaml"},
+                                     {"line", 3},
+                                     {"field", "rules[1].limit.rate"}}));
+    // The dataplane's ordered reply: the error reply's fields, then file, line and field.
+    EXPECT_EQ(config_error_reply<nlohmann::ordered_json>(e).dump(),
+              R"({"error":"a.yaml:3: rules[1].limit.rate: bad rate","ok":false,)"
+              R"("file":"a.yaml","line":3,"field":"rules[1].limit.rate"})");
 }
 
 TEST(ConfigErrors, YamlSyntax) {

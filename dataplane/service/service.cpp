@@ -6,6 +6,7 @@
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
 #include "dataplane/pipeline/stats_json.h"
+#include "rules/config_error_reply.h"
 
 namespace floodgate {
 
@@ -125,12 +126,7 @@ RunningRules Service::running() {
 
 ordered_json Service::execute(const RefusedLoadRequest &request) {
     ++reloads_failed_;
-    const ConfigError &e = request.error;
-    ordered_json reply = error_reply(e.what());
-    reply["file"] = e.file();
-    reply["line"] = e.line();
-    reply["field"] = e.field();
-    return reply;
+    return config_error_reply<ordered_json>(request.error);
 }
 
 ordered_json Service::execute(const LoadRequest &request) {
