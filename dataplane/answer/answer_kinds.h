@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "dataplane/answer/answer.h"
+#include "dataplane/core/load_be.h"
 #include "dataplane/core/parse.h"
 
 namespace floodgate::answer {
@@ -31,12 +32,6 @@ inline constexpr uint32_t kIcmpHeaderBytes = 8;  // type, code, checksum, 4 byte
 // The shortest Ethernet frame without its FCS (IEEE 802.3 clause 4: 64 bytes with it).
 inline constexpr uint32_t kMinFrameBytes = 60;
 
-inline uint16_t load_be16(const uint8_t *p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-inline uint32_t load_be32(const uint8_t *p) {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
 inline void store_be16(uint8_t *p, uint16_t v) {
     p[0] = static_cast<uint8_t>(v >> 8);
     p[1] = static_cast<uint8_t>(v);

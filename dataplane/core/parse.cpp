@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "dataplane/core/load_be.h"
+
 namespace floodgate {
 
 namespace {
@@ -18,13 +20,6 @@ constexpr uint8_t kIpv6Routing = 43;
 constexpr uint8_t kIpv6Fragment = 44;
 constexpr uint8_t kIpv6Ah = 51;
 constexpr uint8_t kIpv6DestOpts = 60;
-
-inline uint16_t load_be16(const uint8_t *p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-inline uint32_t load_be32(const uint8_t *p) {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
 
 [[gnu::cold]] ParseStatus malformed(PacketInfo *out, MalformedReason why) {
     out->malformed = why;
