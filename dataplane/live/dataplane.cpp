@@ -1,0 +1,145 @@
+#include "dataplane/live/dataplane.h"
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/pipeline/eal.h"
+#include "dataplane/pipeline/merge.h"
+
+namespace floodgate {
+
+EalSession::EalSession(int argc, char **argv) {
+    const int consumed = rte_eal_init(argc, argv);
+    if (consumed < 0) {
+        error_ = std::string("DPDK EAL initialisation failed: ") + rte_strerror(rte_errno);
+        return;
+    }
+    consumed_ = consumed;
+}
+
+EalSession::~EalSession() {
+    if (ok()) rte_eal_cleanup();
+}
+
+Dataplane::Dataplane(const DataplaneSetup &setup, LiveRuleSet *rules, std::atomic<bool> *stop)
+    : setup_(setup), rules_(rules), stop_(stop) {
+    view_.workers = &workers_;
+    view_.outside = setup.outside;
+    view_.inside = setup.inside;
+    view_.merge_interval_ns = setup.merge_interval_ns;
+}
+
+Dataplane::~Dataplane() {
+    // Nothing is released under a running worker; then the members, in reverse order.
+    if (running_) {
+        stop_->store(true);
+        wait();
+    }
+}
+
+void Dataplane::PoolFree::operator()(rte_mempool *pool) const {
+    rte_mempool_free(pool);
+}
+
+Dataplane::StartedPorts::~StartedPorts() {
+    for (auto it = ports_.rbegin(); it != ports_.rend(); ++it) close_port(*it);
+}
+
+bool Dataplane::create_pool(std::string *error) {
+    // Every RX ring full on both ports, plus a burst in flight and a cache per worker.
+    const unsigned n_mbufs = setup_.mbufs != 0
+                                 ? setup_.mbufs
+                                 : 2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
+    pool_.reset(rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0,
+                                        static_cast<uint16_t>(setup_.mbuf_size),
+                                        static_cast<int>(rte_socket_id())));
+    if (!pool_) {
+        *error = std::string("cannot create the mbuf pool of ") + std::to_string(n_mbufs) +
+                 " mbufs: " + rte_strerror(rte_errno) + " (not enough hugepage memory?)";
+        return false;
+    }
+    return true;
+}
+
+std::vector<uint16_t> Dataplane::ports() const {
+    if (setup_.inside == setup_.outside) return {setup_.outside};
+    return {setup_.outside, setup_.inside};
+}
+
+bool Dataplane::start_port(uint16_t port, PortFeatures *features, std::string *error) {
+    if (!setup_port({port, static_cast<uint16_t>(setup_.workers)}, pool_.get(), features, error)) {
+        if (rte_eth_dev_is_valid_port(port)) close_port(port);  // configured, maybe not started
+        return false;
+    }
+    started_.add(port);
+    if (port == setup_.outside) outside_checksum_offload_ = features->tx_checksum_offload;
+    return true;
+}
+
+bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *error) {
+    const HashSeed seed = random_hash_seed();
+    const HashSeed cookie_seed = random_hash_seed();
+    const CookieKey cookie_key{cookie_seed.k[0], cookie_seed.k[1]};
+    // Records a worker may publish per merge: one per key it admitted since the last one.
+    if (setup_.workers > 1) {
+        merger_ = std::make_unique<LiveMerger>(setup_.workers, 2 * kMaxUnpublishedKeys);
+        if (!merger_->ok()) {
+            *error = std::string("cannot create the merge rings: ") + rte_strerror(rte_errno);
+            return false;
+        }
+    }
+    view_.merger = merger_.get();
+    uint16_t queue = 0;
+    unsigned lcore;
+    RTE_LCORE_FOREACH_WORKER(lcore) {
+        TableMemory mem = dpdk_table_memory(static_cast<int>(rte_lcore_to_socket_id(lcore)));
+        tables_.push_back(std::make_unique<LimitTable>(table_entries_per_core, seed, mem));
+        if (!tables_.back()->ok()) {
+            *error = "cannot allocate a limiter table of " +
+                     std::to_string(LimitTable::bytes_for(table_entries_per_core)) +
+                     " bytes for lcore " + std::to_string(lcore) + " (not enough hugepage memory?)";
+            return false;
+        }
+        pipelines_.push_back(
+            std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
+        pipelines_.back()->set_cookie_key(cookie_key);
+        const MergeRings *rings = merger_ ? &merger_->rings(queue) : nullptr;
+        workers_.push_back(std::make_unique<Worker>(
+            WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_},
+            pipelines_.back().get(), rules_, stop_, rings, setup_.merge_interval_ns));
+        view_.lcores.push_back(lcore);
+        ++queue;
+        if (!workers_.back()->ok()) {
+            *error = "cannot allocate TX buffers";
+            return false;
+        }
+    }
+    return true;
+}
+
+int Dataplane::run_worker(void *launch) {
+    const Launch *l = static_cast<const Launch *>(launch);
+    l->worker->run(l->start_tsc);
+    return 0;
+}
+
+void Dataplane::launch() {
+    const uint64_t start_tsc = rte_rdtsc();
+    launches_.clear();
+    for (const std::unique_ptr<Worker> &w : workers_) launches_.push_back({w.get(), start_tsc});
+    running_ = true;
+    for (size_t i = 0; i < launches_.size(); ++i)
+        rte_eal_remote_launch(run_worker, &launches_[i], view_.lcores[i]);
+}
+
+void Dataplane::wait() {
+    rte_eal_mp_wait_lcore();
+    running_ = false;
+}
+
+}  // namespace floodgate
