@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every kind of answer (dataplane/answer/answer.h) judged by Wireshark's dissectors, which know nothing
-# of floodgate: tests/test_answer.cpp's AnswerPcap test writes each request and its answer, on
-# IPv4 and IPv6, untagged, 802.1Q and QinQ, with IPv4 options and IPv6 extension headers, and
-# tshark (4.0) reads the file back with every checksum check on:
+# of floodgate: tests/test_answer_builders.cpp's AnswerPcap test writes each request and its
+# answer, on IPv4 and IPv6, untagged, 802.1Q and QinQ, with IPv4 options and IPv6 extension
+# headers, and tshark (4.0) reads the file back with every checksum check on:
 #
 #   tshark -r answers.pcap -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE \
 #          -o udp.check_checksum:TRUE -V

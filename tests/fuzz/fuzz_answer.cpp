@@ -3,7 +3,7 @@
 // frame. Besides not crashing: a refusal says why and costs nothing; an answer is never longer than
 // the frame, is written within its own length only, and parses back as the IP packet it claims
 // to be (from the original destination to the original source, ports swapped, tags kept), with
-// checksums that verify (summed here, not by DPDK's helpers the builders use).
+// checksums that verify (summed by tests/answer_bytes.h, not by DPDK's helpers the builders use).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +12,7 @@
 #include "dataplane/answer/answer.h"
 #include "dataplane/api/protocols.h"
 #include "dataplane/core/parse.h"
+#include "tests/answer_bytes.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -22,23 +23,12 @@ using floodgate::NoAnswer;
 using floodgate::PacketInfo;
 using floodgate::ParseStatus;
 
-// RFC 1071, folded; 0xffff over data that includes its checksum means it verifies.
-uint16_t ones_sum(const uint8_t *p, size_t n, uint32_t acc = 0) {
-    for (size_t i = 0; i + 1 < n; i += 2) acc += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-    if (n % 2 != 0) acc += static_cast<uint32_t>(p[n - 1] << 8);
-    while (acc >> 16 != 0) acc = (acc & 0xffff) + (acc >> 16);
-    return static_cast<uint16_t>(acc);
-}
+using floodgate::test::ones_sum;
 
+// The upper-layer checksum, over the pseudo-header too (tests/answer_bytes.h).
 bool l4_checksum_ok(const uint8_t *f, const PacketInfo &a) {
-    uint32_t acc = 0;
-    if (!(a.family == 4 && a.l4_proto == floodgate::kProtoIcmp)) {
-        const uint8_t *ip = f + a.l3_offset;
-        acc = a.family == 4 ? ones_sum(ip + 12, 8) : ones_sum(ip + 8, 32);
-        acc += a.l4_proto;
-        acc += a.l4_len;
-    }
-    return ones_sum(f + a.l4_offset, a.l4_len, acc) == 0xffff;
+    return floodgate::test::l4_sum(f, a.l3_offset, a.l4_offset, a.l4_len, a.family, a.l4_proto) ==
+           0xffff;
 }
 
 uint8_t answer_proto(AnswerKind kind, uint8_t family) {
