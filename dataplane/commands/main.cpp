@@ -2,8 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "dataplane/commands/run.h"
-#include "dataplane/replay/replay.h"
+#include "dataplane/commands/commands.h"
 
 namespace {
 void usage(std::FILE *to) {

@@ -1,18 +1,14 @@
 #include "dataplane/replay/replay.h"
 
-#include <getopt.h>
 #include <rte_malloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <memory>
 #include <optional>
 
-#include "dataplane/api/numbers.h"
 #include "dataplane/api/stats_text.h"
 #include "dataplane/pipeline/eal.h"
 #include "dataplane/pipeline/merge.h"
@@ -36,20 +32,6 @@ constexpr HashSeed kReplaySeed = {
 // every run (syn_cookie.h).
 constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
 
-enum class Spread : uint8_t { hash, round_robin };
-
-struct ReplayOptions {
-    std::string config, in, pass, drop, answers, stats, report;
-    bool quiet = false;
-    unsigned workers = 1;
-    Spread spread = Spread::hash;
-    uint64_t merge_interval_ns = 1000000;
-    // --inside: the protected side's prefixes. A frame from one of them went inside to
-    // outside: it is forwarded unjudged, as the live path does (written to --pass), and a
-    // reply among them marks its destination established (Pipeline::observe_returning).
-    std::vector<Prefix> inside;
-};
-
 // Whether the frame went inside to outside (its source is in --inside).
 bool returning(const PcapRecord &r, const ReplayOptions &opt) {
     if (opt.inside.empty()) return false;
@@ -63,134 +45,12 @@ bool returning(const PcapRecord &r, const ReplayOptions &opt) {
     return false;
 }
 
-void usage(std::FILE *to) {
-    std::fputs(
-        "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
-        "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
-        "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
-        "                        [--inside PREFIX,...]\n"
-        "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
-        "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
-        "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
-        "would send (at the time of the frame each answers). --workers spreads the\n"
-        "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
-        "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n"
-        "--inside names the protected side: frames from it are passed unjudged, and replies\n"
-        "among them make their destinations established sources (aggregate rules' classes).\n"
-        "--report writes one self-contained HTML page: per rule, matched, passed, refused and\n"
-        "answered per bin of packet time (at most 60 bins, of the 1-2-5 series' smallest width\n"
-        "that covers the capture), the totals, the top refused sources and the rules file.\n",
-        to);
-}
-
-bool parse_options(int argc, char **argv, ReplayOptions *o) {
-    static const option longopts[] = {{"config", required_argument, nullptr, 'c'},
-                                      {"in", required_argument, nullptr, 'i'},
-                                      {"pass", required_argument, nullptr, 'p'},
-                                      {"drop", required_argument, nullptr, 'd'},
-                                      {"answers", required_argument, nullptr, 'a'},
-                                      {"stats", required_argument, nullptr, 's'},
-                                      {"report", required_argument, nullptr, 'r'},
-                                      {"quiet", no_argument, nullptr, 'q'},
-                                      {"workers", required_argument, nullptr, 'w'},
-                                      {"spread", required_argument, nullptr, 'S'},
-                                      {"merge-interval-us", required_argument, nullptr, 'm'},
-                                      {"inside", required_argument, nullptr, 'I'},
-                                      {"help", no_argument, nullptr, 'h'},
-                                      {nullptr, 0, nullptr, 0}};
-    optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "c:i:p:d:a:s:qh", longopts, nullptr)) != -1;) {
-        uint64_t n;
-        switch (c) {
-            case 'w':
-                if (!uint_option("floodgate replay", "--workers", optarg, 1, 64, &n)) return false;
-                o->workers = static_cast<unsigned>(n);
-                break;
-            case 'S':
-                if (std::strcmp(optarg, "hash") == 0) {
-                    o->spread = Spread::hash;
-                } else if (std::strcmp(optarg, "rr") == 0) {
-                    o->spread = Spread::round_robin;
-                } else {
-                    std::fputs("floodgate replay: --spread takes hash or rr\n", stderr);
-                    return false;
-                }
-                break;
-            case 'm':
-                // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
-                if (!uint_option("floodgate replay", "--merge-interval-us", optarg, 1, 10000000,
-                                 &n))
-                    return false;
-                o->merge_interval_ns = n * 1000;
-                break;
-            case 'I': {
-                const std::string list = optarg;
-                for (size_t at = 0; at <= list.size();) {
-                    const size_t comma = std::min(list.find(',', at), list.size());
-                    std::string why;
-                    const std::optional<Prefix> p = parse_prefix(list.substr(at, comma - at), &why);
-                    if (!p) {
-                        std::fprintf(stderr, "floodgate replay: --inside %s\n", why.c_str());
-                        return false;
-                    }
-                    o->inside.push_back(*p);
-                    at = comma + 1;
-                }
-                break;
-            }
-            case 'c':
-                o->config = optarg;
-                break;
-            case 'i':
-                o->in = optarg;
-                break;
-            case 'p':
-                o->pass = optarg;
-                break;
-            case 'd':
-                o->drop = optarg;
-                break;
-            case 'a':
-                o->answers = optarg;
-                break;
-            case 's':
-                o->stats = optarg;
-                break;
-            case 'r':
-                o->report = optarg;
-                break;
-            case 'q':
-                o->quiet = true;
-                break;
-            case 'h':
-                usage(stdout);
-                std::exit(0);
-            default:
-                return false;
-        }
-    }
-    if (optind != argc) {
-        std::fprintf(stderr, "floodgate replay: unexpected argument '%s'\n", argv[optind]);
-        return false;
-    }
-    if (o->config.empty() || o->in.empty() || o->pass.empty()) {
-        std::fputs("floodgate replay: --config, --in and --pass are required\n", stderr);
-        return false;
-    }
-    return true;
-}
-
 // DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
 // the EAL itself, in MiB.
 uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
     uint64_t bytes = workers * LimitTable::bytes_for(config.table_entries_per_core) +
                      RuleSet::dpdk_memory_bytes(config);
     return (bytes >> 20) + 64;
-}
-
-int fail(const std::string &message) {
-    std::fprintf(stderr, "floodgate replay: %s\n", message.c_str());
-    return 1;
 }
 
 // Where decided frames go: passed ones to PASS.pcap; dropped ones, answered included, to
@@ -428,13 +288,11 @@ bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
 
 }  // namespace
 
-int replay_main(int argc, char **argv) {
-    ReplayOptions opt;
-    if (!parse_options(argc, argv, &opt)) {
-        usage(stderr);
-        return 2;
-    }
-
+int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
+    const auto fail = [&](const std::string &message) {
+        errors(message);
+        return 1;
+    };
     Config config;
     std::string rules_text;  // for --report: the bytes the rules were read from
     try {
@@ -465,7 +323,7 @@ int replay_main(int argc, char **argv) {
     if (!opt.report.empty()) names.push_back({"--report", opt.report});
     OpenedOutputs outputs = open_distinct_outputs({"--in", opt.in}, in.fd(), names);
     if (!outputs.error.empty()) {
-        std::fprintf(stderr, "floodgate replay: %s\n", outputs.error.c_str());
+        errors(outputs.error);
         return outputs.same_file ? 2 : 1;
     }
     size_t next = 0;

@@ -1,9 +1,44 @@
-// `floodgate replay`: the live pipeline run over a pcap, with the clock taken from the packet
-// timestamps. Deterministic: the same rules and trace give the same bytes out.
+// `floodgate replay`'s engine: the live pipeline run over a pcap, with the clock taken from the
+// packet timestamps. Deterministic: the same rules and trace give the same bytes out. Its
+// command line is dataplane/commands/replay_command.cpp.
 #pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dataplane/api/prefix.h"
 
 namespace floodgate {
 
-int replay_main(int argc, char **argv);
+// How frames are spread over several virtual cores: by a hash of the full source address, as
+// RSS on the whole address would, or round robin.
+enum class Spread : uint8_t { hash, round_robin };
+
+struct ReplayOptions {
+    std::string config;   // RULES.yaml
+    std::string in;       // the capture
+    std::string pass;     // where passed frames are written
+    std::string drop;     // dropped ones (answered ones included); empty: not written
+    std::string answers;  // what is sent in place of answered ones; empty: not written
+    std::string stats;    // STATS.json, written at the end; empty: not written
+    std::string report;   // REPORT.html, written at the end; empty: not written
+    bool quiet = false;   // no stats summary on stdout
+    unsigned workers = 1;
+    Spread spread = Spread::hash;
+    uint64_t merge_interval_ns = 1000000;
+    // The protected side's prefixes. A frame from one of them went inside to outside: it is
+    // forwarded unjudged, as the live path does (written to pass), and a reply among them
+    // marks its destination established (Pipeline::observe_returning).
+    std::vector<Prefix> inside;
+};
+
+// Where the replay's failures are told, one message at a time, without the command's name.
+using ReplayErrors = std::function<void(const std::string &message)>;
+
+// Runs the replay. Returns the exit code: 0 done, 1 failed, 2 when two of the files named are
+// one file (a usage error found only when they are opened); each failure is told to errors.
+int replay(const ReplayOptions &options, const ReplayErrors &errors);
 
 }  // namespace floodgate

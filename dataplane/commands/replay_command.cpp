@@ -1,0 +1,84 @@
+// `floodgate replay`'s command line; the replay itself is dataplane/replay/replay.h's.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "dataplane/commands/commands.h"
+#include "dataplane/commands/options.h"
+#include "dataplane/replay/replay.h"
+
+namespace floodgate {
+
+namespace {
+
+constexpr const char *kCommand = "floodgate replay";
+
+constexpr const char *kUsage =
+    "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
+    "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
+    "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
+    "                        [--inside PREFIX,...]\n"
+    "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
+    "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
+    "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
+    "would send (at the time of the frame each answers). --workers spreads the\n"
+    "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
+    "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n"
+    "--inside names the protected side: frames from it are passed unjudged, and replies\n"
+    "among them make their destinations established sources (aggregate rules' classes).\n"
+    "--report writes one self-contained HTML page: per rule, matched, passed, refused and\n"
+    "answered per bin of packet time (at most 60 bins, of the 1-2-5 series' smallest width\n"
+    "that covers the capture), the totals, the top refused sources and the rules file.\n";
+
+// --inside PREFIX,...: every prefix, or the first one refused.
+std::vector<Prefix> inside_prefixes(const std::string &list) {
+    std::vector<Prefix> out;
+    for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        std::string why;
+        const std::optional<Prefix> p = parse_prefix(list.substr(at, comma - at), &why);
+        if (!p) throw UsageError("--inside " + why);
+        out.push_back(*p);
+        at = comma + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+int replay_main(int argc, char **argv) {
+    ReplayOptions o;
+    CommandLine cli(kCommand, kUsage);
+    cli.text("-c,--config", &o.config);
+    cli.text("-i,--in", &o.in);
+    cli.text("-p,--pass", &o.pass);
+    cli.text("-d,--drop", &o.drop);
+    cli.text("-a,--answers", &o.answers);
+    cli.text("-s,--stats", &o.stats);
+    cli.text("-r,--report", &o.report);
+    cli.flag("-q,--quiet", &o.quiet);
+    cli.number("--workers", 1, 64, [&](uint64_t n) { o.workers = static_cast<unsigned>(n); });
+    cli.value("--spread", [&](const std::string &v) {
+        if (v == "hash")
+            o.spread = Spread::hash;
+        else if (v == "rr")
+            o.spread = Spread::round_robin;
+        else
+            throw UsageError("--spread takes hash or rr");
+    });
+    // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
+    cli.number("--merge-interval-us", 1, 10000000,
+               [&](uint64_t n) { o.merge_interval_ns = n * 1000; });
+    cli.value("--inside", [&](const std::string &v) {
+        const std::vector<Prefix> more = inside_prefixes(v);
+        o.inside.insert(o.inside.end(), more.begin(), more.end());
+    });
+    if (const std::optional<int> done = cli.parse(argc, argv)) return *done;
+    if (!cli.operands().empty())
+        return cli.usage_error("unexpected argument '" + cli.operands().front() + "'");
+    if (o.config.empty() || o.in.empty() || o.pass.empty())
+        return cli.usage_error("--config, --in and --pass are required");
+    return replay(o, [&](const std::string &message) { cli.fail(message); });
+}
+
+}  // namespace floodgate
