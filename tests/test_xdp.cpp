@@ -1,14 +1,19 @@
-// The XDP program itself, run by the kernel on crafted frames (BPF_PROG_TEST_RUN): each header
-// variant, truncated frames, blocked and unblocked sources, expired entries, each with its
-// verdict and counter; and the dataplane's feed of its maps. Needs root (CAP_BPF); without it every
-// test skips, saying why. Maps are not pinned: nothing here touches /sys/fs/bpf.
+// The XDP program itself, run by the kernel on crafted frames (BPF_PROG_TEST_RUN): a table of
+// cases (XdpFrame), each a frame with the map entries it meets, its verdict and every counter
+// after it: each header variant, truncated frames, blocked and unblocked sources, the longest
+// prefix's reason, expired entries, an allow inside a block, no AF_XDP socket. Then the maps as
+// user space writes, expires and reconciles them, and the dataplane's feed of them. Needs root
+// (CAP_BPF); without it every test skips, saying why. Maps are not pinned: nothing here touches
+// /sys/fs/bpf.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "bpf/xdp_tier.h"
 #include "dataplane/core/parse.h"
@@ -65,65 +70,187 @@ test::Frame udp6(const std::string &src) {
     return test::PacketBuilder().ipv6(src, "2001:db8:1::1").udp(1000, 53).build();
 }
 
-TEST_F(XdpProgram, BlockedPrefixesDropAndTheRestPass) {
-    block("198.19.0.0/16");
-    block("2001:db8:bad::/48");
-    EXPECT_EQ(run(udp4("198.19.5.5")), XDP_DROP);
-    EXPECT_EQ(run(udp4("198.18.0.10")), XDP_PASS);
-    EXPECT_EQ(run(udp6("2001:db8:bad:1::7")), XDP_DROP);
-    EXPECT_EQ(run(udp6("2001:db8:1::10")), XDP_PASS);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_packets), 4u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 2u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_passed), 2u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_unparsed), 0u);
+// ---- Frames: a table of cases ---------------------------------------------------------------
+//
+// As Katran's test fixtures are: each case one frame, run on a program of its own (freshly
+// loaded, counters at 0) whose maps hold the case's entries, with the verdict it must get and
+// every counter after it, so that a frame counted under the wrong reason, or twice, fails.
+
+// When an entry expires, from the time the case runs.
+enum class Expiry {
+    never,      // expires_ns 0: permanent
+    expired,    // a nanosecond ago
+    in_an_hour  // live for the whole case
+};
+
+struct MapEntry {
+    const char *prefix;
+    fg_xdp_origin origin = FG_XDP_ORIGIN_rules;
+    bool allow = false;
+    Expiry expiry = Expiry::never;
+};
+
+// The counters after the case's one frame (dataplane/api/xdp.h's FG_XDP_COUNTERS).
+struct Counters {
+    uint64_t packets = 0, passed = 0, unparsed = 0, block_hits = 0, escalated_hits = 0,
+             allow_hits = 0;
+};
+
+struct FrameCase {
+    const char *name;
+    std::vector<MapEntry> maps;
+    test::Frame frame;
+    int action;  // XDP_DROP or XDP_PASS
+    Counters counters;
+    bool standalone = true;  // false: loaded for net_af_xdp, with no socket in xsks_map
+};
+
+void PrintTo(const FrameCase &c, std::ostream *os) {
+    *os << c.name;
 }
 
-TEST_F(XdpProgram, TheLongestPrefixDecidesItsReason) {
-    block("198.19.0.0/16");
-    block("198.19.7.7/32", 0, FG_XDP_ORIGIN_escalated);
-    EXPECT_EQ(run(udp4("198.19.7.7")), XDP_DROP);
-    EXPECT_EQ(run(udp4("198.19.7.8")), XDP_DROP);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 1u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 1u);
+test::Frame cut_to(test::Frame f, size_t len) {
+    f.resize(len);
+    return f;
 }
 
-TEST_F(XdpProgram, EveryHeaderVariantFindsTheSource) {
-    block("198.19.0.0/16");
-    block("2001:db8:bad::/48");
+test::Frame with_byte(test::Frame f, size_t at, uint8_t value) {
+    f.at(at) = value;
+    return f;
+}
+
+std::vector<FrameCase> frame_cases() {
+    const std::vector<MapEntry> blocked = {{"198.19.0.0/16"}, {"2001:db8:bad::/48"}};
+    const Counters dropped_by_block{.packets = 1, .block_hits = 1};
+    const Counters passed{.packets = 1, .passed = 1};
+    const Counters unparsed{.packets = 1, .unparsed = 1};
     const std::string bad4 = "198.19.0.1", bad6 = "2001:db8:bad::1";
-    EXPECT_EQ(run(test::PacketBuilder().vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build()),
-              XDP_DROP);
-    EXPECT_EQ(
-        run(test::PacketBuilder().qinq(20).vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build()),
-        XDP_DROP);
-    EXPECT_EQ(run(test::PacketBuilder()
-                      .ipv4(bad4, "198.18.1.1")
-                      .ipv4_options({1, 1, 1, 1})
-                      .tcp(1, 80, kTcpSyn)
-                      .build()),
-              XDP_DROP);
-    EXPECT_EQ(run(test::PacketBuilder().vlan(10).ipv6(bad6, "2001:db8:1::1").udp(1, 53).build()),
-              XDP_DROP);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 4u);
+    // An expired /32 and /24 inside a live /16 (up to FG_XDP_EXPIRED_LOOKAHEAD nested expired
+    // entries are looked past).
+    const std::vector<MapEntry> expired_inside_block = {
+        {"198.19.0.0/16"},
+        {"198.19.1.0/24", FG_XDP_ORIGIN_operator, false, Expiry::expired},
+        {"198.19.1.7/32", FG_XDP_ORIGIN_escalated, false, Expiry::expired}};
+    std::vector<MapEntry> expired_alone = expired_inside_block;
+    expired_alone.push_back({"198.18.5.5/32", FG_XDP_ORIGIN_escalated, false, Expiry::expired});
+    // The allow list is in the maps too: the longest prefix over both lists decides, as in the
+    // dataplane.
+    const std::vector<MapEntry> allow_inside_block = {
+        {"198.19.0.0/16"}, {"198.19.9.0/24", FG_XDP_ORIGIN_rules, true}, {"198.19.9.9/32"}};
+    const std::vector<MapEntry> every_ipv4_source = {{"0.0.0.0/0"}};
+    return {
+        // Blocked prefixes drop, the rest pass.
+        {"BlockedIpv4SourceDrops", blocked, udp4("198.19.5.5"), XDP_DROP, dropped_by_block},
+        {"OtherIpv4SourcePasses", blocked, udp4("198.18.0.10"), XDP_PASS, passed},
+        {"BlockedIpv6SourceDrops", blocked, udp6("2001:db8:bad:1::7"), XDP_DROP, dropped_by_block},
+        {"OtherIpv6SourcePasses", blocked, udp6("2001:db8:1::10"), XDP_PASS, passed},
+        // The longest prefix decides the reason it is counted under.
+        {"LongestPrefixEscalatedCountsEscalated",
+         {{"198.19.0.0/16"}, {"198.19.7.7/32", FG_XDP_ORIGIN_escalated}},
+         udp4("198.19.7.7"),
+         XDP_DROP,
+         {.packets = 1, .escalated_hits = 1}},
+        {"CoveringBlockCountsABlock",
+         {{"198.19.0.0/16"}, {"198.19.7.7/32", FG_XDP_ORIGIN_escalated}},
+         udp4("198.19.7.8"),
+         XDP_DROP,
+         dropped_by_block},
+        // Every header variant finds the source.
+        {"VlanTaggedIpv4", blocked,
+         test::PacketBuilder().vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build(), XDP_DROP,
+         dropped_by_block},
+        {"QinqTaggedIpv4", blocked,
+         test::PacketBuilder().qinq(20).vlan(10).ipv4(bad4, "198.18.1.1").udp(1, 53).build(),
+         XDP_DROP, dropped_by_block},
+        {"Ipv4WithOptions", blocked,
+         test::PacketBuilder()
+             .ipv4(bad4, "198.18.1.1")
+             .ipv4_options({1, 1, 1, 1})
+             .tcp(1, 80, kTcpSyn)
+             .build(),
+         XDP_DROP, dropped_by_block},
+        {"VlanTaggedIpv6", blocked,
+         test::PacketBuilder().vlan(10).ipv6(bad6, "2001:db8:1::1").udp(1, 53).build(), XDP_DROP,
+         dropped_by_block},
+        // Frames without a readable source pass unjudged, even with every IPv4 source blocked.
+        {"OneByteShortOfAnIpv4Header", every_ipv4_source, cut_to(udp4("198.19.0.1"), 14 + 19),
+         XDP_PASS, unparsed},
+        // Cut inside its VLAN tag (a test run needs 14 bytes at least, as a NIC delivers).
+        {"CutInsideAVlanTag", every_ipv4_source,
+         cut_to(test::PacketBuilder().vlan(10).ipv4("198.19.0.1", "198.18.1.1").udp(1, 53).build(),
+                16),
+         XDP_PASS, unparsed},
+        // Version 6 in an IPv4 ethertype.
+        {"Version6InAnIpv4Ethertype", every_ipv4_source, with_byte(udp4("198.19.0.1"), 14, 0x65),
+         XDP_PASS, unparsed},
+        {"Arp", every_ipv4_source, test::PacketBuilder().eth(0x0806).payload(28).build(), XDP_PASS,
+         unparsed},
+        // An expired entry is looked past: the shorter live prefix around it decides (the /16's
+        // reason, not the /32's)...
+        {"ExpiredEntriesLetTheCoveringBlockDecide", expired_inside_block, udp4("198.19.1.7"),
+         XDP_DROP, dropped_by_block},
+        // ... and with nothing live around it, an expired entry is absent.
+        {"ExpiredEntryWithNothingAroundIsAbsent", expired_alone, udp4("198.18.5.5"), XDP_PASS,
+         passed},
+        {"AllowInsideABlockPasses",
+         allow_inside_block,
+         udp4("198.19.9.1"),
+         XDP_PASS,
+         {.packets = 1, .passed = 1, .allow_hits = 1}},
+        {"BlockInsideThatAllowDrops", allow_inside_block, udp4("198.19.9.9"), XDP_DROP,
+         dropped_by_block},
+        {"BlockOutsideThatAllowDrops", allow_inside_block, udp4("198.19.8.1"), XDP_DROP,
+         dropped_by_block},
+        // For net_af_xdp the program redirects to its queue's socket; with none there (no socket
+        // in xsks_map at index 0) the frame falls back to the kernel: what a test run can see.
+        {"WithoutAnAfXdpSocketABlockedSourceDrops",
+         {{"198.19.0.0/16"}},
+         udp4("198.19.0.1"),
+         XDP_DROP,
+         dropped_by_block,
+         false},
+        {"WithoutAnAfXdpSocketFramesFallBackToTheKernel",
+         {{"198.19.0.0/16"}},
+         udp4("198.18.0.1"),
+         XDP_PASS,
+         passed,
+         false},
+    };
 }
 
-TEST_F(XdpProgram, FramesWithoutAReadableSourcePassUnjudged) {
-    block("0.0.0.0/0");  // every IPv4 source: only an unparsed frame can pass
-    test::Frame short_ip = udp4("198.19.0.1");
-    short_ip.resize(14 + 19);  // one byte short of an IPv4 header
-    EXPECT_EQ(run(short_ip), XDP_PASS);
-    // Cut inside its VLAN tag (a test run needs 14 bytes at least, as a NIC delivers).
-    test::Frame short_vlan =
-        test::PacketBuilder().vlan(10).ipv4("198.19.0.1", "198.18.1.1").udp(1, 53).build();
-    short_vlan.resize(16);
-    EXPECT_EQ(run(short_vlan), XDP_PASS);
-    test::Frame bad_version = udp4("198.19.0.1");
-    bad_version[14] = 0x65;  // version 6 in an IPv4 ethertype
-    EXPECT_EQ(run(bad_version), XDP_PASS);
-    EXPECT_EQ(run(test::PacketBuilder().eth(0x0806).payload(28).build()), XDP_PASS);  // ARP
-    EXPECT_EQ(counter(FG_XDP_COUNTER_unparsed), 4u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 0u);
+class XdpFrame : public XdpProgram, public ::testing::WithParamInterface<FrameCase> {
+  protected:
+    void SetUp() override { load(GetParam().standalone); }
+};
+
+TEST_P(XdpFrame, VerdictAndCounters) {
+    const FrameCase &c = GetParam();
+    const uint64_t now = XdpTier::monotonic_ns();
+    for (const MapEntry &e : c.maps) {
+        const uint64_t expires_ns = e.expiry == Expiry::never     ? 0
+                                    : e.expiry == Expiry::expired ? now - 1
+                                                                  : now + 3'600'000'000'000ull;
+        std::string error;
+        ASSERT_TRUE(tier_->put({prefix(e.prefix), e.origin, e.allow, expires_ns}, &error))
+            << e.prefix << ": " << error;
+    }
+    EXPECT_EQ(run(c.frame), c.action);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_packets), c.counters.packets);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_passed), c.counters.passed);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_unparsed), c.counters.unparsed);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), c.counters.block_hits);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), c.counters.escalated_hits);
+    EXPECT_EQ(counter(FG_XDP_COUNTER_allow_hits), c.counters.allow_hits);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, XdpFrame, ::testing::ValuesIn(frame_cases()),
+                         [](const ::testing::TestParamInfo<FrameCase> &info) {
+                             return std::string(info.param.name);
+                         });
+
+// ---- The maps ---------------------------------------------------------------------------------
+//
+// What user space writes, finds, expires and reconciles, and the frames that show it.
 
 TEST_F(XdpProgram, ExpiredEntriesAreAbsentAndExpireRemovesThem) {
     const uint64_t now = XdpTier::monotonic_ns();
@@ -140,35 +267,6 @@ TEST_F(XdpProgram, ExpiredEntriesAreAbsentAndExpireRemovesThem) {
     EXPECT_FALSE(tier_->remove(prefix("198.19.2.0/24"), &error));
     EXPECT_NE(error.find("not in the map"), std::string::npos) << error;
     EXPECT_EQ(run(udp4("198.19.2.1")), XDP_PASS);
-}
-
-// An expired entry is looked past: the shorter live prefix around it decides (up to
-// FG_XDP_EXPIRED_LOOKAHEAD nested expired entries).
-TEST_F(XdpProgram, AnExpiredEntryLetsTheCoveringBlockDecide) {
-    const uint64_t now = XdpTier::monotonic_ns();
-    block("198.19.0.0/16");
-    block("198.19.1.0/24", now - 1, FG_XDP_ORIGIN_operator);
-    block("198.19.1.7/32", now - 1, FG_XDP_ORIGIN_escalated);
-    EXPECT_EQ(run(udp4("198.19.1.7")), XDP_DROP);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 1u);  // the /16's reason, not the /32's
-    EXPECT_EQ(counter(FG_XDP_COUNTER_escalated_hits), 0u);
-    // With nothing live around it, an expired entry is absent.
-    block("198.18.5.5/32", now - 1, FG_XDP_ORIGIN_escalated);
-    EXPECT_EQ(run(udp4("198.18.5.5")), XDP_PASS);
-}
-
-// The allow list is in the maps too: the longest prefix over both lists decides, as in the
-// dataplane.
-TEST_F(XdpProgram, AnAllowInsideABlockPasses) {
-    block("198.19.0.0/16");
-    allow("198.19.9.0/24");
-    block("198.19.9.9/32");
-    EXPECT_EQ(run(udp4("198.19.9.1")), XDP_PASS);
-    EXPECT_EQ(run(udp4("198.19.9.9")), XDP_DROP);
-    EXPECT_EQ(run(udp4("198.19.8.1")), XDP_DROP);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_allow_hits), 1u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_passed), 1u);
-    EXPECT_EQ(counter(FG_XDP_COUNTER_block_hits), 2u);
 }
 
 // What the dataplane and `attach --config` keep: exactly the rules and override entries asked
@@ -266,16 +364,6 @@ TEST_F(XdpProgram, ReconcilingTheRulesOnlyLeavesOverridesAlone) {
     XdpEntry there;
     EXPECT_TRUE(tier_->find(prefix("198.19.1.0/24"), &there));
     EXPECT_FALSE(tier_->find(prefix("198.19.2.0/24"), &there));
-}
-
-// For net_af_xdp the program redirects to its queue's socket; with none there (no socket in
-// xsks_map at index 0) the frame falls back to the kernel: what a test run can see.
-TEST_F(XdpProgram, WithoutAnAfXdpSocketFramesFallBackToTheKernel) {
-    tier_.reset();
-    load(false);
-    block("198.19.0.0/16");
-    EXPECT_EQ(run(udp4("198.19.0.1")), XDP_DROP);
-    EXPECT_EQ(run(udp4("198.18.0.1")), XDP_PASS);
 }
 
 }  // namespace
