@@ -60,20 +60,7 @@ fg_pid="" tx_pid="" syn_pid="" flood_pids=() server_pids=()
 # shellcheck source=tests/lab/common.sh
 source "$here/common.sh"
 
-cleanup() {
-  set +e  # every step, whatever the ones before did
-  local pid
-  for pid in $syn_pid "${flood_pids[@]}" "${server_pids[@]}"; do
-    kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-  done
-  [ -n "$tx_pid" ] && stop "$tx_pid"
-  [ -n "$fg_pid" ] && stop "$fg_pid"
-  remove_wire "$tag" "$out_ns" "$in_ns"
-  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "answers: kept $work"; else rm -rf "$work"; fi
-  # Give back the hugepages scripts/hugepages.sh reserved for this run.
-  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
-  return 0
-}
+cleanup() { lab_cleanup "$syn_pid" "${flood_pids[@]}" "${server_pids[@]}"; }
 trap cleanup EXIT
 
 in_out() { ip netns exec "$out_ns" "$@"; }

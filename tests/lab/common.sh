@@ -68,3 +68,44 @@ remove_wire() {
   ip link del "$1-i" 2>/dev/null || true
   rm -rf "/var/run/dpdk/$1" "/var/run/dpdk/$1-tx"
 }
+
+# lab_stop [PID...]: the first half of a lab script's EXIT trap. Turns errexit off, so that
+# every step of the cleanup runs whatever the ones before did; kills (SIGKILL) and reaps each
+# PID given (clients, servers, floods); stops floodgate-tx, the floodctl daemon and floodgate
+# ($tx_pid, $ctl_pid, $fg_pid, those that are set).
+lab_stop() {
+  set +e
+  local pid
+  for pid in "$@"; do
+    [ -n "$pid" ] || continue
+    kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  [ -n "${tx_pid:-}" ] && stop "$tx_pid"
+  [ -n "${ctl_pid:-}" ] && stop "$ctl_pid"
+  [ -n "${fg_pid:-}" ] && stop "$fg_pid"
+  return 0
+}
+
+# lab_remove: the second half: the wire of make_wire ($tag, $out_ns, $in_ns, where the script
+# has one) and the DPDK runtime directories, a bpffs the script mounted on $work/bpffs, $work
+# itself (kept, and said so, with FG_LAB_KEEP set), and the hugepages scripts/hugepages.sh
+# reserved for this run ($hugepages_before, where the script read it).
+# shellcheck disable=SC2154  # $tag, $in_ns, $work, $hugepages: set by the sourcing script
+lab_remove() {
+  set +e
+  if [ -n "${out_ns:-}" ]; then
+    remove_wire "$tag" "$out_ns" "$in_ns"
+  else
+    rm -rf "/var/run/dpdk/$tag" "/var/run/dpdk/$tag-tx"
+  fi
+  mountpoint -q "$work/bpffs" 2>/dev/null && umount "$work/bpffs"
+  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "$lab_name: kept $work"; else rm -rf "$work"; fi
+  [ -n "${hugepages_before:-}" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
+  return 0
+}
+
+# lab_cleanup [PID...]: the whole EXIT trap of a script with nothing of its own to undo.
+lab_cleanup() {
+  lab_stop "$@"
+  lab_remove
+}

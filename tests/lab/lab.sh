@@ -31,19 +31,7 @@ hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
 # shellcheck source=tests/lab/common.sh
 source "$here/common.sh"
 
-cleanup() {
-  [ -n "$recv_pid" ] && { kill -KILL "$recv_pid" 2>/dev/null; wait "$recv_pid" 2>/dev/null; }
-  [ -n "$ctl_pid" ] && stop "$ctl_pid"
-  [ -n "$fg_pid" ] && stop "$fg_pid"
-  ip netns del "$out_ns" 2>/dev/null || true
-  ip netns del "$in_ns" 2>/dev/null || true
-  ip link del "$tag-o" 2>/dev/null || true
-  ip link del "$tag-i" 2>/dev/null || true
-  rm -rf "/var/run/dpdk/$tag" "$work"
-  # Give back the hugepages scripts/hugepages.sh reserved for this run.
-  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
-  return 0
-}
+cleanup() { lab_cleanup "$recv_pid"; }
 trap cleanup EXIT
 
 make_wire "$tag" "$out_ns" "$in_ns" "$workers"  # one queue pair per worker

@@ -26,17 +26,7 @@ flood_rate=500 flood_seconds=4
 # shellcheck source=tests/lab/common.sh
 source "$here/common.sh"
 
-cleanup() {
-  set +e
-  local pid
-  for pid in $flood_pid $dns_pid; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
-  [ -n "$ctl_pid" ] && stop "$ctl_pid"
-  [ -n "$fg_pid" ] && stop "$fg_pid"
-  remove_wire "$tag" "$out_ns" "$in_ns"
-  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "payload: kept $work"; else rm -rf "$work"; fi
-  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
-  return 0
-}
+cleanup() { lab_cleanup "$flood_pid" "$dns_pid"; }
 trap cleanup EXIT
 in_out() { ip netns exec "$out_ns" "$@"; }
 in_in() { ip netns exec "$in_ns" "$@"; }

@@ -22,11 +22,9 @@ fg_pid=""
 source "$here/common.sh"
 
 cleanup() {
-  set +e
-  [ -n "$fg_pid" ] && stop "$fg_pid"
+  lab_stop
   ip netns del "$ns" 2>/dev/null
-  rm -rf "/var/run/dpdk/$tag" "$work"
-  return 0
+  lab_remove
 }
 trap cleanup EXIT
 

@@ -37,18 +37,7 @@ send=(python3 "$here/escalation.py")
 # shellcheck source=tests/lab/common.sh
 source "$here/common.sh"
 
-cleanup() {
-  set +e
-  local pid
-  for pid in $recv_pid $client_pid $flood_pid; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
-  [ -n "$ctl_pid" ] && stop "$ctl_pid"
-  [ -n "$fg_pid" ] && stop "$fg_pid"
-  remove_wire "$tag" "$out_ns" "$in_ns"
-  umount "$work/bpffs" 2>/dev/null
-  if [ -n "${FG_LAB_KEEP:-}" ]; then echo "xdp-escalation: kept $work"; else rm -rf "$work"; fi
-  [ -n "$hugepages_before" ] && echo "$hugepages_before" > "$hugepages" 2>/dev/null
-  return 0
-}
+cleanup() { lab_cleanup "$recv_pid" "$client_pid" "$flood_pid"; }
 trap cleanup EXIT
 
 cat >"$work/rules.yaml" <<'YAML'

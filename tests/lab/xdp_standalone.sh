@@ -24,13 +24,11 @@ floodctl="$build/control/floodctl"
 source "$here/common.sh"
 
 cleanup() {
-  set +e
+  lab_stop
   ip netns exec "$rcv" "$floodctl" xdp detach "$tag-b" >/dev/null 2>&1
   ip netns del "$snd" 2>/dev/null
   ip netns del "$rcv" 2>/dev/null
-  umount "$work/bpffs" 2>/dev/null
-  rm -rf "$work"
-  return 0
+  lab_remove
 }
 trap cleanup EXIT
 
