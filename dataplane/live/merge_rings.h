@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "dataplane/api/counter.h"
-#include "dataplane/pipeline/pipeline.h"
+#include "dataplane/pipeline/merge.h"
 
 struct rte_ring;
 

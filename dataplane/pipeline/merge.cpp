@@ -1,5 +1,7 @@
 #include "dataplane/pipeline/merge.h"
 
+#include "dataplane/pipeline/pipeline.h"
+
 namespace floodgate {
 
 void merge_cores(const std::vector<Pipeline *> &cores, uint64_t now_ns,

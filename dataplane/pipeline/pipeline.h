@@ -27,6 +27,7 @@
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/remembered_filter.h"
 #include "dataplane/core/ruleset.h"
+#include "dataplane/pipeline/merge.h"
 
 namespace floodgate {
 
@@ -48,38 +49,6 @@ inline constexpr unsigned kPrefetchAhead = 32;
 // answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
 // (build_answer, dataplane/answer/answer.h), out of the port it came in on.
 enum class Verdict : uint8_t { pass, drop, answer };
-
-// One key's packets admitted on one core since that core last published, for the cross-core
-// merge: the other cores charge them to their own state for the key.
-// It carries what the charge needs of the rule rather than the rule, so that it means the same
-// after a ruleset swap: the kind of limit, its T (GCRA) or W (windows), and a window's N.
-// packets 0 is a syn-auth verification instead: the key's TAT becomes at least
-// now + interval_ns (the verified TTL) on the other cores.
-struct Consumption {
-    uint64_t hash;          // the key's LimitTable::hash: the same on every core (one seed)
-    uint64_t published_ns;  // when the core published it (for the merge lag)
-    uint64_t interval_ns;   // the rule's T (GCRA) or W (windows) when the packets were admitted
-    uint32_t packets;
-    uint32_t window_pkts : 30;  // windows: N (kMaxWindowPkts fits)
-    uint32_t kind : 2;          // LimitKind
-
-    static Consumption of(uint64_t hash, const LimitProfile &p) {
-        const bool gcra = p.kind == LimitKind::gcra;
-        return Consumption{hash,
-                           0,
-                           gcra ? p.gcra.interval_ns : p.window_ns,
-                           0,
-                           static_cast<uint32_t>(gcra ? 0 : p.window_pkts),
-                           static_cast<uint32_t>(p.kind)};
-    }
-};
-// merge.cpp moves records through rte_rings of 4-byte elements.
-static_assert(sizeof(Consumption) == 32 && sizeof(Consumption) % 4 == 0);
-static_assert(kMaxWindowPkts < (1u << 30));
-
-// Most keys one core tracks for publishing between two merges; past it, consumption of
-// further keys is not shared (counted in merge_unshared_keys).
-inline constexpr size_t kMaxUnpublishedKeys = 1 << 16;
 
 class Pipeline {
   public:
