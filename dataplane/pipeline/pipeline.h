@@ -13,6 +13,12 @@
 // construction (every invariant of dataplane/api/stats.h holds in it, top offenders included)
 // and can never be starved by a busy core, as a sequence-count reader copying a whole
 // summary between bursts of refusals would be.
+//
+// One concern a file: the decision's stages (pipeline.cpp), one packet's verdict from its
+// rules' checks (pipeline_inline.h, inlined into stage two, and rule_checks.cpp), the refusal's
+// answer (answer_refusal.cpp), syn-auth verification (syn_auth.cpp), trust classes and the
+// marks behind them (trust.cpp), this core's side of the merge (publish.cpp) and the readings
+// of its counters (read_stats.cpp).
 #pragma once
 
 #include <atomic>
@@ -204,20 +210,41 @@ class Pipeline {
             n = count;
         }
     };
+    // The decision's stages (pipeline.cpp).
     void stage_one(Burst &b, bool prefetch);
     void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);
     void prefetch_check(const Check &c);
     void prefetch_checks(Burst &b, unsigned from);
+    [[gnu::cold]] void adopt(const RuleSet *rules);
 
+    // One packet's verdict from its rules' checks, inlined into stage two (pipeline_inline.h).
     [[gnu::always_inline]] Verdict decide_one(const PacketInfo &info, const Frame &frame,
                                               Check *checks, unsigned n_checks, uint64_t now_ns,
                                               AnswerPlan *plan);
+    [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
+                                      Check &c, uint64_t now_ns);
+    RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
+    // What the checks call out of line (rule_checks.cpp): a key meeting a full table, and a
+    // refusal's place among the rule's top offenders.
+    [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
+    void note_refusal(const PacketInfo &info, const Check &c);
+
+    // The refusal's answer and the answer caps (answer_refusal.cpp).
     Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
                            uint64_t now_ns, AnswerPlan *plan);
     bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
+
+    // syn-auth verification (syn_auth.cpp).
+    // The filter first: a source that never proved itself costs no table lookup.
+    bool verified(uint64_t verified_hash, uint64_t now_ns) {
+        return remembered_.may_contain(verified_hash) && live(verified_hash, now_ns);
+    }
+    [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
+                                         const RuleBits &dst, uint64_t now_ns);
+    bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
-    [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
-                                      Check &c, uint64_t now_ns);
+
+    // Trust classes, established and known marks (trust.cpp).
     [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
                                       const Check *checks, unsigned n_checks, uint64_t tat_ns,
                                       uint64_t now_ns, Check *c);
@@ -236,18 +263,11 @@ class Pipeline {
         return table_->hash(source_key(p, est.mask_hi, est.mask_lo, tag | p.family));
     }
     void mark_established(const PacketInfo &reply, uint64_t now_ns);
-    // The filter first: a source that never proved itself costs no table lookup.
-    bool verified(uint64_t verified_hash, uint64_t now_ns) {
-        return remembered_.may_contain(verified_hash) && live(verified_hash, now_ns);
-    }
-    [[gnu::cold]] bool take_cookie_reply(const PacketInfo &info, const PrefixClass &source,
-                                         const RuleBits &dst, uint64_t now_ns);
-    bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
-    [[gnu::cold]] void adopt(const RuleSet *rules);
-    RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
-    void note_refusal(const PacketInfo &info, const Check &c);
+
+    // This core's side of the merge (publish.cpp).
     void note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit);
-    [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
+
+    // Readings served by the core (read_stats.cpp).
     [[gnu::cold]] void serve_read();
 
     const RuleSet *rules_ = nullptr;

@@ -1,0 +1,42 @@
+// What a rule's check of a packet calls out of line (the check itself is inlined into stage two,
+// pipeline_inline.h): a key meeting a full table, and a refusal counted among the rule's top
+// offenders.
+#include "dataplane/pipeline/pipeline.h"
+
+namespace floodgate {
+
+bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns) {
+    RuleCoreState &state = mine(r);
+    RuleCounters &rc = state.counters;
+    switch (r.on_table_full) {
+        case TableFullPolicy::pass:
+            ++rc.table_full_pass;
+            return true;
+        case TableFullPolicy::drop:
+            ++rc.table_full_drop;
+            return false;
+        case TableFullPolicy::shared:
+            break;
+    }
+    // Every key without room shares one bucket with the rule's own rate and burst: a
+    // table-filling flood is held to one source's allowance instead of running unlimited.
+    ++rc.table_full_shared;
+    return limit_admit(r.limit, state.overflow_tat_ns, now_ns, r.allowance(), &c->new_tat_ns);
+}
+
+void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    RuleCoreState &state = mine(r);
+    // The summary tells sources apart by hash, so the hash must name what it reports: a
+    // src_dst key's hash names the pair (one source toward two destinations would be listed
+    // twice under its one address), a none key's both families (every refusal would go to
+    // whichever family was refused first). Those report the source prefix, or the family's /0.
+    uint64_t h = c.hash;
+    if (r.key_kind == KeyKind::src_dst || r.key_kind == KeyKind::none) [[unlikely]]
+        h = table_->hash(LimitKey{c.key.addr_hi, c.key.addr_lo, c.key.tag | info.family});
+    state.top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
+                          h);
+    state.top_refused_changed = true;
+}
+
+}  // namespace floodgate
