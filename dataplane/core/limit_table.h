@@ -90,8 +90,8 @@ class LimitTable {
     }
 
     // rte_prefetch0 is an asm volatile: GCC's pure-function analysis silently deletes calls
-    // to a helper made only of __builtin_prefetch (measured: 188 ns/packet at 1M keys without
-    // any prefetch instruction in the binary).
+    // to a helper made only of __builtin_prefetch, which leaves no prefetch instruction in the
+    // binary (timed per packet at 1M keys: perf/results/notes.md).
     void prefetch(uint64_t h) const {
         rte_prefetch0(&buckets_[first_bucket(h)]);
         rte_prefetch0(&buckets_[second_bucket(h)]);

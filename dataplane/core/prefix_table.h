@@ -4,11 +4,10 @@
 // number of prefixes or rules (a linear scan of a rule's list cost every packet each prefix of
 // it; 100,000 made every packet pay 100,000 compares).
 //
-// Why rte_fib rather than rte_lpm, which the allow/block lists used before: rte_lpm keeps its
-// rules in a sorted array and scans it on every add, so building grows with the square of the
-// prefixes (100,000 random /16-/32s: 2.8 s, and every reload pays it again; rte_fib: 0.13 s,
-// its rules in a trie), and rte_fib looks up a burst at once (9 ns an address in bursts of 32,
-// against 13-26 ns for one rte_lpm_lookup each; measured on this project's 2-core VM).
+// Why rte_fib rather than rte_lpm: rte_lpm keeps its rules in a sorted array and scans it on
+// every add, so building grows with the square of the prefixes, and every reload pays it
+// again, where rte_fib keeps its rules in a trie; and rte_fib looks up a burst of addresses in
+// one call, where rte_lpm_lookup takes one address a call (both timed: perf/results/notes.md).
 //
 // Each prefix's next hop says everything about the addresses whose longest match it is: the
 // allow/block verdict of their longest allow or block prefix, and the set of rules that list a

@@ -1,9 +1,9 @@
 // Which rules a packet can match, by its protocol and destination port, worked out once per
 // ruleset: the per-packet rule loop walks only those candidates, so a packet costs the same
-// with 1 rule as with 256 rules on other protocols or ports (without it each rule that did not
-// match cost about 2.2 ns a packet, perf/RESULTS.md "Matching rules per packet"). Rules on the
-// packet's protocol and port that differ only by src/dst lists, source ports or flags are
-// still each tested.
+// with 1 rule as with 256 rules on other protocols or ports, where without it every rule that
+// did not match cost each packet a test (bench_scaling BM_Rules, perf/RESULTS.md "Matching
+// rules per packet", and perf/results/notes.md). Rules on the packet's protocol and port that
+// differ only by src/dst lists, source ports or flags are still each tested.
 //
 // A candidate list holds, in file order, every rule whose protocol and destination ports admit
 // the packet; rule_matches_rest() then checks what the index does not (source ports, TCP

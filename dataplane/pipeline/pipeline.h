@@ -44,12 +44,9 @@ static_assert(kMaxBurst <= PrefixTable::kMaxBulk, "a burst is classified in one 
 inline constexpr uint32_t kSweepBucketsPerBurst = 4;
 
 // How many table lookups ahead to prefetch when the lookups are issued one by one
-// (perf/bench_table). Pipeline::decide (and prepare, for a burst decided alone) prefetches
-// each check's buckets in stage 1, as soon as its hash is known: measured side by side with
-// prefetching 32 ahead in stage 2 (the way before), bench_decision on this project's 2-core EPYC
-// VM, 5 alternating rounds, CPU time per packet, stage 1 over stage 2: 0.70 at 1M keys admitted and
-// refused, 0.96 admitted and 0.83 refused at 16M keys (an earlier measurement, with other code
-// around it, had found stage 1 too early).
+// (perf/bench_table). The pipeline itself does not look ahead by a count: it prefetches each
+// check's buckets in stage 1 as soon as its hash is known, or, pipelined, spread over the
+// older burst's stage 2 (prepare()); bench_decision chose both (perf/results/notes.md).
 inline constexpr unsigned kPrefetchAhead = 32;
 
 // answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
@@ -80,15 +77,14 @@ class Pipeline {
     // 1 (parse, classify, key, hash) and keeps it; decide_prepared() gives the verdicts of the
     // oldest prepared burst and, if a newer one is prepared, prefetches that one's table
     // buckets as it goes, a few per packet, so that the newer burst's cache misses are served
-    // while the older one is decided. bench_decision at 16M keys, admitted, one run each: 58.9
-    // ns a packet spread this way, 65.7 with each burst's buckets prefetched only when its own
-    // decision starts, 74.6 with the newer burst's all prefetched at once (the core stalls
-    // once its outstanding misses are full, so a burst of prefetches costs what it waits for). At
-    // most two bursts prepared; the arrays given to prepare() must stay as they are until their
-    // burst is decided, except now_ns, which stage 1 does not read: it need only hold the times
-    // when the burst is decided. Verdicts are decide()'s on the same bursts: stage 1 reads no
-    // limiter state, and a burst prepared under an older ruleset than set_rules() last gave is
-    // prepared again before it is decided.
+    // while the older one is decided. A few per packet, rather than all at once or only when
+    // the newer burst's own decision starts: a core stalls once its outstanding misses are
+    // full, so a burst of prefetches costs what it waits for (bench_decision at 16M keys,
+    // perf/results/notes.md). At most two bursts prepared; the arrays given to prepare() must
+    // stay as they are until their burst is decided, except now_ns, which stage 1 does not
+    // read: it need only hold the times when the burst is decided. Verdicts are decide()'s on
+    // the same bursts: stage 1 reads no limiter state, and a burst prepared under an older
+    // ruleset than set_rules() last gave is prepared again before it is decided.
     // prefetch_now: the burst will be decided before another is prepared (a partial burst,
     // the queue drained), so its buckets are prefetched as stage 1 keys it, as decide() does.
     void prepare(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,

@@ -68,7 +68,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
                                     unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
     const std::vector<CompiledRule> &rules = rules_->rules();
     // The common case, one plain rule: what the loops below do for it, without their
-    // bookkeeping (62 instructions a packet fewer; BM_Decide 1K keys, callgrind).
+    // bookkeeping (fewer instructions a packet: callgrind on BM_Decide, perf/results/notes.md).
     if (n_checks == 1 && rules[checks[0].rule].plain) [[likely]] {
         Check &c = checks[0];
         const CompiledRule &r = rules[c.rule];
