@@ -1,15 +1,12 @@
 #include "control/metrics.h"
 
-#include <charconv>
-#include <cmath>
-#include <initializer_list>
-#include <iterator>
 #include <optional>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
+#include "control/counter_help.h"
+#include "control/exposition.h"
 #include "dataplane/api/malformed.h"
 #include "dataplane/api/stats.h"
 
@@ -17,258 +14,18 @@ namespace floodgate {
 
 namespace {
 
-using nlohmann::json;
-
-// ---- HELP texts of the counters named by the X-macros in dataplane/api/stats.h ----
-// The metric names come from the X-macros; the texts cannot (the lists carry comments, not
-// strings), so each list has a table here, and the static_asserts below fail the build when a
-// counter is added to a list without a text or removed from it with its text left behind.
-
-struct CounterHelp {
-    std::string_view name;
-    const char *help;
-};
-
-constexpr CounterHelp kWorkerCounterHelp[] = {
-    {"packets", "Frames decided by the worker core."},
-    {"passed", "Frames passed, for any reason."},
-    {"dropped", "Frames dropped, for any reason."},
-    {"malformed", "Frames dropped for a bad or truncated L3/L4 header."},
-    {"non_ip", "Frames that are not IPv4 or IPv6: passed unjudged."},
-    {"allow_hits", "Frames whose source is in an allow prefix: passed, no rule checked."},
-    {"block_hits", "Frames whose source is in a block prefix: dropped."},
-    {"rate_limited", "Frames dropped because an enforcing rule refused them."},
-    {"answered", "Refused frames answered in their place (by the refusing rule's action)."},
-    {"answered_bytes", "Bytes of the answers sent."},
-    {"answer_capped", "Refused frames left unanswered because an answer cap was reached."},
-    {"syn_auth_replies",
-     "RSTs that carried a valid syn-auth cookie: their source was verified, the RST dropped."},
-    {"cookie_failed", "Bare RSTs to a syn-auth rule whose sequence number was no valid cookie."},
-    {"merge_unshared_keys",
-     "Admitted packets not shared with the other cores: the publish list was full."},
-    {"merge_table_full",
-     "Other cores' consumption records this core could not apply: its limit table was full."},
-    {"established_marked",
-     "Replies going out (inside to outside) that marked or refreshed their destination as an "
-     "established source, for aggregate rules' trust classes."},
-    {"established_full",
-     "Sources that could not be remembered as established (a reply going out) or known (admitted "
-     "by an aggregate rule): the limit table was full."},
-    {"marks_over_budget",
-     "Source marks (established, known) not written because the core's mark budget (a quarter "
-     "of the limit table over the established TTL) was spent."},
-};
-
-constexpr CounterHelp kRuleCounterHelp[] = {
-    {"matched", "Packets the rule's match held for, summed over the worker cores."},
-    {"passed", "Matched packets that were passed."},
-    {"refused", "Matched packets this rule was the first enforcing rule to refuse."},
-    {"overruled",
-     "Matched packets dropped because another rule refused them (matched = passed + refused + "
-     "overruled)."},
-    {"shadow_refused", "Shadow mode: matched packets the rule would have refused (not held)."},
-    {"table_full_shared",
-     "New sources that found the limit table full and were limited in the rule's shared bucket "
-     "(on_table_full: shared)."},
-    {"table_full_pass",
-     "New sources that found the limit table full and were passed (on_table_full: pass)."},
-    {"table_full_drop",
-     "New sources that found the limit table full and were refused (on_table_full: drop)."},
-    {"answered", "Refused packets answered by the rule's action."},
-    {"answer_capped", "Refused packets not answered: an answer cap was reached."},
-    {"answer_skipped",
-     "Refused packets not answered: they may not be answered (RST, ICMP error, multicast, ...)."},
-    {"unanswered",
-     "Refused packets the action does not answer (drop, dns-truncate's slip, a verified "
-     "source over its limit). refused = answered + answer_capped + answer_skipped + unanswered."},
-    {"answered_bytes", "Bytes of the rule's answers."},
-    {"answered_for_bytes", "Bytes of the packets the rule answered (never below answered_bytes)."},
-    {"verified", "syn-auth: sources that answered a cookie and were verified."},
-    {"cookie_failed", "syn-auth: bare RSTs the rule matches whose sequence number was no cookie."},
-    {"refused_established",
-     "Aggregate keys: refused packets whose source was established (the server answered it)."},
-    {"refused_verified", "Aggregate keys: refused packets whose source was syn-auth verified."},
-    {"refused_known",
-     "Aggregate keys: refused packets whose source a per-source rule knew and admitted."},
-    {"refused_new",
-     "Aggregate keys: refused packets from new sources (refused = the four refused_* classes)."},
-    {"reserve_established",
-     "Aggregate keys: packets of established sources admitted from their class's reserve (a new "
-     "source would have been refused)."},
-    {"reserve_verified",
-     "Aggregate keys: packets of verified sources admitted from their class's reserve."},
-    {"reserve_known",
-     "Aggregate keys: packets of known sources admitted from their class's reserve."},
-};
-
-template <size_t N>
-constexpr const char *find_help(const CounterHelp (&table)[N], std::string_view name) {
-    for (const CounterHelp &h : table)
-        if (h.name == name) return h.help;
-    return nullptr;
-}
-
-#define FG_X(name)                                                 \
-    static_assert(find_help(kWorkerCounterHelp, #name) != nullptr, \
-                  "FG_WORKER_COUNTERS has " #name ": give it a HELP text in kWorkerCounterHelp");
-FG_WORKER_COUNTERS(FG_X)
-#undef FG_X
-#define FG_X(name)                                               \
-    static_assert(find_help(kRuleCounterHelp, #name) != nullptr, \
-                  "FG_RULE_COUNTERS has " #name ": give it a HELP text in kRuleCounterHelp");
-FG_RULE_COUNTERS(FG_X)
-#undef FG_X
-#define FG_X(name) +1
-static_assert(std::size(kWorkerCounterHelp) == 0 FG_WORKER_COUNTERS(FG_X),
-              "kWorkerCounterHelp has a counter that FG_WORKER_COUNTERS no longer has");
-static_assert(std::size(kRuleCounterHelp) == 0 FG_RULE_COUNTERS(FG_X),
-              "kRuleCounterHelp has a counter that FG_RULE_COUNTERS no longer has");
-#undef FG_X
-
-// ---- Reading the replies: never throws ----
-
-// obj[key] when obj is an object that has key, else null.
-const json *member(const json *obj, const char *key) {
-    if (obj == nullptr || !obj->is_object()) return nullptr;
-    auto it = obj->find(key);
-    return it == obj->end() ? nullptr : &*it;
-}
-
-// obj[key] when it is an array, else null.
-const json *array_at(const json *obj, const char *key) {
-    const json *j = member(obj, key);
-    return j != nullptr && j->is_array() ? j : nullptr;
-}
-
-// A sample value as the JSON held it. Integers stay integers: a 64-bit counter past 2^53 would
-// lose its low digits as a double.
-using Value = std::variant<uint64_t, int64_t, double>;
-
-// j's value when it is a number (booleans are not), else nothing.
-std::optional<Value> number(const json &j) {
-    if (j.is_number_unsigned()) return Value{j.get<uint64_t>()};
-    if (j.is_number_integer()) return Value{j.get<int64_t>()};
-    if (j.is_number_float()) return Value{j.get<double>()};
-    return std::nullopt;
-}
-
-std::optional<Value> number_at(const json *obj, const char *key) {
-    const json *j = member(obj, key);
-    return j != nullptr ? number(*j) : std::nullopt;
-}
-
-// The dataplane counts time in nanoseconds; Prometheus wants seconds.
-std::optional<Value> seconds_from_ns(std::optional<Value> ns) {
-    if (!ns) return std::nullopt;
-    return std::visit([](auto v) { return Value{static_cast<double>(v) / 1e9}; }, *ns);
-}
-
-// obj[key] as a label value: a string as it is, an integer in decimal, else nothing.
-std::optional<std::string> label_at(const json *obj, const char *key) {
-    const json *j = member(obj, key);
-    if (j == nullptr) return std::nullopt;
-    if (j->is_string()) return j->get<std::string>();
-    if (j->is_number_unsigned()) return std::to_string(j->get<uint64_t>());
-    if (j->is_number_integer()) return std::to_string(j->get<int64_t>());
-    return std::nullopt;
-}
-
-// ---- Writing the exposition ----
-
-void append_value(std::string &out, const Value &value) {
-    const double *d = std::get_if<double>(&value);
-    // The format's spellings, which are not to_chars's ("nan", "inf").
-    if (d != nullptr && std::isnan(*d)) {
-        out += "NaN";
-    } else if (d != nullptr && std::isinf(*d)) {
-        out += *d > 0 ? "+Inf" : "-Inf";
-    } else {
-        // Shortest form that reads back to the same value; integers without a decimal point.
-        char buf[32];  // a double's shortest form takes at most 24
-        auto r =
-            std::visit([&](auto v) { return std::to_chars(buf, buf + sizeof(buf), v); }, value);
-        out.append(buf, r.ptr);
-    }
-}
-
-// Label values escape backslash, double quote and newline; HELP texts the same but the quote.
-void append_escaped(std::string &out, std::string_view s, bool label_value) {
-    for (char c : s) {
-        if (c == '\\')
-            out += "\\\\";
-        else if (c == '\n')
-            out += "\\n";
-        else if (c == '"' && label_value)
-            out += "\\\"";
-        else
-            out += c;
-    }
-}
-
-bool negative(const Value &value) {
-    if (const int64_t *i = std::get_if<int64_t>(&value)) return *i < 0;
-    if (const double *d = std::get_if<double>(&value)) return !(*d >= 0);  // NaN too
-    return false;
-}
-
-enum class Type { counter, gauge };
-
-struct Label {
-    const char *name;
-    std::string_view value;
-};
-
-// One metric family: its samples are collected first and written as one block, because the
-// format wants a family's lines together. A family is written even with no samples (see
-// metrics.h): the families present do not depend on what the traffic has done so far.
-class Family {
-  public:
-    Family(std::string name, Type type, std::string_view help)
-        : name_(std::move(name)), type_(type), help_(help) {}
-
-    // Adds one sample; nothing when the value is missing, or negative for a counter (which
-    // only a broken reply would send).
-    void add(std::initializer_list<Label> labels, std::optional<Value> value) {
-        if (!value || (type_ == Type::counter && negative(*value))) return;
-        samples_ += name_;
-        if (labels.size() != 0) {
-            char sep = '{';
-            for (const Label &l : labels) {
-                samples_ += sep;
-                samples_ += l.name;
-                samples_ += "=\"";
-                append_escaped(samples_, l.value, true);
-                samples_ += '"';
-                sep = ',';
-            }
-            samples_ += '}';
-        }
-        samples_ += ' ';
-        append_value(samples_, *value);
-        samples_ += '\n';
-    }
-
-    void write(std::string &out) const {
-        out += "# HELP ";
-        out += name_;
-        out += ' ';
-        append_escaped(out, help_, false);
-        out += "\n# TYPE ";
-        out += name_;
-        out += type_ == Type::counter ? " counter\n" : " gauge\n";
-        out += samples_;
-    }
-
-  private:
-    std::string name_;
-    Type type_;
-    std::string_view help_;
-    std::string samples_;
-};
-
-Value flag(bool b) {
-    return Value{uint64_t{b ? 1u : 0u}};
-}
+// How values are read from the replies and families written: control/exposition.h.
+using exposition::array_at;
+using exposition::Family;
+using exposition::flag;
+using exposition::json;
+using exposition::label_at;
+using exposition::member;
+using exposition::number;
+using exposition::number_at;
+using exposition::seconds_from_ns;
+using exposition::Type;
+using exposition::Value;
 
 // ---- The replies, one function each ----
 
@@ -349,8 +106,7 @@ void core_metrics(const json *stats, std::string &out) {
 
 #define FG_X(name)                                                                           \
     {                                                                                        \
-        Family f("floodgate_" #name "_total", Type::counter,                                 \
-                 find_help(kWorkerCounterHelp, #name));                                      \
+        Family f("floodgate_" #name "_total", Type::counter, worker_counter_help(#name));    \
         for (const auto &[core, c] : labelled) f.add({{"core", core}}, number_at(c, #name)); \
         f.write(out);                                                                        \
     }
@@ -401,12 +157,11 @@ void rule_metrics(const json *stats, std::string &out) {
         for (const json &r : *rules)
             if (auto name = label_at(&r, "name")) named.emplace_back(std::move(*name), &r);
 
-#define FG_X(name)                                                                        \
-    {                                                                                     \
-        Family f("floodgate_rule_" #name "_total", Type::counter,                         \
-                 find_help(kRuleCounterHelp, #name));                                     \
-        for (const auto &[rule, r] : named) f.add({{"rule", rule}}, number_at(r, #name)); \
-        f.write(out);                                                                     \
+#define FG_X(name)                                                                           \
+    {                                                                                        \
+        Family f("floodgate_rule_" #name "_total", Type::counter, rule_counter_help(#name)); \
+        for (const auto &[rule, r] : named) f.add({{"rule", rule}}, number_at(r, #name));    \
+        f.write(out);                                                                        \
     }
     FG_RULE_COUNTERS(FG_X)
 #undef FG_X
