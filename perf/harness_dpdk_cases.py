@@ -1,0 +1,77 @@
+"""Cases 1 and 2: floodgate beside testpmd, in one process and behind floodgate-tx over memif."""
+import os
+
+from harness_peers import CASE1_ONLY, MIX_CONFIG, ROOT, Peers
+from harness_processes import Generator, log
+from harness_results import summarise
+
+
+class DpdkCases(Peers):
+    # --- case 1 ------------------------------------------------------------------------
+    def case1(self):
+        out = []
+        for mix in self.args.mixes:
+            path = self.mix(mix)
+            # Without tx_pcap net_pcap's TX frees and counts (where the answers go).
+            tx = "" if mix in CASE1_ONLY else ",tx_pcap=/dev/null"
+            vdevs = ["--vdev", "net_pcap0,rx_pcap=%s,infinite_rx=1%s" % (path, tx),
+                     "--vdev", "net_null0,no-rx=1"]
+            config = os.path.join(ROOT, MIX_CONFIG.get(mix, "perf/perf.yaml"))
+            row = {"mix": mix, "frames": self.frames(path), "config": os.path.relpath(config, ROOT),
+                   "testpmd_io": [], "floodgate": [], "floodgate_cycles_per_packet": [],
+                   "floodgate_counts": []}
+            for rep in range(self.args.reps):
+                order = ["testpmd_io", "floodgate"] if rep % 2 == 0 else ["floodgate",
+                                                                          "testpmd_io"]
+                for peer in order:
+                    what = "case 1, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
+                    log(what)
+                    if peer == "testpmd_io":
+                        row[peer].append(self.guarded(what, lambda: self.measure(self.testpmd(
+                            vdevs, "io", self.mbufs(path), "fgp-tp"))))
+                    else:
+                        stats = os.path.join(self.work, "stats.json")
+                        if os.path.exists(stats):
+                            os.unlink(stats)  # the last run's
+                        row[peer].append(self.guarded(what, lambda: self.measure(
+                            self.floodgate(vdevs, self.mbufs(path), "fgp-fg", stats,
+                                           config=config))))
+                        row["floodgate_cycles_per_packet"].append(self.cycles_per_packet(stats))
+                        row["floodgate_counts"].append(self.answer_counts(stats))
+            out.append(summarise(row, "floodgate", ["testpmd_io"]))
+        self.results["cases"]["1"] = out
+
+    # --- case 2 ------------------------------------------------------------------------
+    def case2(self):
+        out = []
+        sock = os.path.join(self.work, "memif.sock")
+        for mix in [m for m in self.args.mixes if m not in CASE1_ONLY]:
+            path = self.mix(mix)
+            memif = "net_memif0,role=client,socket=%s,socket-abstract=no" % sock
+            row = {"mix": mix, "frames": self.frames(path), "testpmd_rxonly": [],
+                   "testpmd_io": [], "floodgate": [], "generator": []}
+            peers = ["testpmd_rxonly", "testpmd_io", "floodgate"]
+            for rep in range(self.args.reps):
+                for peer in (peers if rep % 2 == 0 else peers[::-1]):
+                    what = "case 2, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
+                    log(what)
+                    row[peer].append(self.guarded(
+                        what, lambda: self.memif_run(peer, path, sock, memif, row)))
+            out.append(summarise(row, "floodgate", ["testpmd_io", "testpmd_rxonly"]))
+        self.results["cases"]["2"] = out
+
+    def memif_run(self, peer, path, sock, memif, row):
+        if os.path.exists(sock):
+            os.unlink(sock)  # left by the last generator
+        with Generator(self.generator_cmd(
+                "net_memif0,role=server,socket=%s,socket-abstract=no" % sock, path),
+                row["generator"]):
+            if peer == "testpmd_rxonly":
+                s = self.testpmd(["--vdev", memif], "rxonly", 65536, "fgp-tp")
+            elif peer == "testpmd_io":
+                s = self.testpmd(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], "io", 65536,
+                                 "fgp-tp")
+            else:
+                s = self.floodgate(["--vdev", memif, "--vdev", "net_null0,no-rx=1"], 65536,
+                                   "fgp-fg", os.path.join(self.work, "stats.json"))
+            return self.measure(s)
