@@ -12,6 +12,21 @@ def args_of(run_name):
     return parts[0], {k: int(v) for k, v in (p.split(":") for p in parts[1:] if ":" in p)}
 
 
+def both_sides(rows, key, side, order=None):
+    """The rows by key(args), each with its two sides (args[side] 0 and 1); the keys that have
+    both, sorted (by order where given)."""
+    t = {}
+    for b in rows:
+        t.setdefault(key(b["args"]), {})[b["args"][side]] = b
+    return t, sorted((k for k in t if 0 in t[k] and 1 in t[k]), key=order)
+
+
+def ns_and_mpps(sides):
+    """Four table cells: each side's ns per packet and the Mpps it makes on one core."""
+    a, z = sides[0]["ns"], sides[1]["ns"]
+    return "%.1f | %.1f | %.1f | %.1f" % (a, mpps_of_ns(a), z, mpps_of_ns(z))
+
+
 def scaling(r, h, targets):
     rows = r["scaling"].get("bench_scaling", [])
     by = {}
@@ -42,10 +57,7 @@ def scaling(r, h, targets):
 
 
 def scaling_keys(r, h, rows):
-    t = {}
-    for b in rows:
-        t.setdefault(b["args"]["keys"], {})[b["args"]["refuse"]] = b
-    keys = sorted(k for k in t if 0 in t[k] and 1 in t[k])
+    t, keys = both_sides(rows, lambda a: a["keys"], "refuse")
     out = [h + " Live keys (`perf/bench_scaling` BM_Keys, bursts of 32)", "",
            "One per-source rule; every key visited once per pass; admitted: every packet passes "
            "and commits a TAT; refused: every packet after a key's first is refused. Mpps is "
@@ -53,12 +65,9 @@ def scaling_keys(r, h, rows):
            "| live keys | admitted ns/packet | admitted Mpps | refused ns/packet | refused Mpps "
            "| table MiB |", "|---|---|---|---|---|---|"]
     for k in keys:
-        a, z = t[k][0], t[k][1]
-        out.append("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
-            "{:,}".format(k), a["ns"], mpps_of_ns(a["ns"]), z["ns"], mpps_of_ns(z["ns"]),
-            a.get("table_MiB", 0)))
+        out.append("| %s | %s | %.1f |" % ("{:,}".format(k), ns_and_mpps(t[k]),
+                                          t[k][0].get("table_MiB", 0)))
     out.append("")
-
     return out + picture(r, "keys", lambda plt: keys_figure(plt, t, keys))
 
 
@@ -106,11 +115,8 @@ def scaling_floor(h, keys_rows, floor_rows, targets):
 
 
 def scaling_rules(r, h, rows):
-    t = {}
-    for b in rows:
-        a = b["args"]
-        t.setdefault((a["rules"], a["matching"]), {})[a["refuse"]] = b
-    sets = sorted((k for k in t if 0 in t[k] and 1 in t[k]), key=lambda k: (k[0] > k[1], k))
+    t, sets = both_sides(rows, lambda a: (a["rules"], a["matching"]), "refuse",
+                         order=lambda k: (k[0] > k[1], k))
     out = [h + " Matching rules per packet (`perf/bench_scaling` BM_Rules, bursts of 32)", "",
            "1,048,576 sources; every rule keyed per source (each matching rule is one more key "
            "per source: the table holds matching x 1M keys). 256 rules, one matching: 255 rules "
@@ -119,10 +125,8 @@ def scaling_rules(r, h, rows):
            "| rules | matching each packet | admitted ns/packet | admitted Mpps | refused "
            "ns/packet | refused Mpps | table MiB |", "|---|---|---|---|---|---|---|"]
     for k in sets:
-        a, z = t[k][0], t[k][1]
-        out.append("| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
-            k[0], k[1], a["ns"], mpps_of_ns(a["ns"]), z["ns"], mpps_of_ns(z["ns"]),
-            a.get("table_MiB", 0)))
+        out.append("| %d | %d | %s | %.1f |" % (k[0], k[1], ns_and_mpps(t[k]),
+                                              t[k][0].get("table_MiB", 0)))
     out.append("")
     all_match = [k for k in sets if k[0] == k[1]]
     if len(all_match) >= 2:
@@ -132,15 +136,11 @@ def scaling_rules(r, h, rows):
             out.append("%s: %.1f ns per further matching rule (from %d to %d)." % (
                 label.capitalize(), d, n0, n1))
         out.append("")
-
     return out + picture(r, "rules", lambda plt: rules_figure(plt, t, sets, all_match))
 
 
 def scaling_prefixes(r, h, rows):
-    t = {}
-    for b in rows:
-        t.setdefault(b["args"]["entries"], {})[b["args"]["ipv6"]] = b
-    entries = sorted(k for k in t if 0 in t[k] and 1 in t[k])
+    t, entries = both_sides(rows, lambda a: a["entries"], "ipv6")
     out = [h + " Allow/block prefixes (`perf/bench_scaling` BM_Prefixes, bursts of 32)", "",
            "1,048,576 sources, one per-source rule, every packet admitted; the allow and block "
            "lists (alternate entries) hold random prefixes that cover none of the sources, so "
@@ -152,11 +152,8 @@ def scaling_prefixes(r, h, rows):
            "| entries | IPv4 ns/packet | IPv4 Mpps | IPv6 ns/packet | IPv6 Mpps |",
            "|---|---|---|---|---|"]
     for e in entries:
-        a, z = t[e][0], t[e][1]
-        out.append("| %s | %.1f | %.1f | %.1f | %.1f |" % (
-            "{:,}".format(e), a["ns"], mpps_of_ns(a["ns"]), z["ns"], mpps_of_ns(z["ns"])))
+        out.append("| %s | %s |" % ("{:,}".format(e), ns_and_mpps(t[e])))
     out.append("")
-
     return out + picture(r, "prefixes", lambda plt: prefixes_figure(plt, t, entries))
 
 
@@ -203,5 +200,4 @@ def scaling_workers(r, h, workers, merge):
                 "{:,}".format(k), b["ns"] / 1e3, b["ns"] / k, b.get("publish_ns_per_key", 0),
                 b.get("forward_ns_per_key", 0), b.get("apply_ns_per_key", 0)))
         out.append("")
-
     return out + picture(r, "workers", lambda plt: workers_figure(plt, workers, merge))
