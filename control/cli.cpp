@@ -1,32 +1,24 @@
 #include "control/cli.h"
 
-#include <cmath>
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "control/commands.h"
 #include "control/daemon.h"
-#include "control/daemon_client.h"
 #include "control/listen_address.h"
-#include "control/rules_diff.h"
-#include "control/running_rules.h"
 #include "control/watch.h"
 #include "control/xdp_cli.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/prefix.h"
-#include "dataplane/api/stats_text.h"
-#include "rules/load.h"
 
 namespace floodgate {
 
 namespace {
-
-using nlohmann::json;
 
 // Each command's usage, shown alone with its usage errors and all together by --help.
 struct CommandUsage {
@@ -64,10 +56,10 @@ constexpr CommandUsage kCommands[] = {
 };
 constexpr const char *kUsageHead = "usage: floodctl [--socket PATH] [-j|--json] COMMAND\n";
 
-void print_usage(std::FILE *to) {
-    std::fputs(kUsageHead, to);
-    for (const CommandUsage &c : kCommands) std::fputs(c.text, to);
-    std::fputs("  --version              floodctl's version\n", to);
+std::string usage_text() {
+    std::string s = kUsageHead;
+    for (const CommandUsage &c : kCommands) s += c.text;
+    return s + "  --version              floodctl's version\n";
 }
 
 // The error, then the usage of the one command it is about (all of them when there is none).
@@ -78,466 +70,478 @@ int usage_error(const std::string &command, const std::string &why) {
             std::fprintf(stderr, "usage: floodctl [--socket PATH] [-j] ...\n%s", c.text);
             return 2;
         }
-    print_usage(stderr);
+    std::fputs(usage_text().c_str(), stderr);
     return 2;
 }
 
-int failed(const std::string &why) {
-    std::fprintf(stderr, "floodctl: %s\n", why.c_str());
-    return 1;
-}
+// Help (-h, --help or the word help, anywhere) or the version asked for: nothing else is done.
+struct HelpAsked {};
+struct VersionAsked {};
 
-struct Cli {
-    std::string socket = kDefaultDaemonSocket;
-    bool json_out = false;
-    std::vector<std::string> args;
+// floodctl's command line in CLI11: the global options, then a command (a subcommand, some
+// with subcommands of their own: rules, block, allow, xdp) with its options and arguments,
+// the global options accepted after it too. Whatever a command does not take is left over by
+// CLI11 (allow_extras) and refused by the command, in its own words, with its usage.
+class CommandLine {
+  public:
+    CommandLine();
+    int run(int argc, char **argv);
 
-    bool ask(const json &request, json *reply) const {
-        return ask_daemon(socket, json_out, request, reply);
-    }
+  private:
+    // One command: how it refuses an argument it does not take, and an option the line ends
+    // without a value for; and what it does with what it was given. Each returns the exit code.
+    struct Node {
+        std::function<int(const std::string &arg)> unexpected;
+        std::function<int(const std::string &option)> no_value;
+        std::function<int(const std::vector<std::string> &extras)> run;
+    };
+    // A value refused while it was read (watch's and top's numbers), reported after what the
+    // line held before it that the command does not take: extras_before counts those.
+    struct Pending {
+        std::string command, message;
+        size_t extras_before;
+    };
+
+    CLI::App *add(CLI::App *parent, const std::string &name, Node node);
+    void add_globals(CLI::App *app);
+    // A value checked as it is read; check returns why it is refused, or nothing.
+    void checked(CLI::App *app, const std::string &names, const std::string &command,
+                 std::function<std::optional<std::string>(const std::string &)> check);
+    void add_daemon();
+    void add_watch();
+    void add_rules();
+    void add_stats_and_top();
+    void add_overrides(const std::string &list);
+    void add_rule();
+    void add_xdp();
+    int xdp_malformed(const std::string &sub);
+
+    // After the line is read, and after it ended where a value was due.
+    int dispatch();
+    int missing_value(const std::string &option);
+    // The commands given, the root first.
+    std::vector<CLI::App *> chain();
+    bool help_asked();
+    static std::vector<std::string> extras(const CLI::App *app);
+    // What the command does not take, or the pending refusal, whichever came first; nothing.
+    std::optional<int> refuse(const Node &node, const std::vector<std::string> &extras) const;
+
+    CLI::App app_{"floodctl"};
+    CLI::App *help_ = nullptr;
+    std::map<const CLI::App *, Node> nodes_;
+    std::optional<Pending> pending_;
+
+    Ctl ctl_{kDefaultDaemonSocket};
+    DaemonOptions daemon_;
+    WatchOptions watch_;
+    std::string rule_;  // stats, top --rule
+    unsigned top_ = 10;
+    std::string file_;  // rules check, load
+    bool dry_run_ = false;
+    std::string prefix_;              // block, allow add, del
+    std::optional<std::string> ttl_;  // block, allow add
+    std::string name_, mode_;         // rule
+    XdpArgs xdp_;
 };
 
-uint64_t u64(const json &j, const char *field) {
-    auto it = j.find(field);
-    return it != j.end() && it->is_number() ? it->get<uint64_t>() : 0;
-}
-
-int print_json(const json &reply) {
-    std::cout << reply.dump(2) << "\n";
-    return 0;
-}
-
-int cmd_status(const Cli &cli) {
-    json r;
-    if (!cli.ask({{"cmd", "status"}}, &r)) return 1;
-    // A dataplane that is down is a failure in either format.
-    const bool up = r.value("dataplane_up", false);
-    if (cli.json_out) return print_json(r), up ? 0 : 1;
-    if (!up) {
-        std::printf("dataplane: DOWN (%s)\n", r.value("dataplane_error", "").c_str());
-        return 1;
-    }
-    const json &d = r["dataplane"];
-    const json &rs = d["ruleset"];
-    const unsigned workers = d.value("workers", 0u);
-    std::printf("dataplane: up, %u worker%s, up %s (instance %s)\n", workers,
-                workers == 1 ? "" : "s",
-                format_duration_s(static_cast<long long>(d.value("uptime_s", 0.0))).c_str(),
-                d.value("instance", "").c_str());
-    std::printf("ruleset:   version %llu, loaded %s from %s (%s), %zu rules, %zu overrides\n",
-                static_cast<unsigned long long>(u64(rs, "version")),
-                utc_text(rs.value("loaded_unix", 0.0)).c_str(), rs.value("source", "").c_str(),
-                rs.value("origin", "").c_str(), static_cast<size_t>(u64(rs, "rules")),
-                static_cast<size_t>(u64(rs, "overrides")));
-    std::printf("reloads:   %llu ok, %llu failed; %llu overrides expired\n",
-                static_cast<unsigned long long>(u64(d["reloads"], "ok")),
-                static_cast<unsigned long long>(u64(d["reloads"], "failed")),
-                static_cast<unsigned long long>(u64(d, "overrides_expired")));
-    const json &rates = r["rates"];
-    if (rates.is_object()) {
-        std::printf("rates:     over the %s %.1f s\n",
-                    r.value("rates_since_start", false) ? "dataplane's first" : "last",
-                    rates.value("interval_s", 0.0));
-        std::fputs(rates_text(rates, "  ").c_str(), stdout);
-    } else {
-        std::printf("rates:     none yet\n");
-    }
-    if (r["table"].is_object()) {
-        const json &t = r["table"];
-        const double cap = static_cast<double>(u64(t, "capacity"));
-        std::printf("table:     %llu of %llu keys (%.1f%%), %llu reclaimed, %llu full events\n",
-                    static_cast<unsigned long long>(u64(t, "occupancy")),
-                    static_cast<unsigned long long>(u64(t, "capacity")),
-                    cap > 0 ? 100.0 * static_cast<double>(u64(t, "occupancy")) / cap : 0.0,
-                    static_cast<unsigned long long>(u64(t, "reclaims")),
-                    static_cast<unsigned long long>(u64(t, "full_events")));
-    }
-    const json &dm = r["daemon"];
-    std::printf("daemon:    pid %d, metrics %s\n", dm.value("pid", 0),
-                dm.value("metrics", "").c_str());
-    return 0;
-}
-
-int cmd_rules_check(const Cli &cli, const std::string &path) {
-    Config c;
-    std::optional<ConfigError> error;
-    try {
-        c = parse_config(read_config_file(path), path);
-    } catch (const ConfigError &e) {
-        error = e;
-    }
-    if (cli.json_out) {
-        json r = {{"ok", !error}, {"file", path}};
-        if (error) {
-            r["error"] = error->what();
-            r["line"] = error->line();
-            r["field"] = error->field();
-        } else {
-            r["rules"] = c.rules.size();
-            r["allow"] = c.allow.size();
-            r["block"] = c.block.size();
-        }
-        print_json(r);
-    }
-    if (error) {
-        std::fprintf(stderr, "%s\n", error->what());
-        return 1;
-    }
-    if (!cli.json_out)
-        std::printf("%s: valid: %zu rules, %zu allow and %zu block prefixes\n", path.c_str(),
-                    c.rules.size(), c.allow.size(), c.block.size());
-    return 0;
-}
-
-int cmd_rules_load(const Cli &cli, const std::string &path, bool dry_run) {
-    RulesFile file;
-    try {
-        file.text = read_config_file(path);
-        file.config = parse_config(file.text, path);
-    } catch (const ConfigError &e) {
-        if (cli.json_out)
-            print_json({{"ok", false},
-                        {"error", e.what()},
-                        {"file", e.file()},
-                        {"line", e.line()},
-                        {"field", e.field()}});
-        std::fprintf(stderr, "%s\n", e.what());
-        return 1;
-    }
-    json r;
-    if (!cli.ask(
-            {{"cmd", "rules_load"}, {"source", path}, {"text", file.text}, {"dry_run", dry_run}},
-            &r))
-        return 1;
-    if (cli.json_out) return print_json(r);
-    if (!r.value("changed", true)) {
-        std::printf("no change: the running rules are already %s's (ruleset version %llu)\n",
-                    path.c_str(), static_cast<unsigned long long>(u64(r, "version")));
-        return 0;
-    }
-    const json &diff = r["diff"];
-    if (diff["changes"].empty()) std::printf("no changes\n");
-    for (const json &line : diff["changes"]) std::printf("  %s\n", line.get<std::string>().c_str());
-    if (dry_run) {
-        std::printf("dry run: nothing applied\n");
-        return 0;
-    }
-    for (const json &w : r.value("warnings", json::array()))
-        std::printf("warning: %s\n", w.get<std::string>().c_str());
-    std::printf("applied: ruleset version %llu\n",
-                static_cast<unsigned long long>(u64(r, "version")));
-    return 0;
-}
-
-int cmd_rules_show(const Cli &cli) {
-    json r;
-    if (!cli.ask({{"cmd", "rules"}}, &r)) return 1;
-    Config c;
-    try {
-        c = running_rules(r);
-    } catch (const ConfigError &e) {
-        return failed(std::string("cannot read the running rules: ") + e.what());
-    }
-    auto prefixes = [](const std::vector<Prefix> &ps) {
-        json a = json::array();
-        for (const Prefix &p : ps) a.push_back(format_prefix(p));
-        return a;
+CommandLine::CommandLine() {
+    app_.set_help_flag();  // -h and --help are global options (add_globals), read in order
+    app_.formatter_fn([](const CLI::App *, const std::string &, CLI::AppFormatMode) {
+        return usage_text();  // CLI11's help is floodctl's usage
+    });
+    app_.allow_extras();
+    app_.require_subcommand(0, 1);  // so that a later word is never read as another command
+    app_.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    add_globals(&app_);
+    nodes_[&app_] = Node{
+        [](const std::string &arg) { return usage_error("", "unknown command '" + arg + "'"); },
+        [](const std::string &option) { return usage_error("", option + " needs a value"); },
+        [](const std::vector<std::string> &x) {
+            return usage_error("", x.empty() ? "no command" : "unknown command '" + x[0] + "'");
+        }};
+    add_daemon();
+    const auto takes_nothing = [](const std::string &) {
+        return usage_error("status", "status takes no arguments");
     };
-    if (cli.json_out) {
-        json rules = json::array();
-        for (size_t i = 0; i < c.rules.size(); ++i) {
-            json rule = rule_json(c.rules[i]);
-            if (i < r["rules"].size()) rule["state"] = r["rules"][i].value("state", "");
-            rules.push_back(rule);
-        }
-        return print_json({{"ok", true},
-                           {"version", r["version"]},
-                           {"source", r["source"]},
-                           {"origin", r["origin"]},
-                           {"loaded_unix", r["loaded_unix"]},
-                           {"allow", prefixes(c.allow)},
-                           {"block", prefixes(c.block)},
-                           {"table", {{"entries_per_core", c.table_entries_per_core}}},
-                           {"rules", rules},
-                           {"text", r["text"]}});
-    }
-    std::printf("ruleset version %llu from %s (%s), loaded %s\n",
-                static_cast<unsigned long long>(u64(r, "version")), r.value("source", "").c_str(),
-                r.value("origin", "").c_str(), utc_text(r.value("loaded_unix", 0.0)).c_str());
-    auto list = [](const std::vector<Prefix> &ps) {
-        std::string s;
-        for (const Prefix &p : ps) s += (s.empty() ? "" : " ") + format_prefix(p);
-        return s.empty() ? std::string("-") : s;
+    add(&app_, "status",
+        {takes_nothing, takes_nothing, [this, takes_nothing](const std::vector<std::string> &x) {
+             return x.empty() ? cmd_status(ctl_) : takes_nothing(x[0]);
+         }});
+    add_watch();
+    add_rules();
+    add_stats_and_top();
+    add_overrides("block");
+    add_overrides("allow");
+    add_rule();
+    add_xdp();
+    const auto help = [](const auto &) -> int { throw HelpAsked{}; };
+    help_ = add(&app_, "help", {help, help, help});
+}
+
+CLI::App *CommandLine::add(CLI::App *parent, const std::string &name, Node node) {
+    CLI::App *app = parent->add_subcommand(name);
+    app->set_help_flag();
+    app->allow_extras();
+    add_globals(app);
+    nodes_[app] = std::move(node);
+    return app;
+}
+
+void CommandLine::add_globals(CLI::App *app) {
+    app->add_option_function<std::string>("--socket",
+                                          [this](const std::string &path) { ctl_.socket = path; })
+        ->trigger_on_parse();
+    app->add_flag_callback("-j,--json", [this] { ctl_.json_out = true; })->trigger_on_parse();
+    app->add_flag_callback("-h,--help", [] { throw HelpAsked{}; })->trigger_on_parse();
+    app->add_flag_callback("--version", [] { throw VersionAsked{}; })->trigger_on_parse();
+}
+
+void CommandLine::checked(CLI::App *app, const std::string &names, const std::string &command,
+                          std::function<std::optional<std::string>(const std::string &)> check) {
+    app->add_option_function<std::string>(
+           names,
+           [this, app, command, check = std::move(check)](const std::string &value) {
+               if (pending_) return;  // the first refusal is the one reported
+               if (std::optional<std::string> why = check(value))
+                   pending_ = Pending{command, *why, extras(app).size()};
+           })
+        ->trigger_on_parse();
+}
+
+std::optional<int> CommandLine::refuse(const Node &node,
+                                       const std::vector<std::string> &extras) const {
+    if (!extras.empty() && (!pending_ || pending_->extras_before > 0))
+        return node.unexpected(extras[0]);
+    if (pending_) return usage_error(pending_->command, pending_->message);
+    return std::nullopt;
+}
+
+void CommandLine::add_daemon() {
+    const auto unknown = [](const std::string &arg) {
+        return usage_error("daemon", "daemon: unknown option " + arg);
     };
-    std::printf("allow: %s\nblock: %s\n", list(c.allow).c_str(), list(c.block).c_str());
-    std::printf("table: %llu entries per core\n",
-                static_cast<unsigned long long>(c.table_entries_per_core));
-    for (const Rule &rule : c.rules)
-        std::printf("rule %s: %s, %s, key %s, match %s\n", rule.name.c_str(),
-                    rule.mode == RuleMode::shadow ? "shadow" : "enforce",
-                    describe_limit(rule).c_str(), describe_key(rule).c_str(),
-                    describe_match(rule.match).c_str());
-    return 0;
+    const auto no_value = [](const std::string &option) {
+        return usage_error("daemon", "daemon: " + option + " needs a value");
+    };
+    CLI::App *app = add(&app_, "daemon", {unknown, no_value, {}});
+    app->add_option("--config", daemon_.config);
+    app->add_option("--dataplane", daemon_.dataplane);
+    app->add_option("--metrics", daemon_.metrics);
+    nodes_[app].run = [this, unknown](const std::vector<std::string> &x) {
+        if (!x.empty()) return unknown(x[0]);
+        // Refused here, before the daemon starts anything, like every other bad value.
+        if (daemon_.metrics != "none") {
+            ListenAddress address;
+            std::string why;
+            if (!resolve_listen_address(daemon_.metrics, &address, &why))
+                return usage_error("daemon", "daemon: --metrics " + why);
+        }
+        DaemonOptions o = daemon_;
+        o.socket = ctl_.socket;
+        return run_daemon(o);
+    };
 }
 
-// Keeps only the rule named `rule` in stats["rules"]; false when there is none.
-bool only_rule(json *stats, const std::string &rule) {
-    if (rule.empty()) return true;
-    json only = json::array();
-    for (const json &x : (*stats)["rules"])
-        if (x.value("name", "") == rule) only.push_back(x);
-    (*stats)["rules"] = only;
-    return !only.empty();
+void CommandLine::add_watch() {
+    const auto unknown = [](const std::string &arg) {
+        return usage_error("watch", "watch: unknown option " + arg);
+    };
+    Node node{unknown,
+              [](const std::string &option) {
+                  return usage_error("watch", "watch: " + option + " needs a value");
+              },
+              {}};
+    node.run = [this, node](const std::vector<std::string> &x) {
+        if (std::optional<int> refused = refuse(node, x)) return *refused;
+        WatchOptions o = watch_;
+        o.socket = ctl_.socket;
+        o.json_out = ctl_.json_out;
+        return run_watch(o);
+    };
+    CLI::App *app = add(&app_, "watch", node);
+    checked(app, "--interval", "watch", [this](const std::string &v) -> std::optional<std::string> {
+        std::string why;
+        const std::optional<uint64_t> ns =
+            parse_seconds_ns(v, 100000000, 3600 * 1000000000ull, &why);
+        if (!ns) return "watch: --interval " + why;
+        watch_.interval_s = static_cast<double>(*ns) / 1e9;
+        return std::nullopt;
+    });
+    app->add_option("--rule", watch_.rule);
+    checked(app, "-n", "watch", [this](const std::string &v) -> std::optional<std::string> {
+        std::string why;
+        const std::optional<uint64_t> n = parse_uint(v, 0, 64, &why);
+        if (!n) return "watch: -n " + why;
+        watch_.top = static_cast<unsigned>(*n);
+        return std::nullopt;
+    });
+    checked(app, "--count", "watch", [this](const std::string &v) -> std::optional<std::string> {
+        std::string why;
+        const std::optional<uint64_t> n = parse_uint(v, 1, 1000000, &why);
+        if (!n) return "watch: --count " + why;
+        watch_.count = static_cast<unsigned>(*n);
+        return std::nullopt;
+    });
 }
 
-int cmd_stats(const Cli &cli, const std::string &rule) {
-    json r;
-    if (!cli.ask({{"cmd", "stats"}}, &r)) return 1;
-    if (!only_rule(&r["stats"], rule)) return failed("no rule named \"" + rule + "\"");
-    if (cli.json_out) return print_json(r);
-    std::fputs(stats_text(r["stats"]).c_str(), stdout);
-    return 0;
+void CommandLine::add_rules() {
+    const auto wrong = [](const std::string &verb) {
+        return [verb](const std::string &) {
+            return usage_error("rules", "rules " + verb + ": wrong arguments");
+        };
+    };
+    const auto not_a_verb = [](const std::string &arg) {
+        return usage_error("rules", "rules " + arg + ": wrong arguments");
+    };
+    CLI::App *rules = add(&app_, "rules",
+                          {not_a_verb, not_a_verb, [not_a_verb](const std::vector<std::string> &x) {
+                               if (!x.empty()) return not_a_verb(x[0]);
+                               return usage_error("rules", "rules: check, load or show?");
+                           }});
+    rules->require_subcommand(0, 1);
+
+    CLI::App *check = add(rules, "check", {wrong("check"), wrong("check"), {}});
+    CLI::Option *check_file = check->add_option("FILE", file_);
+    nodes_[check].run = [this, check_file, wrong](const std::vector<std::string> &x) {
+        if (!x.empty() || check_file->count() == 0) return wrong("check")("");
+        return cmd_rules_check(ctl_, file_);
+    };
+
+    const auto unexpected = [](const std::string &arg) {
+        return usage_error("rules", "rules load: unexpected argument '" + arg + "'");
+    };
+    CLI::App *load = add(rules, "load", {unexpected, unexpected, {}});
+    CLI::Option *load_file = load->add_option("FILE", file_);
+    load->add_flag("--dry-run", dry_run_);
+    nodes_[load].run = [this, load_file, unexpected, wrong](const std::vector<std::string> &x) {
+        if (load_file->count() == 0) return wrong("load")("");
+        if (!x.empty()) return unexpected(x[0]);
+        return cmd_rules_load(ctl_, file_, dry_run_);
+    };
+
+    add(rules, "show",
+        {wrong("show"), wrong("show"), [this, wrong](const std::vector<std::string> &x) {
+             return x.empty() ? cmd_rules_show(ctl_) : wrong("show")(x[0]);
+         }});
 }
 
-int cmd_top(const Cli &cli, const std::string &rule, int n) {
-    json r;
-    if (!cli.ask({{"cmd", "stats"}, {"top", n}}, &r)) return 1;
-    if (!only_rule(&r["stats"], rule)) return failed("no rule named \"" + rule + "\"");
-    json out = json::array();
-    for (const json &x : r["stats"]["rules"])
-        out.push_back({{"rule", x["name"]},
-                       {"key", x.value("key", "src")},
-                       {"top_refused", x["top_refused"]}});
-    if (cli.json_out) return print_json({{"ok", true}, {"top", out}});
-    for (const json &x : out) {
-        // A dst key's offenders are the destinations at their limit, the most refused first.
-        const std::string key = x["key"].get<std::string>();
-        std::printf("rule %s%s:\n", x["rule"].get<std::string>().c_str(),
-                    key == "dst"    ? " (per destination: the destinations held at their limit)"
-                    : key == "none" ? " (one bucket for the whole rule)"
-                                    : "");
-        if (x["top_refused"].empty()) std::printf("  (nothing refused)\n");
-        for (const json &t : x["top_refused"])
-            std::printf("  %-45s refused %s\n", t.value("source", "").c_str(),
-                        refused_bound_text(t).c_str());
+void CommandLine::add_stats_and_top() {
+    const auto wrong = [](const std::string &) {
+        return usage_error("stats", "stats: wrong arguments");
+    };
+    CLI::App *stats =
+        add(&app_, "stats", {wrong, wrong, [this, wrong](const std::vector<std::string> &x) {
+                                 return x.empty() ? cmd_stats(ctl_, rule_) : wrong(x[0]);
+                             }});
+    stats->add_option("--rule", rule_);
+
+    const auto unexpected = [](const std::string &arg) {
+        return usage_error("top", "top: unexpected argument '" + arg + "'");
+    };
+    Node node{unexpected, unexpected, {}};
+    node.run = [this, node](const std::vector<std::string> &x) {
+        if (std::optional<int> refused = refuse(node, x)) return *refused;
+        return cmd_top(ctl_, rule_, static_cast<int>(top_));
+    };
+    CLI::App *top = add(&app_, "top", node);
+    top->add_option("--rule", rule_);
+    checked(top, "-n", "top", [this](const std::string &v) -> std::optional<std::string> {
+        std::string why;
+        const std::optional<uint64_t> n = parse_uint(v, 1, 64, &why);
+        if (!n) return "top: -n " + why;
+        top_ = static_cast<unsigned>(*n);
+        return std::nullopt;
+    });
+}
+
+void CommandLine::add_overrides(const std::string &list) {
+    const auto not_a_verb = [list](const std::string &arg) {
+        return usage_error(list, list + ": '" + arg + "' is not add, del or list");
+    };
+    CLI::App *parent =
+        add(&app_, list,
+            {not_a_verb, not_a_verb, [list, not_a_verb](const std::vector<std::string> &x) {
+                 if (!x.empty()) return not_a_verb(x[0]);
+                 return usage_error(list, list + ": add, del or list?");
+             }});
+    parent->require_subcommand(0, 1);
+
+    const auto takes_nothing = [list](const std::string &) {
+        return usage_error(list, list + " list takes no arguments");
+    };
+    add(parent, "list",
+        {takes_nothing, takes_nothing,
+         [this, list, takes_nothing](const std::vector<std::string> &x) {
+             return x.empty() ? cmd_override_list(ctl_, list) : takes_nothing(x[0]);
+         }});
+
+    for (const std::string verb : {"add", "del"}) {
+        const auto unexpected = [list, verb](const std::string &arg) {
+            return usage_error(list, list + " " + verb + ": unexpected argument '" + arg + "'");
+        };
+        const auto no_value = [list, unexpected](const std::string &option) {
+            return option == "--ttl" ? usage_error(list, "--ttl needs a DURATION")
+                                     : unexpected(option);
+        };
+        CLI::App *app = add(parent, verb, {unexpected, no_value, {}});
+        CLI::Option *prefix = app->add_option("PREFIX", prefix_);
+        if (verb == "add")
+            app->add_option_function<std::string>("--ttl",
+                                                  [this](const std::string &v) { ttl_ = v; });
+        nodes_[app].run = [this, list, verb, prefix,
+                           unexpected](const std::vector<std::string> &x) {
+            if (prefix->count() == 0)
+                return usage_error(list, list + " " + verb + " needs a PREFIX");
+            // Checked here, so that the error names what was typed, not the protocol's field.
+            std::string why;
+            if (!parse_prefix(prefix_, &why))
+                return usage_error(list, list + " " + verb + " " + prefix_ + ": " + why);
+            if (!x.empty()) return unexpected(x[0]);
+            std::optional<long long> ttl_s;
+            if (ttl_) {
+                ttl_s = parse_duration_s(*ttl_, &why);
+                if (!ttl_s) return usage_error(list, "--ttl " + why);
+            }
+            return cmd_override(ctl_, list, verb, prefix_, ttl_s);
+        };
     }
-    return 0;
 }
 
-void print_overrides(const json &reply, const std::string &list) {
-    bool any = false;
-    for (const json &o : reply["overrides"]) {
-        if (o.value("list", "") != list) continue;
-        any = true;
-        if (o["expires_unix"].is_null())
-            std::printf("%s %-45s never expires\n", list.c_str(), o.value("prefix", "").c_str());
-        else
-            std::printf(
-                "%s %-45s expires in %s (%s)\n", list.c_str(), o.value("prefix", "").c_str(),
-                format_duration_s(static_cast<long long>(std::ceil(o.value("ttl_left_s", 0.0))))
-                    .c_str(),
-                utc_text(o.value("expires_unix", 0.0)).c_str());
+void CommandLine::add_rule() {
+    const auto wrong = [](const std::string &) {
+        return usage_error("rule", "rule: NAME and a mode");
+    };
+    CLI::App *app = add(&app_, "rule", {wrong, wrong, {}});
+    CLI::Option *name = app->add_option("NAME", name_);
+    CLI::Option *mode = app->add_option("MODE", mode_);
+    nodes_[app].run = [this, name, mode, wrong](const std::vector<std::string> &x) {
+        if (!x.empty() || name->count() == 0 || mode->count() == 0) return wrong("");
+        if (mode_ != "shadow" && mode_ != "enforce")
+            return usage_error("rule",
+                               "rule " + name_ + ": '" + mode_ + "' is not shadow or enforce");
+        return cmd_rule_mode(ctl_, name_, mode_);
+    };
+}
+
+// xdp's refusals are cmd_xdp's own (control/xdp_cli.h): it is told what it was given.
+int CommandLine::xdp_malformed(const std::string &sub) {
+    XdpArgs a = xdp_;
+    a.sub = sub;
+    a.well_formed = false;
+    return cmd_xdp(a, ctl_.json_out);
+}
+
+void CommandLine::add_xdp() {
+    const auto not_a_sub = [this](const std::string &arg) { return xdp_malformed(arg); };
+    CLI::App *xdp = add(
+        &app_, "xdp", {not_a_sub, not_a_sub, [this, not_a_sub](const std::vector<std::string> &x) {
+                           if (!x.empty()) return not_a_sub(x[0]);
+                           return cmd_xdp(XdpArgs{}, ctl_.json_out);  // no subcommand
+                       }});
+    xdp->require_subcommand(0, 1);
+    for (const std::string sub : {"attach", "detach", "list", "stats", "add", "del"}) {
+        const auto malformed = [this, sub](const std::string &) { return xdp_malformed(sub); };
+        CLI::App *app = add(xdp, sub, {malformed, malformed, {}});
+        CLI::Option *target = nullptr;
+        if (sub == "attach" || sub == "detach") target = app->add_option("IFACE", xdp_.target);
+        if (sub == "add" || sub == "del") target = app->add_option("PREFIX", xdp_.target);
+        if (sub == "attach")
+            app->add_option_function<std::string>(
+                "--config", [this](const std::string &v) { xdp_.config = v; });
+        if (sub == "add")
+            app->add_option_function<std::string>("--ttl",
+                                                  [this](const std::string &v) { xdp_.ttl = v; });
+        nodes_[app].run = [this, sub, target, malformed](const std::vector<std::string> &x) {
+            if (!x.empty() || (target != nullptr && target->count() == 0)) return malformed("");
+            XdpArgs a = xdp_;
+            a.sub = sub;
+            a.well_formed = true;
+            return cmd_xdp(a, ctl_.json_out);
+        };
     }
-    if (!any) std::printf("no %s overrides\n", list.c_str());
 }
 
-// The reply's overrides of one list only: `block list` shows blocks, in either format.
-json overrides_of(json reply, const std::string &list) {
-    json only = json::array();
-    for (const json &o : reply["overrides"])
-        if (o.value("list", "") == list) only.push_back(o);
-    reply["overrides"] = only;
-    return reply;
+std::vector<std::string> CommandLine::extras(const CLI::App *app) {
+    std::vector<std::string> out;
+    for (const std::string &arg : app->remaining())
+        if (arg != "--") out.push_back(arg);  // CLI11 keeps the end of options with them
+    return out;
 }
 
-int cmd_override(const Cli &cli, const std::string &list, const std::vector<std::string> &a) {
-    // a: add|del|list [PREFIX] [--ttl D]
-    if (a.empty()) return usage_error(list, list + ": add, del or list?");
-    const std::string &verb = a[0];
-    json r;
-    if (verb == "list") {
-        if (a.size() != 1) return usage_error(list, list + " list takes no arguments");
-        if (!cli.ask({{"cmd", "overrides"}}, &r)) return 1;
-        if (cli.json_out) return print_json(overrides_of(r, list));
-        print_overrides(r, list);
+std::vector<CLI::App *> CommandLine::chain() {
+    std::vector<CLI::App *> out = {&app_};
+    while (!out.back()->get_subcommands().empty()) out.push_back(out.back()->get_subcommands()[0]);
+    return out;
+}
+
+bool CommandLine::help_asked() {
+    for (CLI::App *app : chain()) {
+        if (app == help_) return true;
+        for (const std::string &arg : app->remaining())
+            if (arg == "help") return true;
+        for (const CLI::Option *o : app->get_options())
+            if (o->get_positional())
+                for (const std::string &arg : o->results())
+                    if (arg == "help") return true;
+    }
+    return false;
+}
+
+int CommandLine::dispatch() {
+    if (help_asked()) throw HelpAsked{};
+    const std::vector<CLI::App *> commands = chain();
+    // Something a command does not take, before the command it is followed by.
+    for (size_t i = 0; i + 1 < commands.size(); ++i)
+        if (const std::vector<std::string> x = extras(commands[i]); !x.empty())
+            return nodes_.at(commands[i]).unexpected(x[0]);
+    return nodes_.at(commands.back()).run(extras(commands.back()));
+}
+
+int CommandLine::missing_value(const std::string &option) {
+    if (help_asked()) throw HelpAsked{};
+    if (option == "--socket") return usage_error("", "--socket needs a path");
+    const std::vector<CLI::App *> commands = chain();
+    for (CLI::App *app : commands) {
+        const Node &node = nodes_.at(app);
+        if (app == commands.back()) {
+            if (std::optional<int> refused = refuse(node, extras(app))) return *refused;
+            return node.no_value(option);
+        }
+        if (const std::vector<std::string> x = extras(app); !x.empty())
+            return node.unexpected(x[0]);
+    }
+    return 2;  // not reached: the chain ends with the command being read
+}
+
+int CommandLine::run(int argc, char **argv) {
+    try {
+        try {
+            app_.parse(argc, argv);
+        } catch (const CLI::ArgumentMismatch &) {
+            // The line ended where a value was due: its last argument is the option.
+            return missing_value(argv[argc - 1]);
+        } catch (const CLI::ParseError &e) {
+            return usage_error("", e.what());  // not expected of CLI11 with this tree
+        }
+        try {
+            return dispatch();
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "floodctl: %s\n", e.what());
+            return 1;
+        }
+    } catch (const HelpAsked &) {
+        std::fputs(app_.help().c_str(), stdout);
+        return 0;
+    } catch (const VersionAsked &) {
+        std::printf("floodctl %s\n", FG_VERSION);
         return 0;
     }
-    if (verb != "add" && verb != "del")
-        return usage_error(list, list + ": '" + verb + "' is not add, del or list");
-    if (a.size() < 2) return usage_error(list, list + " " + verb + " needs a PREFIX");
-    // Checked here, so that the error names what was typed, not the protocol's field.
-    std::string why;
-    if (!parse_prefix(a[1], &why))
-        return usage_error(list, list + " " + verb + " " + a[1] + ": " + why);
-    json request = {
-        {"cmd", verb == "add" ? "override_add" : "override_del"}, {"list", list}, {"prefix", a[1]}};
-    for (size_t i = 2; i < a.size(); ++i) {
-        if (a[i] == "--ttl" && verb == "add") {
-            if (i + 1 >= a.size()) return usage_error(list, "--ttl needs a DURATION");
-            auto ttl = parse_duration_s(a[++i], &why);
-            if (!ttl) return usage_error(list, "--ttl " + why);
-            request["ttl_s"] = *ttl;
-        } else {
-            return usage_error(list, list + " " + verb + ": unexpected argument '" + a[i] + "'");
-        }
-    }
-    if (!cli.ask(request, &r)) return 1;
-    if (cli.json_out) return print_json(overrides_of(r, list));
-    // One override per prefix: adding it to one list takes it off the other.
-    if (const auto it = r.find("replaced"); it != r.end() && it->is_object())
-        std::printf("note: %s %s replaces the %s override on it\n", list.c_str(), a[1].c_str(),
-                    it->value("list", "").c_str());
-    print_overrides(r, list);
-    return 0;
-}
-
-int cmd_rule_mode(const Cli &cli, const std::string &rule, const std::string &mode) {
-    if (mode != "shadow" && mode != "enforce")
-        return usage_error("rule", "rule " + rule + ": '" + mode + "' is not shadow or enforce");
-    json r;
-    if (!cli.ask({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}}, &r)) return 1;
-    if (cli.json_out) return print_json(r);
-    if (!r.value("changed", true))
-        std::printf("rule %s: already %s, no change (ruleset version %llu)\n", rule.c_str(),
-                    mode.c_str(), static_cast<unsigned long long>(u64(r, "version")));
-    else
-        std::printf("rule %s: %s (ruleset version %llu)\n", rule.c_str(), mode.c_str(),
-                    static_cast<unsigned long long>(u64(r, "version")));
-    return 0;
-}
-
-int cmd_daemon(const Cli &cli) {
-    DaemonOptions o;
-    o.socket = cli.socket;
-    const auto &a = cli.args;
-    for (size_t i = 1; i < a.size(); ++i) {
-        if (a[i] != "--config" && a[i] != "--dataplane" && a[i] != "--metrics")
-            return usage_error("daemon", "daemon: unknown option " + a[i]);
-        if (i + 1 >= a.size()) return usage_error("daemon", "daemon: " + a[i] + " needs a value");
-        if (a[i] == "--config")
-            o.config = a[++i];
-        else if (a[i] == "--dataplane")
-            o.dataplane = a[++i];
-        else
-            o.metrics = a[++i];
-    }
-    // Refused here, before the daemon starts anything, like every other bad option value.
-    if (o.metrics != "none") {
-        ListenAddress address;
-        std::string why;
-        if (!resolve_listen_address(o.metrics, &address, &why))
-            return usage_error("daemon", "daemon: --metrics " + why);
-    }
-    return run_daemon(o);
-}
-
-int cmd_watch(const Cli &cli) {
-    WatchOptions o;
-    o.socket = cli.socket;
-    o.json_out = cli.json_out;
-    const auto &a = cli.args;
-    for (size_t i = 1; i < a.size(); ++i) {
-        if (a[i] != "--interval" && a[i] != "--rule" && a[i] != "-n" && a[i] != "--count")
-            return usage_error("watch", "watch: unknown option " + a[i]);
-        if (i + 1 >= a.size()) return usage_error("watch", "watch: " + a[i] + " needs a value");
-        std::string why;
-        if (a[i] == "--interval") {
-            const std::optional<uint64_t> ns =
-                parse_seconds_ns(a[++i], 100000000, 3600 * 1000000000ull, &why);
-            if (!ns) return usage_error("watch", "watch: --interval " + why);
-            o.interval_s = static_cast<double>(*ns) / 1e9;
-        } else if (a[i] == "--rule") {
-            o.rule = a[++i];
-        } else if (a[i] == "-n") {
-            const std::optional<uint64_t> n = parse_uint(a[++i], 0, 64, &why);
-            if (!n) return usage_error("watch", "watch: -n " + why);
-            o.top = static_cast<unsigned>(*n);
-        } else if (a[i] == "--count") {
-            const std::optional<uint64_t> n = parse_uint(a[++i], 1, 1000000, &why);
-            if (!n) return usage_error("watch", "watch: --count " + why);
-            o.count = static_cast<unsigned>(*n);
-        }
-    }
-    return run_watch(o);
 }
 
 }  // namespace
 
 int floodctl_main(int argc, char **argv) {
-    Cli cli;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "-j" || a == "--json") {
-            cli.json_out = true;
-        } else if (a == "--socket") {
-            if (++i >= argc) return usage_error("", "--socket needs a path");
-            cli.socket = argv[i];
-        } else if (a == "-h" || a == "--help" || a == "help") {
-            print_usage(stdout);
-            return 0;
-        } else if (a == "--version") {
-            std::printf("floodctl %s\n", FG_VERSION);
-            return 0;
-        } else {
-            cli.args.push_back(a);
-        }
-    }
-    const auto &a = cli.args;
-    if (a.empty()) return usage_error("", "no command");
-    const std::string &cmd = a[0];
-    try {
-        if (cmd == "daemon") return cmd_daemon(cli);
-        if (cmd == "status") {
-            if (a.size() != 1) return usage_error(cmd, "status takes no arguments");
-            return cmd_status(cli);
-        }
-        if (cmd == "watch") return cmd_watch(cli);
-        if (cmd == "rules") {
-            if (a.size() == 3 && a[1] == "check") return cmd_rules_check(cli, a[2]);
-            if (a.size() >= 3 && a[1] == "load") {
-                const bool dry_run = a.size() == 4 && a[3] == "--dry-run";
-                if (a.size() > 4 || (a.size() == 4 && !dry_run))
-                    return usage_error(cmd, "rules load: unexpected argument '" + a[3] + "'");
-                return cmd_rules_load(cli, a[2], dry_run);
-            }
-            if (a.size() == 2 && a[1] == "show") return cmd_rules_show(cli);
-            return usage_error(cmd, a.size() == 1 ? "rules: check, load or show?"
-                                                  : "rules " + a[1] + ": wrong arguments");
-        }
-        if (cmd == "stats") {
-            if (a.size() == 1) return cmd_stats(cli, "");
-            if (a.size() == 3 && a[1] == "--rule") return cmd_stats(cli, a[2]);
-            return usage_error(cmd, "stats: wrong arguments");
-        }
-        if (cmd == "top") {
-            std::string rule;
-            int n = 10;
-            for (size_t i = 1; i < a.size(); ++i) {
-                if (a[i] == "--rule" && i + 1 < a.size()) {
-                    rule = a[++i];
-                } else if (a[i] == "-n" && i + 1 < a.size()) {
-                    std::string why;
-                    const std::optional<uint64_t> top = parse_uint(a[++i], 1, 64, &why);
-                    if (!top) return usage_error(cmd, "top: -n " + why);
-                    n = static_cast<int>(*top);
-                } else {
-                    return usage_error(cmd, "top: unexpected argument '" + a[i] + "'");
-                }
-            }
-            return cmd_top(cli, rule, n);
-        }
-        if (cmd == "block" || cmd == "allow")
-            return cmd_override(cli, cmd, std::vector<std::string>(a.begin() + 1, a.end()));
-        if (cmd == "rule") {
-            if (a.size() != 3) return usage_error(cmd, "rule: NAME and a mode");
-            return cmd_rule_mode(cli, a[1], a[2]);
-        }
-        if (cmd == "xdp")
-            return cmd_xdp(std::vector<std::string>(a.begin() + 1, a.end()), cli.json_out);
-    } catch (const std::exception &e) {
-        return failed(e.what());
-    }
-    return usage_error("", "unknown command '" + cmd + "'");
+    return CommandLine().run(argc, argv);
 }
 
 }  // namespace floodgate

@@ -1,6 +1,7 @@
-// The floodctl command line: parses the arguments, sends one request to the daemon (or, for
-// `rules check`, validates locally) and prints the answer for people or, with -j, as JSON.
-// Exit codes: 0 done, 1 refused or failed (the reason on stderr), 2 usage error.
+// The floodctl command line (CLI11): the global options, the command and its arguments, each
+// checked before anything is asked of the daemon; then the command (control/commands.h,
+// daemon.h, watch.h, xdp_cli.h). Exit codes: 0 done, 1 refused or failed (the reason on
+// stderr), 2 usage error (the reason, then the command's usage, on stderr).
 #pragma once
 
 namespace floodgate {

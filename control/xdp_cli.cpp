@@ -29,7 +29,7 @@ int failed(const std::string &why) {
 }  // namespace
 
 #if !FG_HAVE_XDP
-int cmd_xdp(const std::vector<std::string> &, bool) {
+int cmd_xdp(const XdpArgs &, bool) {
     return failed("this floodctl was built without the XDP tier (no clang, bpftool or libbpf)");
 }
 #else
@@ -112,20 +112,19 @@ std::vector<XdpEntry> rules_entries(const Config &config) {
 
 }  // namespace
 
-int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
-    if (a.empty()) return usage("no subcommand");
-    const std::string &sub = a[0];
+int cmd_xdp(const XdpArgs &a, bool json_out) {
+    if (a.sub.empty()) return usage("no subcommand");
+    const std::string &sub = a.sub;
     std::string error;
     if (sub == "detach") {
-        if (a.size() != 2) return usage("detach IFACE");
-        if (!XdpTier::detach(a[1], &error)) return failed_json(json_out, error);
-        return done(json_out, "detached from " + a[1]);
+        if (!a.well_formed) return usage("detach IFACE");
+        if (!XdpTier::detach(a.target, &error)) return failed_json(json_out, error);
+        return done(json_out, "detached from " + a.target);
     }
     if (sub == "attach") {
-        if (a.size() != 2 && !(a.size() == 4 && a[2] == "--config"))
-            return usage("attach IFACE [--config RULES.yaml]");
+        if (!a.well_formed) return usage("attach IFACE [--config RULES.yaml]");
         std::optional<Config> config;
-        if (a.size() == 4) config = load_config(a[3]);  // refused with file:line:field
+        if (a.config) config = load_config(*a.config);  // refused with file:line:field
         XdpOptions o;
         o.pin_dir = pin_dir();
         std::unique_ptr<XdpTier> tier = XdpTier::load(o, &error);
@@ -139,13 +138,13 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
                 return failed_json(json_out, std::to_string(r.failed) +
                                                  " entries of the rules file did not fit the maps");
         }
-        if (!tier->attach(a[1], &error)) return failed_json(json_out, error);
+        if (!tier->attach(a.target, &error)) return failed_json(json_out, error);
         return done(json_out,
-                    "attached to " + a[1] +
+                    "attached to " + a.target +
                         (config ? " (rules file: " + std::to_string(r.added) +
                                       " entries written, " + std::to_string(r.removed) + " removed)"
                                 : ""),
-                    {{"iface", a[1]}, {"written", r.added}, {"removed", r.removed}});
+                    {{"iface", a.target}, {"written", r.added}, {"removed", r.removed}});
     }
     const bool writes = sub == "add" || sub == "del";
     std::unique_ptr<XdpTier> tier = open_maps(sub == "add", &error);
@@ -153,15 +152,17 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
     // Reading removes nothing (the dataplane counts the escalated entries it removes on time);
     // expired entries are left out of the list and cost the program nothing.
     if (writes) tier->expire(XdpTier::monotonic_ns());
-    if (sub == "list" && a.size() == 1) return list(*tier, json_out);
-    if (sub == "stats" && a.size() == 1) return stats(*tier, json_out);
-    if (writes && sub == "add" && (a.size() == 2 || (a.size() == 4 && a[2] == "--ttl"))) {
-        std::string why;
-        const std::optional<Prefix> p = parse_prefix(a[1], &why);
-        if (!p) return usage(why);
+    if (!a.well_formed || !(writes || sub == "list" || sub == "stats"))
+        return usage("unknown subcommand or wrong arguments: " + sub);
+    if (sub == "list") return list(*tier, json_out);
+    if (sub == "stats") return stats(*tier, json_out);
+    std::string why;
+    const std::optional<Prefix> p = parse_prefix(a.target, &why);
+    if (!p) return usage(why);
+    if (sub == "add") {
         uint64_t expires_ns = 0;
-        if (a.size() == 4) {
-            const std::optional<long long> s = parse_duration_s(a[3], &why);
+        if (a.ttl) {
+            const std::optional<long long> s = parse_duration_s(*a.ttl, &why);
             if (!s || *s <= 0) return usage("--ttl " + (s ? std::string("must be positive") : why));
             expires_ns = XdpTier::monotonic_ns() + static_cast<uint64_t>(*s) * 1'000'000'000ull;
         }
@@ -169,21 +170,15 @@ int cmd_xdp(const std::vector<std::string> &a, bool json_out) {
             return failed_json(json_out, error);
         return done(json_out, "blocked " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
     }
-    if (writes && sub == "del" && a.size() == 2) {
-        std::string why;
-        const std::optional<Prefix> p = parse_prefix(a[1], &why);
-        if (!p) return usage(why);
-        XdpEntry there;
-        if (tier->find(*p, &there) &&
-            (there.origin == FG_XDP_ORIGIN_rules || there.origin == FG_XDP_ORIGIN_override))
-            return failed_json(json_out, format_prefix(*p) + ": held by " +
-                                             (there.origin == FG_XDP_ORIGIN_rules ? "the rules file"
-                                                                                  : "an override") +
-                                             "; change it there");
-        if (!tier->remove(*p, &error)) return failed_json(json_out, error);
-        return done(json_out, "removed " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
-    }
-    return usage("unknown subcommand or wrong arguments: " + sub);
+    XdpEntry there;
+    if (tier->find(*p, &there) &&
+        (there.origin == FG_XDP_ORIGIN_rules || there.origin == FG_XDP_ORIGIN_override))
+        return failed_json(
+            json_out, format_prefix(*p) + ": held by " +
+                          (there.origin == FG_XDP_ORIGIN_rules ? "the rules file" : "an override") +
+                          "; change it there");
+    if (!tier->remove(*p, &error)) return failed_json(json_out, error);
+    return done(json_out, "removed " + format_prefix(*p), {{"prefix", format_prefix(*p)}});
 }
 
 #endif

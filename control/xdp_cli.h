@@ -3,8 +3,8 @@
 // same maps `floodgate run` keeps on net_af_xdp; FLOODGATE_XDP_PIN_DIR moves them).
 #pragma once
 
+#include <optional>
 #include <string>
-#include <vector>
 
 namespace floodgate {
 
@@ -16,7 +16,18 @@ inline constexpr const char *kXdpUsage =
     "                         the XDP maps (expired entries removed first), their counters,\n"
     "                         an operator's block; also the dataplane's on net_af_xdp\n";
 
-// args: what follows "xdp". Returns the exit status (2: usage).
-int cmd_xdp(const std::vector<std::string> &args, bool json_out);
+// What followed "xdp" on the command line (control/cli.cpp reads it).
+struct XdpArgs {
+    std::string sub;           // attach, detach, list, stats, add, del, or the word given instead
+    bool well_formed = false;  // sub is one of them, with what it takes and nothing else
+    std::string target;        // attach, detach: IFACE; add, del: PREFIX, as typed
+    std::optional<std::string> config;  // attach --config RULES.yaml
+    std::optional<std::string> ttl;     // add --ttl DURATION, as typed
+};
+
+// Returns the exit status (2: usage). As it always has, it opens the pinned maps before it
+// looks any further than attach and detach's arguments: a malformed list, stats, add or del
+// (or an unknown word) where there are no maps is refused for the maps.
+int cmd_xdp(const XdpArgs &args, bool json_out);
 
 }  // namespace floodgate
