@@ -1,6 +1,6 @@
 // One DPDK ethernet port as floodgate uses it: n RX and n TX queues (one pair per worker),
 // RSS on the source address where the PMD can, started in promiscuous mode. Released by
-// stop() and close() in reverse order of setup, in one place (run.cpp).
+// close_port() in reverse order of setup, in one place (Dataplane, dataplane/live/dataplane.h).
 #pragma once
 
 #include <cstdint>
