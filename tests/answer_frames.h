@@ -74,20 +74,15 @@ struct Net {
     size_t l4() const { return l3() + ip_header(); }
     size_t answer_ip_header() const { return family == 4 ? 20 : 40; }
     size_t answer_l4() const { return l3() + answer_ip_header(); }
-    Frame client() const {
+    // The client's and the server's addresses on this family, in network order.
+    Frame client() const { return address(kClient4, kClient6); }
+    Frame server() const { return address(kServer4, kServer6); }
+    Frame address(const char *v4, const char *v6) const {
         if (family == 4) {
-            const auto a = test::ipv4_addr(kClient4);
+            const auto a = test::ipv4_addr(v4);
             return Frame(a.begin(), a.end());
         }
-        const auto a = test::ipv6_addr(kClient6);
-        return Frame(a.begin(), a.end());
-    }
-    Frame server() const {
-        if (family == 4) {
-            const auto a = test::ipv4_addr(kServer4);
-            return Frame(a.begin(), a.end());
-        }
-        const auto a = test::ipv6_addr(kServer6);
+        const auto a = test::ipv6_addr(v6);
         return Frame(a.begin(), a.end());
     }
 };
