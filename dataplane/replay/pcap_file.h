@@ -1,10 +1,16 @@
-// Classic libpcap files (microsecond or nanosecond timestamps, either byte order), read and
-// written record by record for `floodgate replay`. Output records keep the input's timestamps
-// and lengths, so passed frames come out byte for byte as they went in.
+// Captures read with libpcap for `floodgate replay`: classic pcap (microsecond or nanosecond
+// timestamps, either byte order) and pcapng, record by record. Output records are classic pcap
+// written here, with the input's timestamps and lengths, so passed frames come out byte for
+// byte as they went in.
 //
-// The reader takes files as libpcap's sf-pcap.c does, where that is sensible: a snap length of
-// 0 or above kMaxSnaplen stands for kMaxSnaplen, and a record may hold at most the file's snap
-// length, so no record costs more than 256 KiB whatever its header says.
+// libpcap bounds what a file can make it allocate: a classic record is at most 256 KiB (a
+// longer one is an error before anything is allocated for it), a pcapng block at most 16 MiB
+// (allocated as its header claims, then read). On top of that the reader keeps its own
+// promises: the snap length it reports is 1 to kMaxSnaplen (libpcap reads 0 and anything above
+// INT_MAX as kMaxSnaplen, the reader 262145 to INT_MAX as well), and no record it returns is
+// longer than that. A classic record longer than its file's snap length, which libpcap cuts to
+// the snap length and reads on from, is refused: cutting it would judge and write a frame that
+// was never captured.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +18,14 @@
 #include <string>
 #include <vector>
 
+struct pcap;  // libpcap's pcap_t, used in pcap_file.cpp only
+
 namespace floodgate {
 
 struct PcapRecord {
     uint64_t ts_ns = 0;
-    uint32_t ts_sec = 0;   // as stored, for writing back unchanged
-    uint32_t ts_frac = 0;  // microseconds or nanoseconds, per the file's precision
+    uint32_t ts_sec = 0;   // as a classic file stores it, for writing back unchanged
+    uint32_t ts_frac = 0;  // microseconds or nanoseconds, per PcapReader::nanosecond()
     uint32_t orig_len = 0;
     std::vector<uint8_t> data;  // the captured bytes (incl_len of them)
 
@@ -31,7 +39,8 @@ inline constexpr uint32_t kMaxSnaplen = 262144;
 
 class PcapReader {
   public:
-    // Opens and checks the file header; on failure ok() is false and error() says why.
+    // Opens the file and reads its header (a pcapng file's up to its first interface); on
+    // failure ok() is false and error() says why.
     explicit PcapReader(const std::string &path);
     // The same from a stream already open for reading (fmemopen's, in the fuzzer), which the
     // reader owns from here on and closes; name stands for the path in messages.
@@ -39,28 +48,40 @@ class PcapReader {
     ~PcapReader();
     PcapReader(const PcapReader &) = delete;
     PcapReader &operator=(const PcapReader &) = delete;
-    bool ok() const { return file_ != nullptr && error_.empty(); }
+    bool ok() const { return pcap_ != nullptr && error_.empty(); }
     const std::string &error() const { return error_; }
+    // Whether records carry nanoseconds in ts_frac (else microseconds): a classic file's own
+    // precision, and always for pcapng, whose timestamps libpcap gives in nanoseconds.
     bool nanosecond() const { return nanosecond_; }
+    bool pcapng() const { return pcapng_; }
     uint32_t linktype() const { return linktype_; }
     // The file's snap length, 0 and anything above kMaxSnaplen read as kMaxSnaplen.
     uint32_t snaplen() const { return snaplen_; }
-    // The open file's descriptor, to tell whether another name is the same file (fstat).
-    int fd() const { return file_ != nullptr ? fileno(file_) : -1; }
-    // Reads the next record into *r. False at the end of the file or on error (see error()).
+    // The open file's descriptor, to tell whether another name is the same file (fstat); -1
+    // for a stream without one.
+    int fd() const { return pcap_ != nullptr ? fd_ : -1; }
+    // Reads the next record into *r. False at the end of the file or on error (see error()),
+    // and from then on.
     bool next(PcapRecord *r);
 
+    struct Source;  // the file under libpcap's stream, with what has been read of it (.cpp)
+
   private:
-    void read_header();
-    uint32_t fix(uint32_t v) const { return swapped_ ? __builtin_bswap32(v) : v; }
-    std::FILE *file_ = nullptr;
+    void open(std::FILE *file);
+    bool refuse(const std::string &why);
+    ::pcap *pcap_ = nullptr;
+    std::FILE *stream_ = nullptr;  // libpcap's, over the source
+    int fd_ = -1;
     std::string path_;
     std::string error_;
-    bool swapped_ = false;
     bool nanosecond_ = false;
+    bool pcapng_ = false;
+    bool done_ = false;
     uint32_t linktype_ = 1;
     uint32_t snaplen_ = 65535;
+    uint32_t record_header_ = 16;  // a classic record header's size in this file
     uint64_t record_ = 0;
+    int64_t read_before_ = 0;  // bytes of the file read before the current record
 };
 
 class PcapWriter {

@@ -463,8 +463,10 @@ TEST_F(PcapIo, CutRecordThrows) {
 
 // ---------------------------------------------------------------------------------------------
 // Hostile traces: `floodgate replay` exits 1 with a message that says what is wrong and where,
-// and no length a file claims is allocated before it is checked. The semantics are libpcap's
-// (sf-pcap.c) where they are sensible; see dataplane/replay/pcap_file.h.
+// and no length a file claims is allocated before it is checked. Files are read with libpcap
+// (1.10: sf-pcap.c, sf-pcapng.c), whose messages these are, after the record's number; a
+// record longer than its snap length, which libpcap cuts and reads on from, is refused by
+// dataplane/replay/pcap_file.h.
 
 constexpr const char *kRulesOneLimit =
     "rules:\n  - name: all\n    limit: { rate: 1000/s, burst: 1000 }\n";
@@ -496,6 +498,27 @@ std::string pcap_record(uint32_t incl_len, const Frame &bytes, uint32_t ts_sec =
     return r;
 }
 
+// A little-endian pcapng file's Section Header Block and one Ethernet interface (microsecond
+// timestamps), then an Enhanced Packet Block holding bytes as caplen, with ts_high:ts_low.
+std::string pcapng_header(uint32_t snaplen) {
+    std::string h;
+    for (uint32_t word : {0x0a0d0d0au, 28u, 0x1a2b3c4du, 1u, 0xffffffffu, 0xffffffffu, 28u})
+        put32(&h, word);
+    for (uint32_t word : {1u, 20u, 1u /* Ethernet, reserved 0 */, snaplen, 20u}) put32(&h, word);
+    return h;
+}
+
+std::string pcapng_packet(const Frame &bytes, uint32_t ts_high = 395812, uint32_t ts_low = 0) {
+    const uint32_t padded = static_cast<uint32_t>(bytes.size() + 3) / 4 * 4;
+    const uint32_t caplen = static_cast<uint32_t>(bytes.size());
+    std::string b;
+    for (uint32_t word : {6u, 32 + padded, 0u, ts_high, ts_low, caplen, caplen}) put32(&b, word);
+    b.append(bytes.begin(), bytes.end());
+    b.append(padded - bytes.size(), '\0');
+    put32(&b, 32 + padded);
+    return b;
+}
+
 Frame udp_frame(size_t payload = 18) {
     return PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1234, 53).payload(payload).build();
 }
@@ -516,21 +539,35 @@ TEST_F(Scenario, HostileTracesAreRefusedWithTheRecordAndWhy) {
     for (uint32_t word : {0x0a0d0d0au, 28u, 0x1a2b3c4du, 1u, 0xffffffffu, 0xffffffffu, 28u})
         put32(&pcapng, word);
     const std::vector<BadTrace> bad = {
-        {"pcapng", pcapng,
-         "a pcapng file; floodgate reads classic pcap: convert it with editcap -F pcap"},
+        {"pcapng without an interface", pcapng,
+         "the capture file has no Interface Description Blocks"},
+        {"not a capture", "this is not a pcap file at all", "unknown file format"},
         {"file header cut short", pcap_header(65535).substr(0, 20),
-         "too short for a pcap file header (20 of 24 bytes)"},
-        {"empty file", "", "too short for a pcap file header (0 of 24 bytes)"},
+         "truncated dump file; tried to read 24 file header bytes, only got 16"},
+        {"empty file", "", "truncated dump file; tried to read 4 file header bytes, only got 0"},
         {"record header cut short", ok + pcap_record(60, f).substr(0, 10),
-         "record 2: truncated header"},
+         "record 2: truncated dump file; tried to read 16 header bytes, only got 10"},
         {"record data cut short", ok + pcap_record(60, Frame(f.begin(), f.begin() + 55)),
-         "record 2: truncated data (55 of 60 bytes)"},
+         "record 2: truncated dump file; tried to read 60 captured bytes, only got 55"},
         {"record longer than its snap length",
          pcap_header(64) + pcap_record(60, f) + pcap_record(100, udp_frame(58)),
          "record 2: captured length 100 is longer than the file's snap length 64"},
         // 2 GiB claimed and 60 bytes there: refused from the header, nothing allocated.
         {"record of 2^31 bytes", pcap_header(1u << 31) + pcap_record(1u << 31, f),
-         "record 1: captured length 2147483648 is longer than the file's snap length 262144"},
+         "record 1: invalid packet capture length 2147483648, bigger than snaplen of 262144"},
+        // Within a snap length past the maximum, but past the maximum itself.
+        {"record of 300000 bytes", pcap_header(1000000) + pcap_record(300000, Frame(300000)),
+         "record 1: invalid packet capture length 300000, bigger than maximum of 262144"},
+        // pcapng: libpcap reads an interface's snap length up to INT_MAX as it is, and its
+        // blocks up to 16 MiB; replay refuses what is past 262144 all the same.
+        {"pcapng record of 300000 bytes",
+         pcapng_header(1000000) + pcapng_packet(f) + pcapng_packet(Frame(300000)),
+         "record 2: captured length 300000 is longer than the file's snap length 262144"},
+        {"pcapng block cut short", pcapng_header(65535) + pcapng_packet(f).substr(0, 50),
+         "record 1: truncated pcapng dump file; tried to read 84 bytes, only got 42"},
+        // 2^52 microseconds: 4503599627 s, past the 32 bits of a pcap file's seconds.
+        {"pcapng timestamp past 2106", pcapng_header(65535) + pcapng_packet(f, 1u << 20, 0),
+         "record 1: timestamp 4503599627 s is past what a pcap file holds (2^32 - 1 s)"},
     };
     for (const BadTrace &t : bad) {
         SCOPED_TRACE(t.what);
@@ -544,13 +581,14 @@ TEST_F(Scenario, HostileTracesAreRefusedWithTheRecordAndWhy) {
     }
 }
 
-// A snap length of 0 or past libpcap's maximum (262144) stands for the maximum, as libpcap
-// reads it: the trace replays, and the outputs carry the maximum.
+// A snap length of 0 or past libpcap's maximum (262144) stands for the maximum: libpcap reads
+// 0 and anything past INT_MAX so, and replay the rest (1000000 here). The trace replays, and
+// the outputs carry the maximum.
 TEST_F(Scenario, SnapLengthOfZeroOrTwoToThe31IsReadAsTheMaximum) {
     ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
     ASSERT_NO_FATAL_FAILURE(write_text("rules.yaml", kRulesOneLimit));
     const Frame f = udp_frame();
-    for (const uint32_t snaplen : {0u, 1u << 31, 0xffffffffu}) {
+    for (const uint32_t snaplen : {0u, 1000000u, 1u << 31, 0xffffffffu}) {
         SCOPED_TRACE(snaplen);
         ASSERT_NO_FATAL_FAILURE(write_text("trace.pcap", pcap_header(snaplen) + pcap_record(60, f) +
                                                              pcap_record(60, f, 1700000001)));
