@@ -133,7 +133,7 @@ std::optional<int> CommandLine::parse(int argc, char **argv) {
                           last.substr(last.size() - 1) + "'");
         }
     } catch (const HelpAsked &) {
-        std::fputs(usage_.c_str(), stdout);
+        std::fputs(app_->help().c_str(), stdout);  // the usage: formatter_fn above
         return 0;
     } catch (const UsageError &e) {
         return usage_error(e.what());
