@@ -11,7 +11,7 @@
 // sent costs nothing to build. Every answer goes back to the packet's source, out of the port
 // it came in on: Ethernet addresses swapped, VLAN tags kept as they were, a fresh IP header
 // (IPv6 extension headers are not echoed), checksums computed in software. An answer is never
-// longer than the frame it answers (the builders guarantee it: tests/test_answer.cpp), so
+// longer than the frame it answers (the builders guarantee it: tests/test_answer_builders.cpp), so
 // floodgate can never amplify a spoofed flood toward its victim.
 //
 // One file per kind (answer_syn_cookie.cpp, answer_dns.cpp, answer_rst.cpp, answer_icmp.cpp),

@@ -79,7 +79,7 @@ inline uint64_t siphash24(const CookieKey &key, const uint64_t *words, unsigned 
 // words as hold it, since each word costs SipHash two rounds: the ports, family and slot share
 // one word (a slot is now_ns >> 36, under 2^28), and IPv4's two addresses share another, so an
 // IPv4 cookie takes 2 words (10 rounds) and an IPv6 one 5 (16 rounds) where 6 words each took
-// 18 (callgrind: 300 instructions per IPv4 SYN answered before, 183 after).
+// 18 (callgrind per SYN answered: perf/results/notes.md).
 inline uint32_t syn_cookie(const CookieKey &key, const PacketInfo &p, uint64_t slot) {
     uint64_t w[5];
     const uint64_t tail =

@@ -278,7 +278,7 @@ class Pipeline {
     std::vector<Consumption> unpublished_;
     std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed
     // Every key remember_until or a verification record kept: the table starts empty with its
-    // pipeline (run.cpp, replay.cpp), so no remembered key is missing from it.
+    // pipeline (live/dataplane.cpp, replay/replay.cpp), so no remembered key is missing from it.
     RememberedFilter remembered_;
     CookieKey cookie_key_;
     bool checksum_offload_ = false;
