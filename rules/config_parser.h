@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ class ConfigParser : DocReader {
     RuleMatch match(const Field &field) const;
     PayloadMatch payload(const Field &field) const;
     PayloadPattern pattern(const Field &field) const;
+    void compile_payloads(Config *cfg) const;
+    std::shared_ptr<const PayloadDatabase> precompiled(const std::string &fingerprint,
+                                                       const std::vector<size_t> &pending) const;
 
     // Rates, limits and durations (validate_limit.cpp).
     void rate(const Field &field, uint64_t *count_out, uint64_t *period_out) const;
@@ -60,7 +64,14 @@ class ConfigParser : DocReader {
     void check_reserve(const Field &at, const Rule &r) const;
 
     const PrecompiledPayloads *precompiled_;
-    size_t rule_index_ = 0;  // of the rule being read, for precompiled_
+    size_t rule_index_ = 0;  // of the rule being read
+    // The payload lists read, compiled by compile_payloads once every rule is read.
+    struct PendingPayload {
+        size_t rule;
+        Field list;
+        std::vector<Field> items;
+    };
+    mutable std::vector<PendingPayload> payloads_;
 };
 
 }  // namespace floodgate::validation

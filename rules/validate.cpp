@@ -85,6 +85,7 @@ Config ConfigParser::parse(const DocNode &root) {
             cfg.rules.push_back(rule(item, cfg.rules));
         }
     }
+    compile_payloads(&cfg);
     return cfg;
 }
 

@@ -1,10 +1,13 @@
 // What a rule matches: protocol, ports, prefixes, TCP flags and payload patterns
 // (rules/config_parser.h).
+#include <map>
+#include <memory>
 #include <string_view>
 #include <utility>
 
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/protocols.h"
+#include "dataplane/patterns/compile_budget.h"
 #include "dataplane/patterns/payload_database.h"
 #include "rules/config_parser.h"
 #include "rules/payload_text.h"
@@ -146,12 +149,12 @@ RuleMatch ConfigParser::match(const Field &field) const {
 
 // payload: { patterns: [...], offset, depth }; each pattern a literal ('GET / HTTP/1.1',
 // '\x00\x01'), { regex: ..., caseless: true }, { literal: ..., caseless: true } or
-// { dns_suffix: victim.example }. Compiled here, so that a bad one is refused with its index.
+// { dns_suffix: victim.example }. Compiled once the whole file is read (compile_payloads).
 PayloadMatch ConfigParser::payload(const Field &field) const {
     const Fields f = fields(field, {"patterns", "offset", "depth"});
     PayloadMatch m;
     const Field &list = require(f, "patterns");
-    const std::vector<Field> items_ = one_or_more(list);
+    std::vector<Field> items_ = one_or_more(list);
     if (items_.size() > kMaxPayloadPatterns)
         fail(list, std::to_string(items_.size()) + " patterns, over " +
                        std::to_string(kMaxPayloadPatterns));
@@ -160,24 +163,67 @@ PayloadMatch ConfigParser::payload(const Field &field) const {
         m.offset = static_cast<uint32_t>(integer(*o, 0, kMaxPayloadWindow));
     if (const Field *d = f.find("depth"))
         m.depth = static_cast<uint32_t>(integer(*d, 1, kMaxPayloadWindow));
-    // Compiled by the control plane already (a load request carries it): not again.
-    if (precompiled_ != nullptr) {
-        auto it = precompiled_->find(rule_index_);
-        if (it != precompiled_->end() && it->second.database &&
-            it->second.fingerprint == payload_fingerprint(m.patterns)) {
-            m.compiled = it->second.database;
-            return m;
-        }
-    }
-    std::string error;
-    int bad = -1;
-    m.compiled = PayloadDatabase::compile(m.patterns, &error, &bad);
-    if (!m.compiled) {
-        if (bad >= 0 && static_cast<size_t>(bad) < items_.size())
-            fail(items_[static_cast<size_t>(bad)], "pattern " + std::to_string(bad) + ": " + error);
-        fail(list, error);
-    }
+    payloads_.push_back(PendingPayload{rule_index_, list, std::move(items_)});
     return m;
+}
+
+// Every rule's patterns, compiled once per distinct list (rules that share a list, by a YAML
+// alias or by writing it twice, share its database), after the ruleset's budget is checked
+// over the distinct lists: nothing is compiled for a file that asks too much
+// (dataplane/patterns/compile_budget.h). A list the control plane compiled already (a load
+// request's) is taken instead of compiled again.
+void ConfigParser::compile_payloads(Config *cfg) const {
+    struct Distinct {
+        std::string fingerprint;
+        std::vector<size_t> pending;  // indexes into payloads_ of the rules that share it
+    };
+    std::vector<Distinct> lists;
+    std::map<std::string, size_t> by_fingerprint;
+    PatternCost total;
+    for (size_t i = 0; i < payloads_.size(); ++i) {
+        const std::vector<PayloadPattern> &patterns =
+            cfg->rules[payloads_[i].rule].match.payload.patterns;
+        std::string print = payload_fingerprint(patterns);
+        const auto [it, fresh] = by_fingerprint.emplace(print, lists.size());
+        if (fresh) {
+            lists.push_back({std::move(print), {}});
+            total += pattern_cost(patterns);
+            const std::string over = over_budget(total);
+            if (!over.empty()) fail(payloads_[i].list, over);
+        }
+        lists[it->second].pending.push_back(i);
+    }
+    for (const Distinct &d : lists) {
+        const PendingPayload &first = payloads_[d.pending.front()];
+        std::shared_ptr<const PayloadDatabase> db = precompiled(d.fingerprint, d.pending);
+        if (!db) {
+            std::string error;
+            int bad = -1;
+            db = PayloadDatabase::compile(cfg->rules[first.rule].match.payload.patterns, &error,
+                                          &bad);
+            if (!db) {
+                if (bad >= 0 && static_cast<size_t>(bad) < first.items.size())
+                    fail(first.items[static_cast<size_t>(bad)],
+                         "pattern " + std::to_string(bad) + ": " + error);
+                fail(first.list, error);
+            }
+        }
+        for (size_t i : d.pending) cfg->rules[payloads_[i].rule].match.payload.compiled = db;
+    }
+}
+
+// The database a load request carried for one of the rules that share the list, if its
+// fingerprint is the list's.
+std::shared_ptr<const PayloadDatabase> ConfigParser::precompiled(
+    const std::string &fingerprint, const std::vector<size_t> &pending) const {
+    if (precompiled_ == nullptr) return nullptr;
+    for (size_t i : pending) {
+        const auto it = precompiled_->find(payloads_[i].rule);
+        if (it != precompiled_->end() && it->second.database &&
+            it->second.fingerprint == fingerprint)
+            return it->second.database;
+    }
+    return nullptr;
 }
 
 PayloadPattern ConfigParser::pattern(const Field &field) const {
@@ -207,6 +253,10 @@ PayloadPattern ConfigParser::pattern(const Field &field) const {
         for (unsigned char c : p.text)
             if (c < 0x20 || c == 0x7f)
                 fail(*re, "a control byte in a regular expression (write \\xHH)");
+        if (regex_weight(p.text) > kMaxRegexWeight)
+            fail(*re, "weighs over " + std::to_string(kMaxRegexWeight) +
+                          " (a bounded repeat x{m,n} weighs n times x): it would take seconds "
+                          "to compile alone");
     }
     if (dns != nullptr) {
         p.kind = PayloadPattern::Kind::dns_suffix;

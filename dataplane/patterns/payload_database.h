@@ -1,9 +1,10 @@
 // A rule's payload patterns (match.payload) compiled with Hyperscan in block mode: one database
-// per rule, every pattern with HS_FLAG_SINGLEMATCH (the rule only needs to know that one
-// matched); Hyperscan's literal API when the rule has no regex (cheaper matches). Compiled where
-// the rules are validated (rules/validate.cpp), so a bad pattern is refused with its file, line,
-// field and index and Hyperscan's own message, and handed on with the rules to RuleSet::build,
-// which gives each worker core a scratch space for it.
+// per distinct pattern list (rules that share a list share it), every pattern with
+// HS_FLAG_SINGLEMATCH (the rule only needs to know that one matched); Hyperscan's literal API
+// when the list has no regex (cheaper matches). Compiled where the rules are validated
+// (rules/validate_match.cpp), within the ruleset's budget (compile_budget.h), so a bad pattern
+// is refused with its file, line, field and index and Hyperscan's own message, and handed on
+// with the rules to RuleSet::build, which gives each worker core a scratch space for it.
 //
 // Refused: a pattern that can match an empty buffer (it would match every packet; Hyperscan
 // says so), more than kMaxPayloadPatterns patterns, a pattern longer than
