@@ -82,6 +82,10 @@ class Daemon {
     explicit Daemon(const DaemonOptions &o) : options_(o), started_unix_s_(now_unix_s()) {}
 
     std::string handle_cli(const std::string &line);
+    // handle_cli for the socket's server: a rules load (its patterns compile for up to seconds,
+    // then the dataplane's reply) is answered on a thread of its own, so that status, stats
+    // and the rest are answered meanwhile; a second load while one runs is refused as busy.
+    LineServer::Answer answer_cli(const std::string &line);
     void sample();
     std::string metrics();
 
@@ -107,6 +111,8 @@ class Daemon {
     std::mutex sample_lock_;
     json last_stats_ = nullptr;  // the latest sample's stats, with the dataplane's clock
     json rates_ = nullptr;       // between the last two samples (stats_rates.h)
+
+    BackgroundAnswer<std::string> loading_;  // last: waited for before the rest goes
 };
 
 bool Daemon::raw(const json &request, json *reply, std::string *error, int timeout_ms) {
@@ -369,6 +375,19 @@ std::string Daemon::handle_cli(const std::string &line) {
     return reply.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+LineServer::Answer Daemon::answer_cli(const std::string &line) {
+    if (line.find("\"rules_load\"") == std::string::npos) return handle_cli(line);
+    std::optional<LineServer::Answer> later =
+        loading_.start([this, line] { return handle_cli(line); },
+                       [](std::future<std::string> &reply) { return reply.get(); });
+    if (later) return std::move(*later);
+    log("CLI request refused: another rules load is being compiled");
+    return error_reply(
+               "busy: another rules load is being compiled; send it again when that one "
+               "is answered")
+        .dump();
+}
+
 std::string Daemon::metrics() {
     json status, stats, overrides;
     std::string error;
@@ -434,7 +453,7 @@ int run_daemon(const DaemonOptions &options) {
     }
     std::thread cli_thread([&] {
         cli.serve(
-            g_stop, [&](const std::string &line) { return daemon.handle_cli(line); }, {}, 200);
+            g_stop, [&](const std::string &line) { return daemon.answer_cli(line); }, {}, 200);
     });
 
     // Samples once a second: keeps the connection (reconnecting and reconciling after either

@@ -179,6 +179,7 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
         size_t scanned = 0;  // bytes of `in` known to hold no newline
         std::string out;     // reply bytes not yet sent
         Clock::time_point out_since, last_request;
+        std::function<std::optional<std::string>()> later;  // a reply still being worked out
     };
     std::vector<Client> clients;
     auto last_tick = Clock::now();
@@ -212,11 +213,25 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
             c.in.erase(0, nl + 1);
             c.scanned = 0;
             c.last_request = Clock::now();
-            c.out = handler(line) + "\n";
+            LineServer::Answer a = handler(line);
+            if (a.later) {
+                c.later = std::move(a.later);
+                return true;
+            }
+            c.out = a.line + "\n";
             c.out_since = Clock::now();
             if (!flush(c)) return false;
         }
         return true;
+    };
+    // A reply worked out elsewhere, once it is there: sent, and the client read from again.
+    auto collect = [&](Client &c) {
+        std::optional<std::string> line = c.later();
+        if (!line) return true;
+        c.later = nullptr;
+        c.out = *line + "\n";
+        c.out_since = Clock::now();
+        return flush(c) && answer(c);
     };
 
     while (!stop.load()) {
@@ -224,7 +239,11 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
         fds.push_back({fd_, POLLIN, 0});
         // A client with a reply pending is not read from until the reply has left.
         for (const Client &c : clients)
-            fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+            fds.push_back({c.fd,
+                           static_cast<short>(c.later         ? 0
+                                              : c.out.empty() ? POLLIN
+                                                              : POLLOUT),
+                           0});
         int n = ::poll(fds.data(), fds.size(), tick_ms);
         const auto now = Clock::now();
         if (now - last_tick >= std::chrono::milliseconds(tick_ms)) {
@@ -236,7 +255,9 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
         for (size_t i = 0; i < clients.size(); ++i) {
             Client &c = clients[i];
             const short revents = n > 0 ? fds[i + 1].revents : 0;
-            if (revents & POLLOUT) {
+            if (c.later) {
+                keep[i] = !(revents & (POLLHUP | POLLERR)) && collect(c);
+            } else if (revents & POLLOUT) {
                 keep[i] = flush(c) && answer(c);
             } else if (revents & (POLLIN | POLLHUP | POLLERR)) {
                 char buf[65536];
@@ -257,7 +278,8 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
                              path_.c_str());
                 keep[i] = false;
             }
-            if (keep[i] && c.out.empty() && now - c.last_request > kIdle) keep[i] = false;
+            if (keep[i] && c.out.empty() && !c.later && now - c.last_request > kIdle)
+                keep[i] = false;
         }
         for (size_t i = clients.size(); i-- > 0;)
             if (!keep[i]) {

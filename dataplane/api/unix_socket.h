@@ -6,8 +6,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -17,8 +21,17 @@ namespace floodgate {
 
 class LineServer {
   public:
-    // Answers one request line with one response line (no newline in either).
-    using Handler = std::function<std::string(const std::string &)>;
+    // The answer to one request line: the reply line (no newline) now, or, when `later` is set,
+    // later: the server asks `later` every pass (at least every tick_ms) until it gives the
+    // line, answering its other clients meanwhile; the client waiting is not read from until
+    // its reply has left, as with any reply. For work that takes seconds (a load that
+    // compiles: BackgroundAnswer below).
+    struct Answer {
+        Answer(std::string reply = {}) : line(std::move(reply)) {}
+        std::string line;
+        std::function<std::optional<std::string>()> later;
+    };
+    using Handler = std::function<Answer(const std::string &)>;
 
     // run_directory: the one socket directory listen() creates when it is missing (the tests
     // point it at a temporary directory).
@@ -35,7 +48,8 @@ class LineServer {
     // Serves until stop is set, calling tick every tick_ms. Sockets are non-blocking and a
     // client is read from only once its last reply has left, so no client can hold the
     // thread: one whose line grows past kMaxMessageBytes gets an error reply and is
-    // disconnected, as is one that leaves a reply unread for 2 s or sends nothing for 60 s.
+    // disconnected, as is one that leaves a reply unread for 2 s or sends nothing for 60 s
+    // (a reply still being worked out is not late).
     void serve(const std::atomic<bool> &stop, const Handler &handler,
                const std::function<void()> &tick, int tick_ms);
     const std::string &path() const { return path_; }
@@ -44,6 +58,48 @@ class LineServer {
     std::string run_directory_;
     int fd_ = -1;
     std::string path_;
+};
+
+// One request at a time answered on a thread of its own, so that the server's thread goes on
+// answering the others (stats during a load that compiles for seconds). start() runs work on
+// its thread and gives the Answer whose `later` calls finish with work's future, on the
+// server's thread, once it is ready (finish calls get(), so it sees work's exceptions). While
+// one runs, start() gives nullopt: the caller refuses the request as busy. A result whose client
+// left before it was ready is dropped when the next start() finds it done.
+template <typename T>
+class BackgroundAnswer {
+  public:
+    using Finish = std::function<std::string(std::future<T> &)>;
+    BackgroundAnswer() = default;
+    BackgroundAnswer(const BackgroundAnswer &) = delete;
+    BackgroundAnswer &operator=(const BackgroundAnswer &) = delete;
+    ~BackgroundAnswer() {
+        if (running_.valid()) running_.wait();
+    }
+
+    std::optional<LineServer::Answer> start(std::function<T()> work, Finish finish) {
+        if (running_.valid()) {
+            const bool done =
+                running_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+            if (!done || !waiter_.expired()) return std::nullopt;
+            running_ = {};  // done, and its client is gone
+        }
+        running_ = std::async(std::launch::async, std::move(work));
+        auto waiter = std::make_shared<bool>(true);
+        waiter_ = waiter;
+        LineServer::Answer answer;
+        answer.later = [this, waiter, finish = std::move(finish)]() -> std::optional<std::string> {
+            if (running_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+                return std::nullopt;
+            std::future<T> done = std::move(running_);
+            return finish(done);
+        };
+        return answer;
+    }
+
+  private:
+    std::future<T> running_;
+    std::weak_ptr<bool> waiter_;  // alive while the client waiting for running_ is connected
 };
 
 class LineClient {

@@ -238,7 +238,7 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         }
         rte_thread_register();  // DPDK memory calls (rte_lpm_create) from this thread
         control.serve(
-            g_stop, [&](const std::string &line) { return service.handle(line); }, housekeeping,
+            g_stop, [&](const std::string &line) { return service.answer(line); }, housekeeping,
             100);
         rte_thread_unregister();
     });

@@ -44,10 +44,14 @@ Service::Service(LiveRuleSet *live, RulesFile startup, ServiceInfo info, StatsFn
       loaded_unix_ns_(started_unix_ns_) {}
 
 std::string Service::handle(const std::string &line) {
+    return reply_to([&] { return decode_service_request(line); });
+}
+
+std::string Service::reply_to(const std::function<ServiceRequest()> &decode) {
     std::lock_guard<std::mutex> guard(lock_);
     ordered_json reply;
     try {
-        reply = dispatch(decode_service_request(line));
+        reply = dispatch(decode());
     } catch (const MessageError &e) {
         ++requests_refused_;
         std::fprintf(stderr, "floodgate: control request refused: %s\n", e.what());
@@ -59,6 +63,27 @@ std::string Service::handle(const std::string &line) {
     }
     // Rules files may hold any bytes; replace what is not UTF-8 rather than throw.
     return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+LineServer::Answer Service::answer(const std::string &line) {
+    // Only a load's decoding can take long (its payload patterns compile); a line that does
+    // not name one is decoded here, and one that does is decoded on its own thread whatever
+    // it turns out to be.
+    if (line.find("\"load\"") == std::string::npos) return handle(line);
+    std::optional<LineServer::Answer> later =
+        loading_.start([line] { return decode_service_request(line); },
+                       [this](std::future<ServiceRequest> &decoded) {
+                           return reply_to([&] { return decoded.get(); });
+                       });
+    if (later) return std::move(*later);
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        ++reloads_failed_;
+    }
+    std::fprintf(stderr, "floodgate: load refused: another load is being compiled\n");
+    return error_reply(
+               "busy: another load is being compiled; send it again when that one is answered")
+        .dump();
 }
 
 ordered_json Service::dispatch(const ServiceRequest &request) {

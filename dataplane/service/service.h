@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/api/unix_socket.h"
 #include "dataplane/live/live_ruleset.h"
 #include "dataplane/service/request.h"
 #include "rules/load.h"
@@ -68,6 +69,11 @@ class Service {
 
     // One request line in, one response line out. Never throws.
     std::string handle(const std::string &request_line);
+    // The same for the control socket's server: a load is decoded (its rules validated and
+    // their payload patterns compiled) on a thread of its own, off the service's lock, and
+    // applied on the server's thread once decoded, so stats and the other requests are answered
+    // meanwhile; a second load while one is decoded is refused as busy.
+    LineServer::Answer answer(const std::string &request_line);
     // Drops overrides whose time has come (swapping in a ruleset without them).
     void expire_overrides();
 
@@ -83,6 +89,8 @@ class Service {
   private:
     // Executes a decoded request (dataplane/service/request.h) against the running state.
     nlohmann::ordered_json dispatch(const ServiceRequest &request);
+    // dispatch() under the lock, with refusals counted and logged: the reply line.
+    std::string reply_to(const std::function<ServiceRequest()> &decode);
     nlohmann::ordered_json status_locked() const;
     nlohmann::ordered_json rules_locked() const;
     nlohmann::ordered_json overrides_locked() const;
@@ -120,6 +128,9 @@ class Service {
     uint64_t overrides_expired_ = 0;
     uint64_t expiry_retry_ns_ = 0;   // after a failed expiry: not before this (monotonic)
     uint64_t requests_refused_ = 0;  // malformed or invalid control messages
+    // Declared last: destroyed first, waiting for a load being decoded, which uses none of the
+    // above.
+    BackgroundAnswer<ServiceRequest> loading_;
 };
 
 }  // namespace floodgate
