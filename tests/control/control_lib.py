@@ -127,23 +127,46 @@ def stats_invariants(stats):
 
 
 class DataplaneLink:
-    """One connection to the dataplane's control socket, one JSON line each way."""
+    """One connection to a control socket (the dataplane's or the daemon's), one JSON line each
+    way; a reply may be read later (send, then replied() or reply())."""
 
-    def __init__(self, path):
+    def __init__(self, path, timeout=30):
+        self.timeout = timeout
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(30)
+        self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.buf = b""
 
-    def ask(self, request):
+    def send(self, request):
         self.sock.sendall((json.dumps(request) + "\n").encode())
+
+    def replied(self):
+        """Whether a reply line has arrived, without waiting for one."""
+        self.sock.setblocking(False)
+        try:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(1 << 20)
+                if not chunk:
+                    break
+                self.buf += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(self.timeout)
+        return b"\n" in self.buf
+
+    def reply(self):
         while b"\n" not in self.buf:
             chunk = self.sock.recv(1 << 20)
             if not chunk:
-                raise RuntimeError("dataplane closed the control connection")
+                raise RuntimeError("the server closed the control connection")
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
+
+    def ask(self, request):
+        self.send(request)
+        return self.reply()
 
     def close(self):
         self.sock.close()

@@ -10,13 +10,12 @@ regexes is over the 1,000 regexes a ruleset may hold; rules aliasing one list co
 distinct lists of 2,200 literals pass 20,000 patterns at the tenth (22,000)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 
 import frames
-from control_lib import FLOODCTL, FLOODGATE, check, results, wait_until
+from control_lib import FLOODCTL, FLOODGATE, DataplaneLink, check, results, wait_until
 
 RULE_LINES = 6  # each rule below is six lines: name, match, proto, dst_port, payload, limit
 
@@ -113,48 +112,8 @@ def offline_checks(work, trace):
                   "replay --config refuses: " + name, "want %s\ngot %s" % (want, p.stderr))
 
 
-class Conn:
-    """One control connection that can send a line and read its reply later."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(120)
-        self.sock.connect(path)
-        self.buf = b""
-
-    def send(self, request):
-        self.sock.sendall((json.dumps(request) + "\n").encode())
-
-    def replied(self):
-        """Whether a reply line has arrived, without waiting for one."""
-        self.sock.setblocking(False)
-        try:
-            while b"\n" not in self.buf:
-                chunk = self.sock.recv(1 << 20)
-                if not chunk:
-                    break
-                self.buf += chunk
-        except BlockingIOError:
-            pass
-        finally:
-            self.sock.settimeout(120)
-        return b"\n" in self.buf
-
-    def reply(self):
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise RuntimeError("the server closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def ask(self, request):
-        self.send(request)
-        return self.reply()
-
-    def close(self):
-        self.sock.close()
+def Conn(path):
+    return DataplaneLink(path, timeout=120)
 
 
 def answered_meanwhile(sock, slow, ask_other, what):
