@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <optional>
 
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
@@ -48,10 +50,19 @@ std::string Service::handle(const std::string &line) {
 }
 
 std::string Service::reply_to(const std::function<ServiceRequest()> &decode) {
+    // Decoded off the lock (a load's rules are validated there); executed under it.
+    std::optional<ServiceRequest> request;
+    std::exception_ptr refused;
+    try {
+        request = decode();
+    } catch (...) {
+        refused = std::current_exception();
+    }
     std::lock_guard<std::mutex> guard(lock_);
     ordered_json reply;
     try {
-        reply = dispatch(decode());
+        if (refused) std::rethrow_exception(refused);
+        reply = dispatch(*request);
     } catch (const MessageError &e) {
         ++requests_refused_;
         std::fprintf(stderr, "floodgate: control request refused: %s\n", e.what());

@@ -89,7 +89,7 @@ class Service {
   private:
     // Executes a decoded request (dataplane/service/request.h) against the running state.
     nlohmann::ordered_json dispatch(const ServiceRequest &request);
-    // dispatch() under the lock, with refusals counted and logged: the reply line.
+    // decode() off the lock, then dispatch() under it, refusals counted and logged: the reply.
     std::string reply_to(const std::function<ServiceRequest()> &decode);
     nlohmann::ordered_json status_locked() const;
     nlohmann::ordered_json rules_locked() const;
