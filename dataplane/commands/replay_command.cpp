@@ -11,9 +11,9 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char *kCommand = "floodgate replay";
+constexpr const char *kReplayCommand = "floodgate replay";
 
-constexpr const char *kUsage =
+constexpr const char *kReplayUsage =
     "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
     "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
     "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
@@ -48,7 +48,7 @@ std::vector<Prefix> inside_prefixes(const std::string &list) {
 
 int replay_main(int argc, char **argv) {
     ReplayOptions o;
-    CommandLine cli(kCommand, kUsage);
+    CommandLine cli(kReplayCommand, kReplayUsage);
     cli.text("-c,--config", &o.config);
     cli.text("-i,--in", &o.in);
     cli.text("-p,--pass", &o.pass);

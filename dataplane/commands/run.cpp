@@ -34,8 +34,6 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char *kCommand = "floodgate run";
-
 std::atomic<bool> g_stop{false};
 
 void on_signal(int) {
@@ -158,7 +156,7 @@ bool open_xdp_tier(uint16_t port, const RunOptions &, const Config &config,
 #endif
 
 int failed(const std::string &message) {
-    return fail(kCommand, message);
+    return fail(kRunCommand, message);
 }
 
 // Telemetry's commands read through the service while it lives.

@@ -12,6 +12,9 @@
 
 namespace floodgate {
 
+// How the command names itself in messages.
+inline constexpr const char *kRunCommand = "floodgate run";
+
 struct RunOptions {
     std::string config;
     std::string stats;

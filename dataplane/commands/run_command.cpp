@@ -17,9 +17,7 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char *kCommand = "floodgate run";
-
-constexpr const char *kUsage =
+constexpr const char *kRunUsage =
     "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
     "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
     "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
@@ -88,12 +86,12 @@ const char *own_option_before_separator(const CommandLine &cli, int argc, char *
 
 int run_main(int argc, char **argv) {
     RunOptions opt;
-    CommandLine cli(kCommand, kUsage);
+    CommandLine cli(kRunCommand, kRunUsage);
     define_options(cli, &opt);
     // Help is floodgate's own, wherever it is asked for: the EAL would read it as its own.
     for (int i = 1; i < argc; ++i)
         if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
-            std::fputs(kUsage, stdout);
+            std::fputs(kRunUsage, stdout);
             std::fputs(kEalHelp, stdout);
             return 0;
         }
