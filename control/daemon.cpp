@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -63,10 +64,13 @@ json load_request(const std::string &source, const std::string &text, const json
                   const Config *config = nullptr) {
     json r = {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
     if (config == nullptr) return r;
+    // One entry per distinct list (rules that share one share its database): the first rule
+    // holding it; the dataplane takes it for every rule with the same patterns.
     json dbs = json::object();
+    std::set<const PayloadDatabase *> sent;
     for (size_t i = 0; i < config->rules.size(); ++i) {
         const PayloadMatch &p = config->rules[i].match.payload;
-        if (!p.compiled) continue;
+        if (!p.compiled || !sent.insert(p.compiled.get()).second) continue;
         dbs[std::to_string(i)] = {{"database", base64_encode(p.compiled->serialize())},
                                   {"fingerprint", payload_fingerprint(p.patterns)}};
     }

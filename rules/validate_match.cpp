@@ -184,7 +184,15 @@ void ConfigParser::compile_payloads(Config *cfg) const {
         const std::vector<PayloadPattern> &patterns =
             cfg->rules[payloads_[i].rule].match.payload.patterns;
         std::string print = payload_fingerprint(patterns);
-        const auto [it, fresh] = by_fingerprint.emplace(print, lists.size());
+        // The fingerprint is a 64-bit hash: a list that only shares it is a list of its own.
+        std::string key = print;
+        for (auto it = by_fingerprint.find(key);
+             it != by_fingerprint.end() &&
+             cfg->rules[payloads_[lists[it->second].pending.front()].rule].match.payload.patterns !=
+                 patterns;
+             it = by_fingerprint.find(key))
+            key += "'";
+        const auto [it, fresh] = by_fingerprint.emplace(key, lists.size());
         if (fresh) {
             lists.push_back({std::move(print), {}});
             total += pattern_cost(patterns);

@@ -40,6 +40,18 @@ TEST(RegexWeight, OneAnAtomARepeatItsUpperBoundTimesWhatItRepeats) {
         {"a{x}", 4},                             // not a quantifier: four literal characters
         {"(a{100}){100}", kMaxRegexWeight + 1},  // saturates past the per-regex bound
         {"a.{0,1000}b.{0,1000}c", kMaxRegexWeight + 1},
+        {"[[:alpha:])]{3}", 3},  // a POSIX class inside a class, ')' a member
+        {"([[:alpha:])].{0,500}){500}", kMaxRegexWeight + 1},
+        {"\\x{41}{30}", 30},  // \x{..} is one atom, not a repeat
+        // what this reading cannot see into weighs the most
+        {"(?#[)(.{0,500}){500}", kMaxRegexWeight + 1},
+        {"(?x)(.{0,500}) {500}", kMaxRegexWeight + 1},
+        {"\\Q[\\E(a)", kMaxRegexWeight + 1},
+        {"a)", kMaxRegexWeight + 1},
+        {"(a", kMaxRegexWeight + 1},
+        {"[ab", kMaxRegexWeight + 1},
+        {"(?i)abc",
+         4},  // flags without x: read as a group of one atom (i; ? copies nothing), then abc
     };
     for (const auto &c : cases) EXPECT_EQ(regex_weight(c.regex), c.weight) << c.regex;
 }

@@ -229,6 +229,7 @@ void LineServer::serve(const std::atomic<bool> &stop, const Handler &handler,
         std::optional<std::string> line = c.later();
         if (!line) return true;
         c.later = nullptr;
+        c.last_request = Clock::now();  // its wait was not idleness
         c.out = *line + "\n";
         c.out_since = Clock::now();
         return flush(c) && answer(c);

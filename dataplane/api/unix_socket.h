@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/message.h"
 
 namespace floodgate {
 
@@ -84,7 +86,12 @@ class BackgroundAnswer {
             if (!done || !waiter_.expired()) return std::nullopt;
             running_ = {};  // done, and its client is gone
         }
-        running_ = std::async(std::launch::async, std::move(work));
+        try {
+            running_ = std::async(std::launch::async, std::move(work));
+        } catch (const std::system_error &e) {  // no thread to be had: say so, serve on
+            return LineServer::Answer(
+                error_reply(std::string("no thread for it: ") + e.what()).dump());
+        }
         auto waiter = std::make_shared<bool>(true);
         waiter_ = waiter;
         LineServer::Answer answer;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 namespace floodgate {
 
@@ -35,19 +36,54 @@ uint64_t bounded_repeat(const std::string &text, size_t i, size_t *end) {
     return std::max<uint64_t>(1, comma ? (has_hi ? hi : lo) : lo);
 }
 
-// Past a character class opened at text[i] ('['): ']' first (or after '^') is a member.
+// Past a character class opened at text[i] ('['): ']' first (or after '^') is a member, and so
+// is a POSIX class [:alpha:] (or [.x.], [=x=]) inside it. npos when it never closes.
 size_t past_class(const std::string &text, size_t i) {
     size_t j = i + 1;
     if (j < text.size() && text[j] == '^') ++j;
     if (j < text.size() && text[j] == ']') ++j;
-    for (; j < text.size() && text[j] != ']'; ++j)
-        if (text[j] == '\\') ++j;
-    return std::min(j + 1, text.size());
+    for (; j < text.size() && text[j] != ']'; ++j) {
+        if (text[j] == '\\') {
+            ++j;
+        } else if (text[j] == '[' && j + 1 < text.size() &&
+                   (text[j + 1] == ':' || text[j + 1] == '.' || text[j + 1] == '=')) {
+            const size_t end = text.find(std::string{text[j + 1], ']'}, j + 2);
+            if (end == std::string::npos) return std::string::npos;
+            j = end + 1;
+        }
+    }
+    return j < text.size() ? j + 1 : std::string::npos;
+}
+
+// Past an escape at text[i] ('\\'): \x{...}, \o{...}, \p{...} and the like run to their brace.
+size_t past_escape(const std::string &text, size_t i) {
+    if (i + 2 < text.size() && text[i + 2] == '{' &&
+        std::strchr("xopPNgk", text[i + 1]) != nullptr) {
+        const size_t end = text.find('}', i + 3);
+        return end == std::string::npos ? std::string::npos : end + 1;
+    }
+    return i + 2;
+}
+
+// Syntax whose cost this reading cannot see: comments (?#...) and quoted runs \Q...\E hide
+// what follows, and extended mode (?x) makes white space between an item and its repeat
+// meaningless. A regex using them weighs as much as any (it is refused).
+bool opaque(const std::string &text) {
+    if (text.find("(?#") != std::string::npos || text.find("\\Q") != std::string::npos) return true;
+    for (size_t at = text.find("(?"); at != std::string::npos; at = text.find("(?", at + 2)) {
+        for (size_t j = at + 2;
+             j < text.size() &&
+             (std::isalpha(static_cast<unsigned char>(text[j])) || text[j] == '-');
+             ++j)
+            if (text[j] == 'x') return true;
+    }
+    return false;
 }
 
 }  // namespace
 
 uint64_t regex_weight(const std::string &regex) {
+    if (opaque(regex)) return kSaturated;
     // One frame per open group: the alternatives closed so far, the current one's items, and
     // the last item (what a quantifier repeats).
     struct Frame {
@@ -61,16 +97,15 @@ uint64_t regex_weight(const std::string &regex) {
     for (size_t i = 0; i < regex.size();) {
         const char c = regex[i];
         size_t end = 0;
-        if (c == '\\') {
+        if (c == '\\' || c == '[') {
             item(1);
-            i += 2;
-        } else if (c == '[') {
-            item(1);
-            i = past_class(regex, i);
+            i = c == '[' ? past_class(regex, i) : past_escape(regex, i);
+            if (i == std::string::npos) return kSaturated;  // unclosed: Hyperscan refuses it
         } else if (c == '(') {
             stack.emplace_back();
             ++i;
-        } else if (c == ')' && stack.size() > 1) {
+        } else if (c == ')') {
+            if (stack.size() == 1) return kSaturated;  // closes nothing: unsure, so the most
             const Frame inner = stack.back();
             stack.pop_back();
             item(capped(inner.alternatives + inner.sequence));
@@ -94,9 +129,8 @@ uint64_t regex_weight(const std::string &regex) {
             ++i;
         }
     }
-    uint64_t total = 0;
-    for (const Frame &f : stack) total = capped(total + f.alternatives + f.sequence);
-    return total;
+    if (stack.size() > 1) return kSaturated;  // a group left open
+    return capped(stack.back().alternatives + stack.back().sequence);
 }
 
 PatternCost pattern_cost(const std::vector<PayloadPattern> &patterns) {

@@ -8,7 +8,8 @@
 // with the size of their expansion: a bounded repeat x{m,n} costs about n copies of x
 // (`a.{0,1000}b` compiles in ~50 ms, `(a|aa)+1$` in ~2 ms). A regex's weight estimates that
 // size: one per atom, a repeat multiplying what it repeats by its upper bound (its lower bound
-// when unbounded), nested repeats multiplying again.
+// when unbounded), nested repeats multiplying again. Syntax it cannot read with confidence
+// (comments, \Q...\E, extended mode, unbalanced groups or classes) weighs the most.
 #pragma once
 
 #include <cstddef>
