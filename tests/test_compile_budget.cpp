@@ -47,9 +47,10 @@ TEST(RegexWeight, OneAnAtomARepeatItsUpperBoundTimesWhatItRepeats) {
         {"(?#[)(.{0,500}){500}", kMaxRegexWeight + 1},
         {"(?x)(.{0,500}) {500}", kMaxRegexWeight + 1},
         {"\\Q[\\E(a)", kMaxRegexWeight + 1},
-        {"a)", kMaxRegexWeight + 1},
-        {"(a", kMaxRegexWeight + 1},
-        {"[ab", kMaxRegexWeight + 1},
+        // not well formed: weighed as it stands (Hyperscan refuses them with its own message)
+        {"a)", 2},
+        {"(a", 1},
+        {"[ab", 1},
         {"(?i)abc",
          4},  // flags without x: read as a group of one atom (i; ? copies nothing), then abc
     };

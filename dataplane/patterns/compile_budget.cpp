@@ -99,13 +99,12 @@ uint64_t regex_weight(const std::string &regex) {
         size_t end = 0;
         if (c == '\\' || c == '[') {
             item(1);
-            i = c == '[' ? past_class(regex, i) : past_escape(regex, i);
-            if (i == std::string::npos) return kSaturated;  // unclosed: Hyperscan refuses it
+            // Unclosed, it runs to the end: Hyperscan refuses it with its own message.
+            i = std::min(c == '[' ? past_class(regex, i) : past_escape(regex, i), regex.size());
         } else if (c == '(') {
             stack.emplace_back();
             ++i;
-        } else if (c == ')') {
-            if (stack.size() == 1) return kSaturated;  // closes nothing: unsure, so the most
+        } else if (c == ')' && stack.size() > 1) {  // one closing nothing: an atom, refused later
             const Frame inner = stack.back();
             stack.pop_back();
             item(capped(inner.alternatives + inner.sequence));
@@ -129,8 +128,9 @@ uint64_t regex_weight(const std::string &regex) {
             ++i;
         }
     }
-    if (stack.size() > 1) return kSaturated;  // a group left open
-    return capped(stack.back().alternatives + stack.back().sequence);
+    uint64_t total = 0;  // groups left open (Hyperscan refuses them) summed as they stand
+    for (const Frame &f : stack) total = capped(total + f.alternatives + f.sequence);
+    return total;
 }
 
 PatternCost pattern_cost(const std::vector<PayloadPattern> &patterns) {

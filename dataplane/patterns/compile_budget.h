@@ -8,8 +8,9 @@
 // with the size of their expansion: a bounded repeat x{m,n} costs about n copies of x
 // (`a.{0,1000}b` compiles in ~50 ms, `(a|aa)+1$` in ~2 ms). A regex's weight estimates that
 // size: one per atom, a repeat multiplying what it repeats by its upper bound (its lower bound
-// when unbounded), nested repeats multiplying again. Syntax it cannot read with confidence
-// (comments, \Q...\E, extended mode, unbalanced groups or classes) weighs the most.
+// when unbounded), nested repeats multiplying again. Syntax that hides what it holds from this
+// reading (comments, \Q...\E, extended mode) weighs the most; a regex that is not well formed
+// is weighed as it stands, and Hyperscan refuses it with its own message.
 #pragma once
 
 #include <cstddef>
