@@ -1,5 +1,6 @@
 // What a rule matches: protocol, ports, prefixes, TCP flags and payload patterns
 // (rules/config_parser.h).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -178,28 +179,27 @@ void ConfigParser::compile_payloads(Config *cfg) const {
         std::vector<size_t> pending;  // indexes into payloads_ of the rules that share it
     };
     std::vector<Distinct> lists;
-    std::map<std::string, size_t> by_fingerprint;
+    // Lists by fingerprint; a 64-bit hash, so a list that only shares it is a list of its own.
+    std::map<std::string, std::vector<size_t>> by_fingerprint;
+    const auto patterns_of = [&](size_t pending) -> const std::vector<PayloadPattern> & {
+        return cfg->rules[payloads_[pending].rule].match.payload.patterns;
+    };
     PatternCost total;
     for (size_t i = 0; i < payloads_.size(); ++i) {
-        const std::vector<PayloadPattern> &patterns =
-            cfg->rules[payloads_[i].rule].match.payload.patterns;
-        std::string print = payload_fingerprint(patterns);
-        // The fingerprint is a 64-bit hash: a list that only shares it is a list of its own.
-        std::string key = print;
-        for (auto it = by_fingerprint.find(key);
-             it != by_fingerprint.end() &&
-             cfg->rules[payloads_[lists[it->second].pending.front()].rule].match.payload.patterns !=
-                 patterns;
-             it = by_fingerprint.find(key))
-            key += "'";
-        const auto [it, fresh] = by_fingerprint.emplace(key, lists.size());
-        if (fresh) {
-            lists.push_back({std::move(print), {}});
-            total += pattern_cost(patterns);
-            const std::string over = over_budget(total);
-            if (!over.empty()) fail(payloads_[i].list, over);
+        std::string print = payload_fingerprint(patterns_of(i));
+        std::vector<size_t> &candidates = by_fingerprint[print];
+        const auto same = std::find_if(candidates.begin(), candidates.end(), [&](size_t list) {
+            return patterns_of(lists[list].pending.front()) == patterns_of(i);
+        });
+        if (same != candidates.end()) {
+            lists[*same].pending.push_back(i);
+            continue;
         }
-        lists[it->second].pending.push_back(i);
+        candidates.push_back(lists.size());
+        lists.push_back({std::move(print), {i}});
+        total += pattern_cost(patterns_of(i));
+        const std::string over = over_budget(total);
+        if (!over.empty()) fail(payloads_[i].list, over);
     }
     for (const Distinct &d : lists) {
         const PendingPayload &first = payloads_[d.pending.front()];
