@@ -26,6 +26,7 @@
 
 #include "dataplane/api/numbers.h"
 #include "dataplane/live/port.h"
+#include "dataplane/live/port_plugins.h"
 #include "dataplane/replay/pcap_file.h"
 
 namespace {
@@ -212,6 +213,9 @@ bool parse_options(int argc, char **argv, Options *o) {
 int main(int argc, char **argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    // A memif server, as floodgate-tx is in perf/harness.py, sends while its peer goes away.
+    if (const std::string note = floodgate::preload_port_plugins(); !note.empty())
+        std::fprintf(stderr, "floodgate-tx: warning: %s\n", note.c_str());
     int used = rte_eal_init(argc, argv);
     if (used < 0) {
         std::fprintf(stderr, "floodgate-tx: EAL: %s\n", rte_strerror(rte_errno));

@@ -37,11 +37,60 @@ fg_install_deps() {
 }
 
 fg_build() {
+  local dpdk_source
+  dpdk_source="$(fg_dpdk_source)"
   if [ ! -f "$FG_BUILD/build.ninja" ]; then
-    meson setup "$FG_BUILD" "$FG_ROOT" --buildtype=release
+    meson setup "$FG_BUILD" "$FG_ROOT" --buildtype=release -Ddpdk_source="$dpdk_source"
+  elif [ "$(meson introspect --buildoptions "$FG_BUILD" |
+    python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "dpdk_source"))' 2>/dev/null)" != "$dpdk_source" ]; then
+    meson configure "$FG_BUILD" -Ddpdk_source="$dpdk_source"
   fi
   # Two jobs: the machines this runs on in CI have two cores.
   ninja -C "$FG_BUILD" -j "${FG_JOBS:-2}"
+}
+
+# The source files of Debian's DPDK that dpdk/ patches (dpdk/meson.build), for the installed
+# libdpdk-dev's exact version, kept under build-deps/; prints their directory, or nothing (with
+# a warning) when the source cannot be had: floodgate then builds, and warns at run time that
+# its memif ports are DPDK's own. apt reads deb-src entries of its own here (the machine's
+# sources often have none), and the machine's apt state is not touched.
+fg_dpdk_source() {
+  local version dir tmp
+  version="$(dpkg-query -W -f='${Version}' libdpdk-dev)"
+  dir="$FG_ROOT/build-deps/dpdk-$version"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return 0; fi
+  tmp="$(mktemp -d)"
+  if ! fg_fetch_dpdk_source "$version" "$tmp" "$dir" >"$tmp/log" 2>&1; then
+    echo "==> warning: no DPDK $version source (memif's disconnect fix is not built):" >&2
+    tail -n 5 "$tmp/log" >&2
+    rm -rf "$tmp"
+    return 0
+  fi
+  rm -rf "$tmp"
+  echo "$dir"
+}
+
+# fg_fetch_dpdk_source VERSION TMP DIR: Debian's dpdk source package, only the files dpdk/ uses
+# copied to DIR.
+fg_fetch_dpdk_source() {
+  local version="$1" tmp="$2" dir="$3" suite
+  suite="$(. /etc/os-release && echo "$VERSION_CODENAME")"
+  mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/get"
+  {
+    echo "deb-src http://deb.debian.org/debian $suite main"
+    echo "deb-src http://deb.debian.org/debian $suite-updates main"
+    echo "deb-src http://deb.debian.org/debian-security $suite-security main"
+  } >"$tmp/sources.list"
+  local apt_opts=(-o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
+  local files=(drivers/net/memif lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h
+    drivers/bus/vdev/bus_vdev_driver.h lib/eal/include/dev_driver.h)
+  apt-get "${apt_opts[@]}" -q update &&
+    (cd "$tmp/get" && apt-get "${apt_opts[@]}" -q source --download-only "dpdk=$version") &&
+    dpkg-source --no-check -x "$tmp/get"/dpdk_*.dsc "$tmp/src" &&
+    rm -rf "$dir" && mkdir -p "$dir" &&
+    (cd "$tmp/src" && cp -r --parents "${files[@]}" "$dir/") &&
+    touch "$dir/.complete"
 }
 
 # Unit and scenario suites under ASan and UBSan, any report fatal. -O1 keeps the scenario

@@ -22,6 +22,7 @@
 #include "dataplane/core/heavy_hitters.h"
 #include "dataplane/live/dataplane.h"
 #include "dataplane/live/live_stats.h"
+#include "dataplane/live/port_plugins.h"
 #include "dataplane/pipeline/stats_json.h"
 #include "dataplane/service/service.h"
 #include "dataplane/service/telemetry.h"
@@ -184,8 +185,8 @@ class RunThread {
     std::thread thread_;
 };
 
-// The main lcore does no packet work: it forwards merge records and prints stats, until the
-// run is stopped.
+// The main lcore does no packet work: it forwards merge records, watches the ports and prints
+// stats, until the run is stopped.
 void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane) {
     LiveMerger *merger = dataplane.merger();
     IntervalPrinter interval;
@@ -198,6 +199,7 @@ void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &datap
     while (!g_stop.load()) {
         std::this_thread::sleep_for(poll);
         if (merger) merger->forward();
+        dataplane.port_watch()->poll(monotonic_now_ns());
         if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
             next += every;
             interval.print(rules, dataplane.view());
@@ -301,6 +303,8 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
         std::printf("port %u: %u queue pairs, RSS %s, answers' checksums %s\n", port, n_workers,
                     rss_mode_name(features.rss),
                     features.tx_checksum_offload ? "offloaded to the port" : "in software");
+        if (const std::string note = port_driver_note(port); !note.empty())
+            std::printf("%s\n", note.c_str());
     }
     // The XDP tier, when the outside port is net_af_xdp running floodgate's program: released
     // before the dataplane closes the port (closing it detaches the program).

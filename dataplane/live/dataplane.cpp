@@ -8,12 +8,17 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <cstdio>
+
+#include "dataplane/live/port_plugins.h"
 #include "dataplane/pipeline/eal.h"
 #include "dataplane/pipeline/merge.h"
 
 namespace floodgate {
 
 EalSession::EalSession(int argc, char **argv) {
+    if (const std::string note = preload_port_plugins(); !note.empty())
+        std::fprintf(stderr, "warning: %s\n", note.c_str());
     const int consumed = rte_eal_init(argc, argv);
     if (consumed < 0) {
         error_ = std::string("DPDK EAL initialisation failed: ") + rte_strerror(rte_errno);
@@ -129,6 +134,8 @@ int Dataplane::run_worker(void *launch) {
 }
 
 void Dataplane::launch() {
+    port_watch_ = std::make_unique<PortWatch>(ports());
+    view_.port_watch = port_watch_.get();
     const uint64_t start_tsc = rte_rdtsc();
     launches_.clear();
     for (const std::unique_ptr<Worker> &w : workers_) launches_.push_back({w.get(), start_tsc});

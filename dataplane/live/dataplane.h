@@ -1,7 +1,8 @@
 // What `floodgate run` holds in DPDK, each resource with an owner that releases it in its
 // destructor, so that the order of release is the reverse of the order of declaration:
 //
-//   EalSession   the EAL: rte_eal_cleanup once everything below is gone
+//   EalSession   the EAL, with floodgate's patched drivers (port_plugins.h): rte_eal_cleanup
+//                once everything below is gone
 //   Dataplane    the mbuf pool, the started ports, per worker lcore a limiter table and a
 //                pipeline, the merge rings and the workers; its destructor stops and waits
 //                for the workers first if they still run, then releases the workers, the
@@ -23,6 +24,7 @@
 #include "dataplane/live/live_stats.h"
 #include "dataplane/live/merge_rings.h"
 #include "dataplane/live/port.h"
+#include "dataplane/live/port_watch.h"
 #include "dataplane/live/worker.h"
 
 struct rte_mempool;
@@ -79,7 +81,7 @@ class Dataplane {
     // that every worker accepts the RST to a SYN-ACK another worker sent.
     bool create_workers(uint64_t table_entries_per_core, std::string *error);
 
-    // Starts every worker on its lcore; they run until *stop is set.
+    // Starts every worker on its lcore, and the watch on the ports; they run until *stop is set.
     void launch();
     // Returns once every worker has returned from its loop (after *stop was set).
     void wait();
@@ -87,6 +89,7 @@ class Dataplane {
     // For the stats and the main lcore's loop.
     const LiveView &view() const { return view_; }
     LiveMerger *merger() { return merger_.get(); }
+    PortWatch *port_watch() { return port_watch_.get(); }  // once launched
 
   private:
     // The started ports, stopped and closed in reverse order of start.
@@ -119,6 +122,7 @@ class Dataplane {
     // Released in reverse order of declaration: each after everything that uses it.
     std::unique_ptr<rte_mempool, PoolFree> pool_;
     StartedPorts started_;
+    std::unique_ptr<PortWatch> port_watch_;
     std::vector<std::unique_ptr<LimitTable>> tables_;
     std::vector<std::unique_ptr<Pipeline>> pipelines_;
     std::unique_ptr<LiveMerger> merger_;

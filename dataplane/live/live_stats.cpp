@@ -51,9 +51,14 @@ void add(PortCounters *sum, const PortCounters &c) {
 }
 
 // The NIC's (or virtual device's) own counters, which include what never reached a worker.
-ordered_json nic(uint16_t port, const char *role) {
+ordered_json nic(uint16_t port, const char *role, const PortWatch *watch) {
     rte_eth_stats s{};
     ordered_json j = {{"port", port}, {"role", role}};
+    if (watch != nullptr) {
+        const PortHealth h = watch->health(port);
+        j["link"] = h.up ? "up" : "down";
+        j["losses"] = h.losses;
+    }
     if (rte_eth_stats_get(port, &s) != 0) return j;
     j["rx_packets"] = s.ipackets;
     j["rx_bytes"] = s.ibytes;
@@ -115,8 +120,8 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
                       {"inside_to_outside", port_counters(back)},
                       {"answers_to_outside", port_counters(ans)}};
     ordered_json nics = ordered_json::array();
-    nics.push_back(nic(view.outside, "outside"));
-    if (view.inside != view.outside) nics.push_back(nic(view.inside, "inside"));
+    nics.push_back(nic(view.outside, "outside", view.port_watch));
+    if (view.inside != view.outside) nics.push_back(nic(view.inside, "inside", view.port_watch));
     stats["nic"] = nics;
     stats["cores"] = cores;
     stats["cycles"] = {

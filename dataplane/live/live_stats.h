@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/live/merge_rings.h"
+#include "dataplane/live/port_watch.h"
 #include "dataplane/live/worker.h"
 
 namespace floodgate {
@@ -20,6 +21,7 @@ struct LiveView {
     uint16_t outside = 0;
     uint16_t inside = 0;
     uint64_t merge_interval_ns = 0;
+    const PortWatch *port_watch = nullptr;  // each port's link and losses, once it runs
 };
 
 // top: how many top refused sources per rule (stats_to_json). Throws std::runtime_error if a
