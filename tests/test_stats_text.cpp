@@ -119,5 +119,16 @@ TEST(StatsText, RatesLinesNameEveryRuleAndPort) {
     EXPECT_NE(text.find("port 0 (outside): rx 2.00 kpps"), std::string::npos) << text;
 }
 
+TEST(StatsText, LostPortsAreNamedAndOthersAreNot) {
+    json stats = reading(1, 10, 4, 0);
+    stats["nic"] = {{{"port", 0}, {"role", "outside"}, {"link", "up"}, {"losses", 0}},
+                    {{"port", 1}, {"role", "inside"}, {"link", "down"}, {"losses", 1}},
+                    {{"port", 2}, {"role", "spare"}, {"link", "up"}, {"losses", 3}}};
+    const std::string text = stats_text(stats);
+    EXPECT_EQ(text.find("port 0"), std::string::npos) << text;
+    EXPECT_NE(text.find("port 1 (inside): link down, lost 1 time\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("port 2 (spare): link up, lost 3 times\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -86,6 +86,12 @@ std::string stats_text(const json &s) {
                  cap > 0 ? 100.0 * static_cast<double>(u64(*t, "occupancy")) / cap : 0.0,
                  (ull)u64(*t, "reclaims"), (ull)u64(*t, "full_events"));
     }
+    // Ports that were lost (a live run's port watch): the operator's first question after one.
+    for (const json &n : s.value("nic", json::array()))
+        if (u64(n, "losses") != 0 || str(n, "link") == "down")
+            o += fmt("port %llu (%s): link %s, lost %llu time%s\n", (ull)u64(n, "port"),
+                     str(n, "role").c_str(), str(n, "link").c_str(), (ull)u64(n, "losses"),
+                     u64(n, "losses") == 1 ? "" : "s");
     const json reasons = s.value("malformed_reasons", json::object());
     for (const auto &[reason, n] : reasons.items())
         if (n.is_number() && n.get<uint64_t>() != 0)

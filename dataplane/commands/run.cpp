@@ -185,25 +185,57 @@ class RunThread {
     std::thread thread_;
 };
 
-// The main lcore does no packet work: it forwards merge records, watches the ports and prints
-// stats, until the run is stopped.
-void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane) {
+// The stats a run writes to --stats: the live stats with every top offender it reports, and
+// the XDP tier's.
+nlohmann::ordered_json run_stats(const LiveRuleSet &rules, const LiveView &view,
+                                 const XdpFeedHandle *xdp) {
+    nlohmann::ordered_json stats;
+    rules.with_current(
+        [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
+    if (xdp) stats["xdp"] = xdp->stats();
+    return stats;
+}
+
+// --stats is written while the run goes on too, every --stats-interval (else every 10 s), so
+// that a crash loses at most one interval's counts.
+std::chrono::steady_clock::duration stats_save_interval(const RunOptions &opt) {
+    const double s = opt.stats_interval_s > 0 ? opt.stats_interval_s : 10.0;
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(s));
+}
+
+// The main lcore does no packet work: it forwards merge records, watches the ports, prints
+// stats and saves them, until the run is stopped.
+void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane,
+               const XdpFeedHandle *xdp) {
     LiveMerger *merger = dataplane.merger();
     IntervalPrinter interval;
     if (opt.stats_interval_s > 0) interval.print(rules, dataplane.view());
     const auto every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(opt.stats_interval_s));
     auto next = std::chrono::steady_clock::now() + every;
+    const auto save_every = stats_save_interval(opt);
+    auto next_save = std::chrono::steady_clock::now() + save_every;
     const auto poll = std::chrono::nanoseconds(
         merger ? std::min<uint64_t>(opt.merge_interval_ns / 2, 100000000) : 100000000);
     while (!g_stop.load()) {
         std::this_thread::sleep_for(poll);
         if (merger) merger->forward();
         dataplane.port_watch()->poll(monotonic_now_ns());
-        if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
+        const auto now = std::chrono::steady_clock::now();
+        if (opt.stats_interval_s > 0 && now >= next) {
             next += every;
             interval.print(rules, dataplane.view());
             std::fflush(stdout);
+        }
+        if (!opt.stats.empty() && now >= next_save) {
+            next_save = now + save_every;
+            try {
+                if (!write_stats(opt.stats, run_stats(rules, dataplane.view(), xdp)))
+                    std::printf("%s: cannot write stats\n", opt.stats.c_str());
+            } catch (const std::exception &e) {  // counters busy: saved next time
+                std::printf("%s: not saved this time: %s\n", opt.stats.c_str(), e.what());
+            }
         }
     }
 }
@@ -242,16 +274,13 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
             100);
         rte_thread_unregister();
     });
-    main_loop(opt, rules, dataplane);
+    main_loop(opt, rules, dataplane, xdp);
 }
 
 // On exit, once the workers have returned: the stats, to --stats and summed up on stdout.
 int exit_stats(const RunOptions &opt, const LiveRuleSet &rules, const LiveView &view,
                const XdpFeedHandle *xdp) {
-    nlohmann::ordered_json stats;
-    rules.with_current(
-        [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
-    if (xdp) stats["xdp"] = xdp->stats();
+    const nlohmann::ordered_json stats = run_stats(rules, view, xdp);
     int rc = 0;
     if (!opt.stats.empty() && !write_stats(opt.stats, stats))
         rc = failed(opt.stats + ": cannot write stats");
@@ -317,9 +346,18 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
                 config.rules.size());
     std::fflush(stdout);
     dataplane.launch();
-    serve(opt, source, rules, control, dataplane, xdp.get());
+    // An error that ends the run early still leaves its counts (the threads are stopped and
+    // joined by then).
+    int rc = 0;
+    try {
+        serve(opt, source, rules, control, dataplane, xdp.get());
+    } catch (const std::exception &e) {
+        g_stop.store(true);
+        rc = failed(std::string("stopped by an error: ") + e.what());
+    }
     dataplane.wait();
-    return exit_stats(opt, rules, dataplane.view(), xdp.get());
+    const int stats_rc = exit_stats(opt, rules, dataplane.view(), xdp.get());
+    return rc != 0 ? rc : stats_rc;
 }
 
 }  // namespace floodgate

@@ -1,5 +1,6 @@
 #include "dataplane/pipeline/stats_json.h"
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -99,10 +100,12 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 }
 
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats) {
-    std::ofstream out(path);
+    // Whole or not at all: a reader (or a crash) never finds half a document.
+    const std::string partial = path + ".partial";
+    std::ofstream out(partial);
     out << stats.dump(2) << "\n";
     out.close();
-    return static_cast<bool>(out);
+    return static_cast<bool>(out) && std::rename(partial.c_str(), path.c_str()) == 0;
 }
 
 }  // namespace floodgate

@@ -29,7 +29,8 @@ CoreReading read_core(const RuleSet &rules, const Pipeline &core);
 nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<CoreReading> &cores,
                                      unsigned top = kTopRefusedReported);
 
-// Writes the document to path; false if it could not be written whole.
+// Writes the document to path, replacing what was there at once (path.partial, renamed);
+// false if it could not be written whole.
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats);
 
 }  // namespace floodgate
