@@ -230,6 +230,20 @@ void nic_metrics(const json *stats, std::string &out) {
             f.add({{"port", p.port}, {"role", p.role}}, number_at(p.counters, key));
         f.write(out);
     }
+    // The port watch's view (dataplane/live/port_watch.h), where the dataplane has one.
+    Family up("floodgate_port_up", Type::gauge,
+              "1 while the port can carry frames, 0 while its link or kernel interface is gone.");
+    Family losses("floodgate_port_losses_total", Type::counter,
+                  "Times the port went from up to lost (link down, interface gone or down).");
+    for (const Port &p : ports) {
+        const auto link = p.counters->find("link");
+        if (link != p.counters->end() && link->is_string())
+            up.add({{"port", p.port}, {"role", p.role}},
+                   exposition::Value{uint64_t{*link == "up" ? 1u : 0u}});
+        losses.add({{"port", p.port}, {"role", p.role}}, number_at(p.counters, "losses"));
+    }
+    up.write(out);
+    losses.write(out);
 }
 
 // The workers' own per-direction counters (stats.ports), summed over the workers.

@@ -145,10 +145,10 @@ json stats_object() {
 
     json nic0 = {{"port", 0},      {"role", "outside"}, {"rx_packets", 10}, {"rx_bytes", 640},
                  {"rx_missed", 1}, {"rx_errors", 2},    {"rx_nombuf", 3},   {"tx_packets", 0},
-                 {"tx_bytes", 0},  {"tx_errors", 0}};
+                 {"tx_bytes", 0},  {"tx_errors", 0},    {"link", "up"},     {"losses", 0}};
     json nic1 = {{"port", 1},       {"role", "inside"}, {"rx_packets", 0}, {"rx_bytes", 0},
                  {"rx_missed", 0},  {"rx_errors", 0},   {"rx_nombuf", 0},  {"tx_packets", 9},
-                 {"tx_bytes", 576}, {"tx_errors", 0}};
+                 {"tx_bytes", 576}, {"tx_errors", 0},   {"link", "down"},  {"losses", 2}};
     return {{"packets", 3000},
             {"malformed_reasons", {{"ipv4_bad_ihl", 7}, {"l4_truncated", 8}}},
             {"table", {{"capacity", 2048}, {"bytes_per_entry", 32}, {"memory_bytes", 73819904}}},
@@ -298,6 +298,10 @@ TEST(Metrics, PortsAndDirections) {
         "floodgate_port_rx_nombuf_total{port=\"0\",role=\"outside\"} 3",
         "floodgate_port_tx_packets_total{port=\"1\",role=\"inside\"} 9",
         "floodgate_port_tx_bytes_total{port=\"1\",role=\"inside\"} 576",
+        "floodgate_port_up{port=\"0\",role=\"outside\"} 1",
+        "floodgate_port_up{port=\"1\",role=\"inside\"} 0",
+        "floodgate_port_losses_total{port=\"0\",role=\"outside\"} 0",
+        "floodgate_port_losses_total{port=\"1\",role=\"inside\"} 2",
         "floodgate_port_tx_errors_total{port=\"1\",role=\"inside\"} 0",
         "floodgate_direction_rx_total{direction=\"outside_to_inside\"} 20",
         "floodgate_direction_tx_total{direction=\"outside_to_inside\"} 9",

@@ -63,6 +63,9 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
             *rss = RssMode::none;
         }
     }
+    // A NIC that can say it was removed does (PortWatch listens).
+    if (info.dev_flags != nullptr && (*info.dev_flags & RTE_ETH_DEV_INTR_RMV) != 0)
+        conf.intr_conf.rmv = 1;
     constexpr uint64_t kChecksums =
         RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
     features->tx_checksum_offload = (info.tx_offload_capa & kChecksums) == kChecksums;

@@ -1,6 +1,11 @@
+// rte_dev_hotplug_handle_enable and rte_dev_event_monitor_start are experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
+
 #include "dataplane/live/port_watch.h"
 
 #include <net/if.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -13,19 +18,34 @@ namespace floodgate {
 
 struct PortWatch::Watched {
     uint16_t port = 0;
-    std::string name;       // the DPDK device, e.g. net_af_packet0
-    unsigned if_index = 0;  // the kernel interface the port runs on, 0 for none
-    std::string iface;      // its name when the port started
-    bool up = true;         // as last printed (the polling thread's own)
-    bool was_up = false;    // up at some poll: its next coming up is a return
+    std::string name;                  // the DPDK device, e.g. net_af_packet0
+    unsigned if_index = 0;             // the kernel interface the port runs on, 0 for none
+    std::string iface;                 // its name when the port started
+    bool up = true;                    // as last printed (the polling thread's own)
+    bool was_up = false;               // up at some poll: its next coming up is a return
+    std::atomic<bool> removed{false};  // the device said so (RTE_ETH_EVENT_INTR_RMV)
     std::atomic<bool> shown_up{true};
     std::atomic<uint64_t> losses{0};
 };
 
 namespace {
 
+// The interrupt thread's: a removed device's registers are not read again (not even its link).
+int on_removed(uint16_t, rte_eth_event_type, void *watched, void *) {
+    static_cast<std::atomic<bool> *>(watched)->store(true, std::memory_order_relaxed);
+    return 0;
+}
+
+bool on_pci(uint16_t port) {
+    rte_eth_dev_info info{};
+    return rte_eth_dev_info_get(port, &info) == 0 && info.device != nullptr &&
+           std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "pci") == 0;
+}
+
 // "" while the port can carry frames, else why not.
-std::string why_lost(uint16_t port, unsigned if_index, const std::string &iface, int sock) {
+std::string why_lost(uint16_t port, bool removed, unsigned if_index, const std::string &iface,
+                     int sock) {
+    if (removed) return "device removed";
     rte_eth_link link{};
     if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN)
         return "link down";
@@ -57,14 +77,28 @@ PortWatch::PortWatch(const std::vector<uint16_t> &ports)
         char iface[IF_NAMESIZE] = {};
         if (w->if_index != 0 && if_indextoname(w->if_index, iface) != nullptr) w->iface = iface;
         // A port down from the start (a memif server before its client comes) is not lost.
-        w->up = why_lost(p, w->if_index, w->iface, flags_socket_).empty();
+        w->up = why_lost(p, false, w->if_index, w->iface, flags_socket_).empty();
         w->was_up = w->up;
         w->shown_up.store(w->up, std::memory_order_relaxed);
+        rte_eth_dev_callback_register(p, RTE_ETH_EVENT_INTR_RMV, on_removed, &w->removed);
+        // A PCI NIC pulled out from under a polling worker: DPDK's handler maps its memory
+        // again on the SIGBUS, so the worker's bursts come back empty instead of killing it.
+        if (on_pci(p) && !hotplug_handled_) {
+            hotplug_handled_ =
+                rte_dev_hotplug_handle_enable() == 0 && rte_dev_event_monitor_start() == 0;
+            if (!hotplug_handled_)
+                std::printf(
+                    "note: no hot-unplug handling: a NIC removed under traffic can "
+                    "crash floodgate\n");
+        }
         ports_.push_back(std::move(w));
     }
 }
 
 PortWatch::~PortWatch() {
+    for (const std::unique_ptr<Watched> &w : ports_)
+        rte_eth_dev_callback_unregister(w->port, RTE_ETH_EVENT_INTR_RMV, on_removed, &w->removed);
+    if (hotplug_handled_) rte_dev_event_monitor_stop();
     if (flags_socket_ >= 0) close(flags_socket_);
 }
 
@@ -72,7 +106,8 @@ void PortWatch::poll(uint64_t now_ns) {
     if (now_ns < next_poll_ns_) return;
     next_poll_ns_ = now_ns + kPollNs;
     for (const std::unique_ptr<Watched> &w : ports_) {
-        const std::string why = why_lost(w->port, w->if_index, w->iface, flags_socket_);
+        const std::string why = why_lost(w->port, w->removed.load(std::memory_order_relaxed),
+                                         w->if_index, w->iface, flags_socket_);
         const bool up = why.empty();
         if (up == w->up) continue;
         w->up = up;

@@ -1,5 +1,6 @@
 // Whether each port can still carry frames, as the main lcore sees it at each poll. A port is
-// lost when its link is down (a memif whose peer went away) or, for a port on a kernel
+// lost when its device says it was removed (a NIC that raises RTE_ETH_EVENT_INTR_RMV), when
+// its link is down (a memif whose peer went away) or, for a port on a kernel
 // interface (net_af_packet, net_af_xdp, net_tap), when that interface is gone or down (its
 // veth deleted). The workers go on polling every port: a lost port's bursts are empty, what is
 // sent to it is counted as TX failed, and the other ports are filtered as before. Each change
@@ -38,7 +39,8 @@ class PortWatch {
     struct Watched;
     std::vector<std::unique_ptr<Watched>> ports_;
     uint64_t next_poll_ns_ = 0;
-    int flags_socket_;  // for the kernel interfaces' flags (SIOCGIFFLAGS)
+    int flags_socket_;              // for the kernel interfaces' flags (SIOCGIFFLAGS)
+    bool hotplug_handled_ = false;  // DPDK's SIGBUS handling of removed PCI devices is on
 };
 
 }  // namespace floodgate

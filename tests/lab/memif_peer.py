@@ -53,8 +53,9 @@ def start_floodgate(work):
          "--stats", os.path.join(work, "stats.json"),
          "--control", os.path.join(work, "dataplane.sock")],
         stdout=log, stderr=subprocess.STDOUT, env=env)
-    wait_until(lambda: p.poll() is not None or os.path.exists(os.path.join(work, "dataplane.sock")),
-               "floodgate's control socket")
+    # Its ports are up and its control socket listens once it says so.
+    wait_until(lambda: p.poll() is not None or "\nfloodgate: " in "\n" + log_text(work),
+               "floodgate's start")
     return p
 
 
@@ -117,7 +118,13 @@ def run(work):
         check(lines_with(work, "net_memif with floodgate's disconnect fix") == 2,
               "both ports run the patched memif driver (dpdk/)", log_text(work))
     link = DataplaneLink(os.path.join(work, "dataplane.sock"))
-    stats = lambda: link.ask({"cmd": "stats"})["stats"]  # noqa: E731
+
+    def stats():
+        """A reading; one refused because a core's counters were busy is asked again."""
+        reply = wait_until(lambda: (lambda r: r if r.get("ok") else None)(
+            link.ask({"cmd": "stats"})), "a stats reading", 10)
+        return reply["stats"]
+
     crashed_in = None
     for r in range(1, ROUNDS + 1):
         before = stats()["ports"]["outside_to_inside"]["rx"]
@@ -179,10 +186,27 @@ def run(work):
           % (final["packets"], ROUNDS), "\n".join(broken))
 
 
+def threads_of(pid):
+    """What each of floodgate's threads is doing, for a failure's report (where gdb is)."""
+    try:
+        out = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex",
+                              "thread apply all bt 12"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        out = "no backtrace: %s" % e
+    return "\n".join("#   " + line for line in out.splitlines())
+
+
 def main():
     work = tempfile.mkdtemp(prefix="fg-memif-")
     try:
         run(work)
+    except TimeoutError as e:
+        check(False, "floodgate answered in time: %s" % e)
+        for pid in subprocess.run(["pgrep", "-f", "fgmp%d " % os.getpid()],
+                                  capture_output=True, text=True).stdout.split():
+            print(threads_of(pid))
+        print("#   " + log_text(work)[-3000:].replace("\n", "\n#   "))
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "fgmptp%d|fgmp%d " % (os.getpid(), os.getpid())],
                        check=False)
