@@ -56,7 +56,7 @@ fg_build() {
 # sources often have none), and the machine's apt state is not touched.
 fg_dpdk_source() {
   local version dir tmp
-  version="$(dpkg-query -W -f='${Version}' libdpdk-dev)"
+  version="$(dpkg-query -W -f='${source:Version}' libdpdk-dev)"
   dir="$FG_ROOT/build-deps/dpdk-$version"
   if [ -f "$dir/.complete" ]; then echo "$dir"; return 0; fi
   tmp="$(mktemp -d)"
@@ -76,7 +76,11 @@ fg_fetch_dpdk_source() {
   local version="$1" tmp="$2" dir="$3" suite
   suite="$(. /etc/os-release && echo "$VERSION_CODENAME")"
   mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/get"
+  # The machine's own Debian mirrors (a CI's may not be deb.debian.org), then Debian's.
   {
+    apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT)' |
+      awk -v s="$suite" '$1 == "deb" && $4 == "main" && ($3 == s || index($3, s "-") == 1) { print "deb-src " $2 " " $3 " main" }' |
+      sort -u
     echo "deb-src http://deb.debian.org/debian $suite main"
     echo "deb-src http://deb.debian.org/debian $suite-updates main"
     echo "deb-src http://deb.debian.org/debian-security $suite-security main"
@@ -85,8 +89,9 @@ fg_fetch_dpdk_source() {
     -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
   local files=(drivers/net/memif lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h
     drivers/bus/vdev/bus_vdev_driver.h lib/eal/include/dev_driver.h)
-  apt-get "${apt_opts[@]}" -q update &&
-    (cd "$tmp/get" && apt-get "${apt_opts[@]}" -q source --download-only "dpdk=$version") &&
+  # A mirror without sources fails its part of the update; the source is looked up in the rest.
+  apt-get "${apt_opts[@]}" -q update || true
+  (cd "$tmp/get" && apt-get "${apt_opts[@]}" -q source --download-only "dpdk=$version") &&
     dpkg-source --no-check -x "$tmp/get"/dpdk_*.dsc "$tmp/src" &&
     rm -rf "$dir" && mkdir -p "$dir" &&
     (cd "$tmp/src" && cp -r --parents "${files[@]}" "$dir/") &&

@@ -197,45 +197,58 @@ nlohmann::ordered_json run_stats(const LiveRuleSet &rules, const LiveView &view,
 }
 
 // --stats is written while the run goes on too, every --stats-interval (else every 10 s), so
-// that a crash loses at most one interval's counts.
-std::chrono::steady_clock::duration stats_save_interval(const RunOptions &opt) {
-    const double s = opt.stats_interval_s > 0 ? opt.stats_interval_s : 10.0;
-    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(s));
-}
+// that a crash loses at most one interval's counts. By the control thread, so that a slow
+// reading or disk never holds up the main lcore.
+class StatsSaver {
+  public:
+    StatsSaver(const RunOptions &opt, const LiveRuleSet &rules, const LiveView &view,
+               const XdpFeedHandle *xdp)
+        : opt_(opt), rules_(rules), view_(view), xdp_(xdp) {
+        const double s = opt.stats_interval_s > 0 ? opt.stats_interval_s : 10.0;
+        every_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(s));
+        next_ = std::chrono::steady_clock::now() + every_;
+    }
+    void tick() {
+        const auto now = std::chrono::steady_clock::now();
+        if (opt_.stats.empty() || now < next_) return;
+        next_ = now + every_;
+        try {
+            if (!write_stats(opt_.stats, run_stats(rules_, view_, xdp_)))
+                std::printf("%s: cannot write stats\n", opt_.stats.c_str());
+        } catch (const std::exception &e) {  // a core's counters busy: saved next time
+            std::printf("%s: not saved this time: %s\n", opt_.stats.c_str(), e.what());
+        }
+    }
 
-// The main lcore does no packet work: it forwards merge records, watches the ports, prints
-// stats and saves them, until the run is stopped.
-void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane,
-               const XdpFeedHandle *xdp) {
+  private:
+    const RunOptions &opt_;
+    const LiveRuleSet &rules_;
+    const LiveView &view_;
+    const XdpFeedHandle *xdp_;
+    std::chrono::steady_clock::duration every_;
+    std::chrono::steady_clock::time_point next_;
+};
+
+// The main lcore does no packet work: it forwards merge records, watches the ports and prints
+// stats, until the run is stopped.
+void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane) {
     LiveMerger *merger = dataplane.merger();
     IntervalPrinter interval;
     if (opt.stats_interval_s > 0) interval.print(rules, dataplane.view());
     const auto every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(opt.stats_interval_s));
     auto next = std::chrono::steady_clock::now() + every;
-    const auto save_every = stats_save_interval(opt);
-    auto next_save = std::chrono::steady_clock::now() + save_every;
     const auto poll = std::chrono::nanoseconds(
         merger ? std::min<uint64_t>(opt.merge_interval_ns / 2, 100000000) : 100000000);
     while (!g_stop.load()) {
         std::this_thread::sleep_for(poll);
         if (merger) merger->forward();
         dataplane.port_watch()->poll(monotonic_now_ns());
-        const auto now = std::chrono::steady_clock::now();
-        if (opt.stats_interval_s > 0 && now >= next) {
+        if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
             next += every;
             interval.print(rules, dataplane.view());
             std::fflush(stdout);
-        }
-        if (!opt.stats.empty() && now >= next_save) {
-            next_save = now + save_every;
-            try {
-                if (!write_stats(opt.stats, run_stats(rules, dataplane.view(), xdp)))
-                    std::printf("%s: cannot write stats\n", opt.stats.c_str());
-            } catch (const std::exception &e) {  // counters busy: saved next time
-                std::printf("%s: not saved this time: %s\n", opt.stats.c_str(), e.what());
-            }
         }
     }
 }
@@ -254,9 +267,11 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         if (xdp) j["xdp"] = xdp->stats();
         return j;
     });
+    StatsSaver saver(opt, rules, view, xdp);
     const auto housekeeping = [&] {
         service.expire_overrides();
         if (xdp) xdp->tick(service, rules, view);
+        saver.tick();
     };
     const TelemetryAttached telemetry(&service);  // detached after the thread is joined
     if (!control.path().empty()) std::printf("control socket %s\n", control.path().c_str());
@@ -274,7 +289,7 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
             100);
         rte_thread_unregister();
     });
-    main_loop(opt, rules, dataplane, xdp);
+    main_loop(opt, rules, dataplane);
 }
 
 // On exit, once the workers have returned: the stats, to --stats and summed up on stdout.

@@ -29,8 +29,9 @@ CoreReading read_core(const RuleSet &rules, const Pipeline &core);
 nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<CoreReading> &cores,
                                      unsigned top = kTopRefusedReported);
 
-// Writes the document to path, replacing what was there at once (path.partial, renamed);
-// false if it could not be written whole.
+// Writes the document to path: a regular file is replaced at once (a new file beside it,
+// renamed over it), anything else (/dev/null) written to; false if it could not be written
+// whole.
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats);
 
 }  // namespace floodgate

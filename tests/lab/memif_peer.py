@@ -50,7 +50,7 @@ def start_floodgate(work):
          "--file-prefix", "fgmp%d" % os.getpid(),
          "--vdev", memif(0, "server", work), "--vdev", memif(1, "server", work),
          "--", "--config", os.path.join(work, "rules.yaml"),
-         "--stats", os.path.join(work, "stats.json"),
+         "--stats", os.path.join(work, "stats.json"), "--stats-interval", "1",
          "--control", os.path.join(work, "dataplane.sock")],
         stdout=log, stderr=subprocess.STDOUT, env=env)
     # Its ports are up and its control socket listens once it says so.
@@ -79,13 +79,21 @@ def lines_with(work, text):
     return sum(1 for line in log_text(work).splitlines() if text in line)
 
 
+def saved_stats(work):
+    try:
+        with open(os.path.join(work, "stats.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def nics(stats):
     return {n["role"]: n for n in stats["nic"]}
 
 
 def adds_up(stats, rounds):
     """What must hold once a round's disconnect is seen; a list of what does not. (memif's own
-    counters, stats.nic, count the current connection only: they are not compared.)"""
+    counters, stats.nic, read 0 while no peer is connected: they are not compared.)"""
     broken = stats_invariants(stats)
     n = nics(stats)
     for role in ("outside", "inside"):
@@ -166,6 +174,11 @@ def run(work):
               % (crashed_in, ROUNDS, 2 * crashed_in))
         return
     link.close()
+    # Saved while running (every --stats-interval), so that a crash would leave counts.
+    running = wait_until(lambda: saved_stats(work), "--stats written while running")
+    check(not stats_invariants(running) and running["packets"] > 0,
+          "--stats is written while floodgate runs: %d frames decided" % running["packets"],
+          "\n".join(stats_invariants(running)))
     for what in ("lost", "back"):
         expected = 2 * ROUNDS if what == "lost" else 2 * (ROUNDS - 1)
         check(lines_with(work, "): " + what) == expected,
@@ -201,7 +214,7 @@ def main():
     work = tempfile.mkdtemp(prefix="fg-memif-")
     try:
         run(work)
-    except TimeoutError as e:
+    except (TimeoutError, subprocess.TimeoutExpired) as e:
         check(False, "floodgate answered in time: %s" % e)
         for pid in subprocess.run(["pgrep", "-f", "fgmp%d " % os.getpid()],
                                   capture_output=True, text=True).stdout.split():
@@ -210,7 +223,8 @@ def main():
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "fgmptp%d|fgmp%d " % (os.getpid(), os.getpid())],
                        check=False)
-        subprocess.run(["rm", "-rf", work], check=False)
+        subprocess.run(["rm", "-rf", work, "/var/run/dpdk/fgmp%d" % os.getpid(),
+                        "/var/run/dpdk/fgmptp%d" % os.getpid()], check=False)
     from control_lib import results
     print("1..%d" % len(results))
     sys.exit(0 if results and all(results) else 1)

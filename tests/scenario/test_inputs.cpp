@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -399,6 +400,19 @@ TEST_F(SameFile, DevNullMayBeNamedTwice) {
     const ProcessResult r =
         replay_with({"--pass", "/dev/null", "--drop", "/dev/null", "--stats", "/dev/null"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    struct stat st {};
+    ASSERT_EQ(stat("/dev/null", &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "--stats replaced /dev/null";
+}
+
+TEST_F(SameFile, StatsThroughALinkKeepTheLink) {
+    // --stats replaces a regular file whole, and writes through anything else as it is.
+    { std::ofstream(path("target.json")) << "old"; }
+    std::filesystem::create_symlink(path("target.json"), path("link.json"));
+    const ProcessResult r = replay_with({"--pass", path("p.pcap"), "--stats", path("link.json")});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(std::filesystem::is_symlink(path("link.json")));
+    EXPECT_GT(std::filesystem::file_size(path("target.json")), 3u);
 }
 
 // ---------------------------------------------------------------------------------------------
