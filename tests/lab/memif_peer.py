@@ -1,10 +1,11 @@
 """A memif peer that comes and goes under full-rate traffic: floodgate is the memif server on
 two ports, dpdk-testpmd (txonly, as fast as it can, on both) connects as the client and is
-stopped once floodgate has taken ROUNDS_FRAMES frames from it, by SIGINT and SIGKILL in turn.
-Each round disconnects both ports. After each one floodgate must be alive, must have seen both
-ports lost (once each, per round), and its counters must add up: the invariants of every
-reading, and every frame the outside port received decided. At the end SIGINT must give exit
-status 0, the exit summary and a --stats file that adds up too.
+stopped once floodgate has taken ROUND_FRAMES frames from it in the round, by SIGINT and
+SIGKILL in turn. Each round disconnects both ports. After each one floodgate must be alive,
+must have seen both ports lost (once each, per round), and every reading must keep the stats'
+invariants. --stats must be written while it runs. At the end SIGTERM (port_vanish.sh sends
+SIGINT) must give exit status 0, an exit summary with the --stats file's counts and both ports'
+losses, and a --stats file that adds up too.
 
     memif_peer.py BUILD_DIR ROUNDS [--stock]
 
@@ -183,9 +184,9 @@ def run(work):
         expected = 2 * ROUNDS if what == "lost" else 2 * (ROUNDS - 1)
         check(lines_with(work, "): " + what) == expected,
               "%d lines '%s', one per port and disconnect" % (expected, what))
-    fg.send_signal(signal.SIGINT)
+    fg.send_signal(signal.SIGTERM)
     fg.wait(timeout=30)
-    check(fg.returncode == 0, "SIGINT: floodgate exits with status 0 (%d)" % fg.returncode)
+    check(fg.returncode == 0, "SIGTERM: floodgate exits with status 0 (%d)" % fg.returncode)
     with open(os.path.join(work, "stats.json")) as f:
         final = json.load(f)
     summary = ["packets %d: passed %d" % (final["packets"], final["passed"]),
