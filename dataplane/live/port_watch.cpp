@@ -36,10 +36,8 @@ int on_removed(uint16_t, rte_eth_event_type, void *watched, void *) {
     return 0;
 }
 
-bool on_pci(uint16_t port) {
-    rte_eth_dev_info info{};
-    return rte_eth_dev_info_get(port, &info) == 0 && info.device != nullptr &&
-           std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "pci") == 0;
+bool on_pci(const rte_device *device) {
+    return device != nullptr && std::strcmp(rte_bus_name(rte_dev_bus(device)), "pci") == 0;
 }
 
 // "" while the port can carry frames, else why not.
@@ -73,7 +71,8 @@ PortWatch::PortWatch(const std::vector<uint16_t> &ports)
         char name[RTE_ETH_NAME_MAX_LEN] = {};
         if (rte_eth_dev_get_name_by_port(p, name) == 0) w->name = name;
         rte_eth_dev_info info{};
-        if (rte_eth_dev_info_get(p, &info) == 0) w->if_index = info.if_index;
+        const bool have_info = rte_eth_dev_info_get(p, &info) == 0;
+        if (have_info) w->if_index = info.if_index;
         char iface[IF_NAMESIZE] = {};
         if (w->if_index != 0 && if_indextoname(w->if_index, iface) != nullptr) w->iface = iface;
         // A port down from the start (a memif server before its client comes) is not lost.
@@ -83,7 +82,7 @@ PortWatch::PortWatch(const std::vector<uint16_t> &ports)
         rte_eth_dev_callback_register(p, RTE_ETH_EVENT_INTR_RMV, on_removed, &w->removed);
         // A PCI NIC pulled out from under a polling worker: DPDK's handler maps its memory
         // again on the SIGBUS, so the worker's bursts come back empty instead of killing it.
-        if (on_pci(p) && !hotplug_handled_) {
+        if (have_info && on_pci(info.device) && !hotplug_handled_) {
             hotplug_handled_ =
                 rte_dev_hotplug_handle_enable() == 0 && rte_dev_event_monitor_start() == 0;
             if (!hotplug_handled_)

@@ -105,29 +105,24 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 
 bool write_stats(const std::string &path, const nlohmann::ordered_json &stats) {
     const std::string text = stats.dump(2) + "\n";
+    const auto write_text = [&](const std::string &to) {
+        std::ofstream out(to);
+        out << text;
+        out.close();
+        return static_cast<bool>(out);
+    };
     // A regular file (or none yet) is replaced whole, so that a reader or a crash never finds
     // half a document: a file of its own in the same directory, renamed over it. Anything
     // else (/dev/null, a pipe, a link) is written to as it is.
     struct stat st {};
     const bool exists = lstat(path.c_str(), &st) == 0;
-    if (exists && !S_ISREG(st.st_mode)) {
-        std::ofstream out(path);
-        out << text;
-        out.close();
-        return static_cast<bool>(out);
-    }
+    if (exists && !S_ISREG(st.st_mode)) return write_text(path);
     std::string partial = path + ".XXXXXX";
     const int fd = mkstemp(partial.data());
     if (fd < 0) return false;
-    const mode_t mode = exists ? st.st_mode & 07777 : 0644;
-    bool ok = fchmod(fd, mode) == 0;
-    for (size_t done = 0; ok && done < text.size();) {
-        const ssize_t n = write(fd, text.data() + done, text.size() - done);
-        ok = n > 0;
-        done += ok ? static_cast<size_t>(n) : 0;
-    }
+    bool ok = fchmod(fd, exists ? st.st_mode & 07777 : 0644) == 0;
     ok = close(fd) == 0 && ok;
-    ok = ok && std::rename(partial.c_str(), path.c_str()) == 0;
+    ok = ok && write_text(partial) && std::rename(partial.c_str(), path.c_str()) == 0;
     if (!ok) unlink(partial.c_str());
     return ok;
 }
