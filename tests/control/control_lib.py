@@ -3,6 +3,7 @@ TAP output, bounded waits, the binaries of the build directory it is given, floo
 control sockets as clients, and what /proc says of a process's sockets."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -124,6 +125,34 @@ def stats_invariants(stats):
     same(sum(r["refused"] for r in stats["rules"]), stats["rate_limited"],
          "sum of rules' refused = rate-limited (no rule removed yet)")
     return broken
+
+
+def threads_of(pid):
+    """Where each of a process's threads is, at once (a worker that does not answer a reading is
+    stuck somewhere): state, kernel wait channel and stack, then gdb's backtraces where gdb is."""
+    lines = []
+    for tid in sorted(os.listdir("/proc/%s/task" % pid), key=int):
+        task = "/proc/%s/task/%s" % (pid, tid)
+
+        def read(name):
+            try:
+                with open(os.path.join(task, name)) as f:
+                    return f.read().strip()
+            except OSError as e:
+                return "(%s)" % e.strerror
+        lines.append("thread %s %s: state %s, wchan %s" % (
+            tid, read("comm"), read("stat").rsplit(")", 1)[-1].split()[0], read("wchan")))
+        lines += ["    " + line for line in read("stack").splitlines()]
+    if shutil.which("gdb"):
+        try:
+            gdb = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+                                  "thread apply all bt 12"], capture_output=True, text=True,
+                                 timeout=60)
+            lines += [line for line in gdb.stdout.splitlines()
+                      if line.startswith(("#", "Thread"))]
+        except subprocess.TimeoutExpired:
+            lines.append("gdb did not finish within 60 s")
+    return "\n".join(lines)
 
 
 class DataplaneLink:

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
 from control_lib import (FLOODGATE, DataplaneLink, check, stats_invariants,  # noqa: E402
-                         wait_until)
+                         threads_of, wait_until)
 
 ROUNDS = int(sys.argv[2])
 STOCK = "--stock" in sys.argv[3:]
@@ -201,17 +201,6 @@ def run(work):
           % (final["packets"], ROUNDS), "\n".join(broken))
 
 
-def threads_of(pid):
-    """What each of floodgate's threads is doing, for a failure's report (where gdb is)."""
-    try:
-        out = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex",
-                              "thread apply all bt 12"], capture_output=True, text=True,
-                             timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        out = "no backtrace: %s" % e
-    return "\n".join("#   " + line for line in out.splitlines())
-
-
 def main():
     work = tempfile.mkdtemp(prefix="fg-memif-")
     try:
@@ -220,7 +209,7 @@ def main():
         check(False, "floodgate answered in time: %s" % e)
         for pid in subprocess.run(["pgrep", "-f", "fgmp%d " % os.getpid()],
                                   capture_output=True, text=True).stdout.split():
-            print(threads_of(pid))
+            print("\n".join("#   " + line for line in threads_of(pid).splitlines()))
         print("#   " + log_text(work)[-3000:].replace("\n", "\n#   "))
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "fgmptp%d|fgmp%d " % (os.getpid(), os.getpid())],

@@ -75,10 +75,12 @@ YAML
 # "Counters"), and floodgate must be alive and not a zombie at each. Writes the last answer to
 # OUT.
 ask_stats() {
-  if python3 - "$work/dataplane.sock" "$fg_pid" "$@" <<'PY'
-import json, os, shutil, socket, subprocess, sys, time
-path, pid, out, seconds, until = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
-b = json.load(open(sys.argv[6]))["stats"] if len(sys.argv) > 6 else None
+  if python3 - "$work/dataplane.sock" "$fg_pid" "$here/../control" "$@" <<'PY'
+import json, sys, time
+path, pid, control, out, seconds, until = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]
+b = json.load(open(sys.argv[7]))["stats"] if len(sys.argv) > 7 else None
+sys.path.insert(0, control)
+from control_lib import raw_request, stats_invariants, threads_of
 
 def state():
     try:
@@ -88,38 +90,10 @@ def state():
         return "gone"
 
 def ask():
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-        c.settimeout(5)
-        c.connect(path)
-        c.sendall(b'{"cmd": "stats"}\n')
-        buf = b""
-        while b"\n" not in buf:
-            chunk = c.recv(1 << 20)
-            if not chunk:
-                raise SystemExit("FAIL the dataplane closed the control connection without an answer")
-            buf += chunk
-    return json.loads(buf.split(b"\n", 1)[0])
-
-def threads():
-    """Where each of floodgate's threads is, at once (a worker that does not answer a reading
-    is stuck somewhere): state, kernel wait channel and stack, then gdb's backtraces."""
-    lines = []
-    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
-        task = f"/proc/{pid}/task/{tid}"
-        def read(name):
-            try:
-                with open(f"{task}/{name}") as f:
-                    return f.read().strip()
-            except OSError as e:
-                return f"({e.strerror})"
-        lines.append(f"thread {tid} {read('comm')}: state {read('stat').rsplit(')', 1)[-1].split()[0]}, "
-                     f"wchan {read('wchan')}")
-        lines += ["    " + l for l in read("stack").splitlines()]
-    if shutil.which("gdb"):
-        gdb = subprocess.run(["gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"],
-                             capture_output=True, text=True, timeout=30)
-        lines += [l for l in gdb.stdout.splitlines() if l.startswith(("#", "Thread"))]
-    return "\n".join(lines)
+    line = raw_request(path, b'{"cmd": "stats"}\n')
+    if not line:
+        raise SystemExit("FAIL the dataplane closed the control connection without an answer")
+    return json.loads(line)
 
 deadline = time.monotonic() + seconds
 while True:
@@ -128,13 +102,11 @@ while True:
     reply = ask()
     if "stats" not in reply:
         raise SystemExit(f"FAIL the dataplane answered a stats request without stats: {reply}\n"
-                         f"{threads()}")
+                         f"{threads_of(pid)}")
     s = reply["stats"]
-    o2i = s["ports"]["outside_to_inside"]
-    if not (s["packets"] == s["passed"] + s["dropped"] and o2i["rx"] == s["packets"]
-            and o2i["tx"] == s["passed"]):
-        raise SystemExit(f"FAIL a reading does not add up: packets {s['packets']}, passed "
-                         f"{s['passed']}, dropped {s['dropped']}, outside_to_inside {o2i}")
+    broken = stats_invariants(s)
+    if broken:
+        raise SystemExit("FAIL a reading does not add up: " + "; ".join(broken))
     if eval(until):
         break
     if time.monotonic() >= deadline:
