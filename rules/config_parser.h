@@ -52,6 +52,7 @@ class ConfigParser : DocReader {
     RateLimit rate_limit(const Field &field, const Fields &f) const;
     void limit(const Field &field, Rule *r) const;
     EstablishedOptions established(const Field &field) const;
+    SteeringOptions steering(const Field &field) const;
     EscalateOptions escalate(const Field &field, const Rule &r) const;
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const;
     AnswerCaps answer_caps(const Field &field) const;

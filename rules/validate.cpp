@@ -55,7 +55,8 @@ Config ConfigParser::parse(const DocNode &root) {
     if (root.kind == DocNode::Kind::null) return cfg;
     if (root.kind != DocNode::Kind::map)
         fail(top, std::string("the top level must be a map, found ") + describe(root));
-    const Fields f = fields(top, {"allow", "block", "table", "answers", "established", "rules"});
+    const Fields f =
+        fields(top, {"allow", "block", "table", "steering", "answers", "established", "rules"});
 
     std::vector<Field> allow_items;
     std::vector<Field> block_items;
@@ -71,6 +72,7 @@ Config ConfigParser::parse(const DocNode &root) {
             cfg.table_entries_per_core = integer(*entries, 1, kMaxTableEntriesPerCore);
     }
 
+    if (const Field *s = f.find("steering")) cfg.steering = steering(*s);
     if (const Field *answers = f.find("answers")) cfg.answers = answer_caps(*answers);
     if (const Field *e = f.find("established")) cfg.established = established(*e);
 

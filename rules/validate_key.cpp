@@ -19,6 +19,17 @@ void ConfigParser::key_lengths(const Field &field, uint8_t *v4, uint8_t *v6) con
     if (const Field *a = f.find("ipv6")) *v6 = static_cast<uint8_t>(integer(*a, 0, 128));
 }
 
+// steering: { ipv4, ipv6 }: the source prefix that decides a packet's worker. Not 0: one
+// worker would own every source.
+SteeringOptions ConfigParser::steering(const Field &field) const {
+    SteeringOptions s;
+    s.set = true;
+    const Fields f = fields(field, {"ipv4", "ipv6"});
+    if (const Field *a = f.find("ipv4")) s.ipv4_len = static_cast<uint8_t>(integer(*a, 1, 32));
+    if (const Field *a = f.find("ipv6")) s.ipv6_len = static_cast<uint8_t>(integer(*a, 1, 128));
+    return s;
+}
+
 // key: { ipv4, ipv6 } (the source, as before), { src: {...} }, { dst: {...} }, both, or
 // the words src, dst and none.
 void ConfigParser::key(const Field &field, Rule *r) const {

@@ -21,7 +21,7 @@ TEST(ConfigErrors, LongPortList) {
 TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
-         "unknown field (expected one of: allow, block, table, answers, established, rules)"},
+         "unknown field (expected one of: allow, block, table, steering, answers, established, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "

@@ -261,11 +261,21 @@ inline bool limit_state_compatible(const Rule &a, const Rule &b) {
            (a.algorithm == RuleAlgorithm::fixed_window || a.rate_count == b.rate_count);
 }
 
+// steering: { ipv4, ipv6 }: the source prefix by which packets are steered to workers, so
+// that each prefix has one owner core (dataplane/core/steering.h); unset, floodgate derives it
+// from the rules.
+struct SteeringOptions {
+    bool set = false;
+    uint8_t ipv4_len = 32;
+    uint8_t ipv6_len = 64;
+};
+
 struct Config {
     std::string path;  // file it came from ("<string>" when parsed from text)
     std::vector<Prefix> allow;
     std::vector<Prefix> block;
     uint64_t table_entries_per_core = 1u << 20;
+    SteeringOptions steering;
     AnswerCaps answers;
     EstablishedOptions established;
     std::vector<Rule> rules;

@@ -18,12 +18,15 @@ constexpr const char *kReplayUsage =
     "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
     "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
     "                        [--inside PREFIX,...]\n"
-    "                        [--workers N [--spread hash|rr] [--merge-interval-us US]]\n"
+    "                        [--workers N [--spread steering|hash|rr]\n"
+    "                         [--merge-interval-us US]]\n"
     "Runs the dataplane's pipeline over a pcap, with packet timestamps as the clock,\n"
     "and writes the passed (and dropped) frames unchanged, in order, and the answers it\n"
     "would send (at the time of the frame each answers). --workers spreads the\n"
-    "trace over N virtual cores (by a hash of the full source address, or round robin)\n"
-    "merged every --merge-interval-us of packet time (default 1000), as the live path does.\n"
+    "trace over N virtual cores, merged every --merge-interval-us of packet time (default\n"
+    "1000), as the live path does: by the rules' steering prefix (default: each source\n"
+    "prefix has one owner core, and only shared keys are merged), by the full source\n"
+    "address (hash: as RSS on the whole address), or round robin (rr: every key shared).\n"
     "--inside names the protected side: frames from it are passed unjudged, and replies\n"
     "among them make their destinations established sources (aggregate rules' classes).\n"
     "--report writes one self-contained HTML page: per rule, matched, passed, refused and\n"
@@ -59,12 +62,14 @@ int replay_main(int argc, char **argv) {
     cli.flag("-q,--quiet", &o.quiet);
     cli.number("--workers", 1, 64, [&](uint64_t n) { o.workers = static_cast<unsigned>(n); });
     cli.value("--spread", [&](const std::string &v) {
-        if (v == "hash")
+        if (v == "steering")
+            o.spread = Spread::steering;
+        else if (v == "hash")
             o.spread = Spread::hash;
         else if (v == "rr")
             o.spread = Spread::round_robin;
         else
-            throw UsageError("--spread takes hash or rr");
+            throw UsageError("--spread takes steering, hash or rr");
     });
     // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
     cli.number("--merge-interval-us", 1, 10000000,

@@ -72,6 +72,11 @@ struct CompiledRule {
     uint64_t verified_ttl_ns = 0;  // syn_auth
     bool shadow = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
+    // Whether the consumption of its keys (and a syn-auth rule's verifications) is published to
+    // the other cores by the merge, per family ([0] IPv4, [1] IPv6): not when steering gives
+    // each key one owner core (RuleSet, dataplane/core/steering.h).
+    bool published[2] = {true, true};
+    bool publishes(const PacketInfo &p) const { return published[p.family == 6]; }
     // Neither aggregate nor syn-auth nor shadow: a packet it alone matches is decided by its
     // limit and nothing else (Pipeline::decide_one's short path).
     bool plain = false;

@@ -17,6 +17,7 @@
 #include "dataplane/core/prefix_table.h"
 #include "dataplane/core/rule_index.h"
 #include "dataplane/core/rule_match.h"
+#include "dataplane/core/steering.h"
 #include "dataplane/patterns/payload_database.h"
 
 namespace floodgate {
@@ -38,6 +39,9 @@ struct AnswerCapProfiles {
     GcraProfile per_core;
     uint64_t dst_mask_hi[2] = {};  // [0] IPv4, [1] IPv6, raw memory byte order like LimitKey
     uint64_t dst_mask_lo[2] = {};
+    // Whether the per-destination cap's keys (the refused source's prefix) are shared with the
+    // other cores by the merge, per family: unless steering gives them one owner.
+    bool per_destination_published[2] = {true, true};
 };
 
 // Where a source the protected side answered is remembered (Config::established): the masks
@@ -52,6 +56,11 @@ struct EstablishedProfile {
     GcraProfile mark_budget;
     uint64_t mask_hi[2] = {};
     uint64_t mask_lo[2] = {};
+    // Whether the marks are shared with the other cores by the merge, per family: unless
+    // steering gives their prefix one owner (established marks also need the replies steered
+    // by destination).
+    bool established_published[2] = {true, true};
+    bool known_published[2] = {true, true};
 };
 
 struct RuleSetOptions {
@@ -62,6 +71,8 @@ struct RuleSetOptions {
     const RuleSet *previous = nullptr;
     std::vector<PrefixOverride> overrides;
     uint64_t version = 1;
+    // How packets reach the cores: which keys have one owner (CompiledRule::published).
+    Steering steering;
 };
 
 class RuleSet {
@@ -114,6 +125,7 @@ class RuleSet {
     // Unique among every RuleSet this process built (addresses may be reused; this is not).
     uint64_t serial() const { return serial_; }
     unsigned cores() const { return cores_; }
+    const Steering &steering() const { return steering_; }
     // Core i's Hyperscan scratch for the rules' payload patterns (null when none has any).
     hs_scratch *payload_scratch(unsigned core) const { return payload_scratch_->core(core); }
     // Whether rule i of this set took over the state of a rule of the previous set.
@@ -135,6 +147,7 @@ class RuleSet {
     uint64_t version_ = 0;
     uint64_t serial_ = 0;
     unsigned cores_ = 1;
+    Steering steering_;
     std::unique_ptr<PayloadScratch> payload_scratch_;
     PrefixTable by_src_;
     PrefixTable by_dst_;

@@ -66,7 +66,8 @@ bool Pipeline::answer_cap_admits(const PacketInfo &info, uint64_t now_ns) {
     if (e == nullptr) return false;  // no room to count it: answering is optional, so don't
     if (!gcra_admit(caps.per_destination, tat_ns, now_ns, &new_tat_ns)) return false;
     e = table_->commit(e, h, new_tat_ns);
-    if (merging_) note_admitted(e, h, LimitProfile{LimitKind::gcra, caps.per_destination});
+    if (merging_ && caps.per_destination_published[info.family == 6])
+        note_admitted(e, h, LimitProfile{LimitKind::gcra, caps.per_destination});
     answer_core_tat_ns_ = core_tat_ns;
     return true;
 }

@@ -251,7 +251,8 @@ class Pipeline {
         return e != nullptr && e->tat_ns > now_ns && e->tat_ns != kReservedTat;
     }
     enum class Remembered : uint8_t { yes, no_room, over_budget };
-    Remembered remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns, bool budgeted);
+    Remembered remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns, bool budgeted,
+                              bool published);
     // The hash of the mark that says the packet's source is established (tag kTagEstablished)
     // or known (kTagKnown).
     uint64_t mark_hash(const PacketInfo &p, uint32_t tag) const {

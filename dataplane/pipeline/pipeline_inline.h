@@ -79,7 +79,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
             ++state.counters.passed;
             if (c.entry != nullptr) {
                 LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-                if (merging_) note_admitted(e, c.hash, r.limit);
+                if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
             } else if (r.on_table_full == TableFullPolicy::shared) {
                 state.overflow_tat_ns = c.new_tat_ns;
             }
@@ -143,7 +143,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-            if (merging_) note_admitted(e, c.hash, r.limit);
+            if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
@@ -153,8 +153,10 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
     }
     // Admitted by an aggregate limit and every other rule: from now on the source is known
     // (for the established TTL), so that under a flood it is shed after the new ones.
-    if (known != 0 && remember_until(known, rules_->established().ttl_ns, now_ns, true) ==
-                          Remembered::no_room) [[unlikely]]
+    const EstablishedProfile &est = rules_->established();
+    if (known != 0 && remember_until(known, est.ttl_ns, now_ns, true,
+                                     est.known_published[info.family == 6]) == Remembered::no_room)
+        [[unlikely]]
         ++counters_.established_full;
     return Verdict::pass;
 }

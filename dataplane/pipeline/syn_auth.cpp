@@ -34,8 +34,8 @@ bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &sour
 // for more than half its TTL still is left as it is: a RST replayed at line rate then costs
 // a lookup, not a table write and a merge record each.
 bool Pipeline::verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
-    return remember_until(table_->hash(verified_key(r, info)), r.verified_ttl_ns, now_ns, false) ==
-           Remembered::yes;
+    return remember_until(table_->hash(verified_key(r, info)), r.verified_ttl_ns, now_ns, false,
+                          r.publishes(info)) == Remembered::yes;
 }
 
 // A source that could not be remembered once it proves itself is a new key meeting a full

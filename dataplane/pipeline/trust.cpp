@@ -37,12 +37,12 @@ TrustClass Pipeline::trust_class(const PacketInfo &info, const Check &c, const C
     return TrustClass::fresh;
 }
 
-// Keeps key h live until at least now + ttl on every core (a verification, in the merge's
-// terms); false if the table had no room for it. A key with more than half its ttl left is
-// left as it is: a RST or a reply stream at line rate then costs a lookup, not a table write
-// and a merge record each.
+// Keeps key h live until at least now + ttl on this core, and on every other core when
+// published (a verification, in the merge's terms); false if the table had no room for it. A key
+// with more than half its ttl left is left as it is: a RST or a reply stream at line rate then
+// costs a lookup, not a table write and a merge record each.
 Pipeline::Remembered Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint64_t now_ns,
-                                              bool budgeted) {
+                                              bool budgeted, bool published) {
     const uint64_t until_ns = tat_add(now_ns, ttl_ns);
     if (const LimitEntry *e = table_->find(h);
         e != nullptr && e->tat_ns != kReservedTat && e->tat_ns > now_ns + ttl_ns / 2)
@@ -62,7 +62,7 @@ Pipeline::Remembered Pipeline::remember_until(uint64_t h, uint64_t ttl_ns, uint6
     if (e == nullptr) return Remembered::no_room;
     table_->commit(e, h, std::max(tat_ns, until_ns));
     remembered_.add(h);
-    if (merging_) {
+    if (merging_ && published) {
         if (unpublished_verifications_.size() < kMaxUnpublishedKeys)
             unpublished_verifications_.push_back(Consumption{h, 0, ttl_ns, 0, 0, 0});
         else
@@ -88,7 +88,8 @@ void Pipeline::mark_established(const PacketInfo &reply, uint64_t now_ns) {
     const EstablishedProfile &est = rules_->established();
     const LimitKey k =
         destination_key(reply, est.mask_hi, est.mask_lo, kTagEstablished | reply.family);
-    switch (remember_until(table_->hash(k), est.ttl_ns, now_ns, true)) {
+    switch (remember_until(table_->hash(k), est.ttl_ns, now_ns, true,
+                           est.established_published[reply.family == 6])) {
         case Remembered::yes:
             ++counters_.established_marked;
             break;

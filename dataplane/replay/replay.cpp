@@ -32,19 +32,6 @@ constexpr HashSeed kReplaySeed = {
 // every run (syn_cookie.h).
 constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
 
-// Whether the frame went inside to outside (its source is in --inside).
-bool returning(const PcapRecord &r, const ReplayOptions &opt) {
-    if (opt.inside.empty()) return false;
-    PacketInfo info;
-    if (parse_packet(r.data.data(), r.wire_len(), &info, r.captured_len()) != ParseStatus::ip)
-        return false;
-    IpAddr src;
-    std::memcpy(src.data(), info.src, src.size());
-    for (const Prefix &p : opt.inside)
-        if (prefix_contains(p, info.family, src)) return true;
-    return false;
-}
-
 // DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
 // the EAL itself, in MiB.
 uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
@@ -60,23 +47,6 @@ struct Outputs {
     PcapWriter *drop;     // may be null
     PcapWriter *answers;  // may be null
 };
-
-void write_decided(const PcapRecord &r, Verdict v, const Pipeline &pipeline, uint16_t i,
-                   const Outputs &out) {
-    if (v == Verdict::pass) {
-        out.pass->write(r);
-        return;
-    }
-    if (out.drop != nullptr) out.drop->write(r);
-    if (v != Verdict::answer || out.answers == nullptr) return;
-    PcapRecord answer = r;  // an answered frame is whole: captured = wire length
-    const uint32_t len = build_answer(pipeline.answer_plan(i), pipeline.packet_info(i),
-                                      answer.data.data(), answer.captured_len());
-    if (len == 0) return;  // the plan did not fit the frame (never expected): nothing to write
-    answer.data.resize(len);
-    answer.orig_len = len;
-    out.answers->write(answer);
-}
 
 // The first and last value of the limiter's clock over a capture (its first timestamp and its
 // largest), for --report's bins: a pass over the file before the run.
@@ -166,125 +136,197 @@ class BinRecorder {
     std::vector<BinCounts> bins_;
 };
 
-// Runs the trace through one pipeline; returns false with *error on an I/O failure. A burst
-// holds frames of one direction (--inside), so that each is seen in capture order, and, with
-// --report (bins not null), of one bin, so that each is counted in its own.
-bool run_trace(PcapReader &in, Pipeline &pipeline, const ReplayOptions &opt, const Outputs &out,
-               BinRecorder *bins, std::string *error) {
-    std::vector<PcapRecord> burst(kMaxBurst);
-    PcapRecord next;  // read for the next burst: its direction differs from this one's
-    bool have_next = false;
-    const uint8_t *frames[kMaxBurst];
-    uint32_t wire_lens[kMaxBurst];
-    uint32_t captured_lens[kMaxBurst];
-    uint64_t now_ns[kMaxBurst];
-    Verdict verdicts[kMaxBurst];
-    uint64_t clock_ns = 0;
-    uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;  // never, without bins
-    for (;;) {
-        uint16_t n = 0;
-        bool back = false;  // this burst went inside to outside
-        while (n < kMaxBurst) {
-            if (have_next) {
-                std::swap(burst[n], next);
-                have_next = false;
-            } else if (!in.next(&burst[n])) {
-                break;
-            }
+// How the spread steers: the rules' steering prefix, the full address, or not at all.
+Steering steering_of(const ReplayOptions &opt, const Config &config) {
+    switch (opt.spread) {
+        case Spread::steering:
+            return software_steering(steering_prefix(config), true);
+        case Spread::hash:
+            return software_steering(SteeringOptions{true, 32, 128}, true);
+        case Spread::round_robin:
+        default:
+            return Steering{};
+    }
+}
+
+// Runs the trace through the cores; returns false with *error on an I/O failure.
+//
+// Frames are read into a window, each given to its core (round robin, or its source's owner
+// under the steering; a frame going out, from --inside, its destination's owner; non-IP and
+// malformed frames core 0), and the window is decided core by core, in bursts of up to
+// kMaxBurst frames of one direction in capture order, then written out in capture order.
+// Deterministic, on packet time: a window is closed before the first frame at or past the
+// next merge or the end of a --report bin, so every frame sees exactly the merges whose time
+// it has passed, and is counted in its own bin. With one core this is the live worker's
+// bursts; with several, each core decides its own frames in bursts as a live worker would.
+class TraceRun {
+  public:
+    TraceRun(const std::vector<Pipeline *> &cores, const ReplayOptions &opt, const Outputs &out)
+        : cores_(cores),
+          opt_(opt),
+          out_(out),
+          steering_(cores.front()->rules().steering()),
+          window_(std::min<size_t>(size_t{kMaxBurst} * cores.size(), kMaxWindow)),
+          by_core_(cores.size()) {}
+
+    bool run(PcapReader &in, BinRecorder *bins, std::string *error) {
+        std::vector<Consumption> scratch;
+        const bool merging = cores_.size() > 1;
+        uint64_t clock_ns = 0, next_merge_ns = 0;
+        uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;
+        for (uint64_t index = 0; in.next(&window_[n_].rec); ++index) {
             // Captures are not always in time order; the limiter's clock never runs backwards.
-            const uint64_t at_ns = std::max(clock_ns, burst[n].ts_ns);
-            if (at_ns >= bin_end_ns) [[unlikely]] {
-                if (n > 0) {  // the frame starts the next burst, after this one is counted
-                    std::swap(burst[n], next);
-                    have_next = true;
-                    break;
+            clock_ns = std::max(clock_ns, window_[n_].rec.ts_ns);
+            if (index == 0) next_merge_ns = clock_ns + opt_.merge_interval_ns;
+            const bool merge_due = merging && clock_ns >= next_merge_ns;
+            if (merge_due || clock_ns >= bin_end_ns) [[unlikely]] {
+                decide_window_but_newest();
+                if (clock_ns >= bin_end_ns) {
+                    bins->close_before(clock_ns);
+                    bin_end_ns = bins->end_ns();
                 }
-                bins->close_before(at_ns);
-                bin_end_ns = bins->end_ns();
+                if (merge_due) {
+                    merge_cores(cores_, next_merge_ns, &scratch);
+                    // Idle gaps: no consumption to merge in between, so skip to the next one.
+                    next_merge_ns += (clock_ns - next_merge_ns) / opt_.merge_interval_ns *
+                                         opt_.merge_interval_ns +
+                                     opt_.merge_interval_ns;
+                }
             }
-            const bool r = returning(burst[n], opt);
-            if (n == 0) {
-                back = r;
-            } else if (r != back) {
-                std::swap(burst[n], next);
-                have_next = true;
-                break;
-            }
-            clock_ns = at_ns;
-            frames[n] = burst[n].data.data();
-            captured_lens[n] = burst[n].captured_len();
-            wire_lens[n] = burst[n].wire_len();
-            now_ns[n] = clock_ns;
-            ++n;
+            place(index, clock_ns);
+            if (n_ == window_.size()) decide_window();
         }
-        if (!in.error().empty()) {
-            *error = in.error();
-            return false;
-        }
-        if (n == 0) return true;
-        if (back) {
-            pipeline.observe_returning(frames, wire_lens, n, now_ns, captured_lens);
-            for (uint16_t i = 0; i < n; ++i) out.pass->write(burst[i]);
-            continue;
-        }
-        pipeline.decide(frames, wire_lens, n, now_ns, verdicts, captured_lens);
-        for (uint16_t i = 0; i < n; ++i) write_decided(burst[i], verdicts[i], pipeline, i, out);
-    }
-}
-
-// The virtual core a frame goes to: round robin, or a hash of the full source address as RSS
-// on the whole address would do (non-IP and malformed frames go to core 0).
-unsigned core_for(const PcapRecord &r, uint64_t index, const ReplayOptions &opt) {
-    if (opt.spread == Spread::round_robin) return static_cast<unsigned>(index % opt.workers);
-    PacketInfo info;
-    if (parse_packet(r.data.data(), r.wire_len(), &info, r.captured_len()) != ParseStatus::ip)
-        return 0;
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the 16 address bytes
-    for (uint8_t b : info.src) h = (h ^ b) * 1099511628211ull;
-    return static_cast<unsigned>(h % opt.workers);
-}
-
-// Several virtual cores, one frame at a time so that every frame sees exactly the merges
-// whose time it has passed: deterministic, on packet time, like the live merge on the TSC.
-bool run_trace_on_cores(PcapReader &in, const std::vector<Pipeline *> &cores,
-                        const ReplayOptions &opt, const Outputs &out, BinRecorder *bins,
-                        std::string *error) {
-    PcapRecord r;
-    std::vector<Consumption> scratch;
-    uint64_t clock_ns = 0, next_merge_ns = 0;
-    uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;
-    for (uint64_t index = 0; in.next(&r); ++index) {
-        clock_ns = std::max(clock_ns, r.ts_ns);
-        if (clock_ns >= bin_end_ns) [[unlikely]] {
-            bins->close_before(clock_ns);
-            bin_end_ns = bins->end_ns();
-        }
-        if (index == 0) next_merge_ns = clock_ns + opt.merge_interval_ns;
-        if (clock_ns >= next_merge_ns) {
-            merge_cores(cores, next_merge_ns, &scratch);
-            // Idle gaps: no consumption to merge in between, so skip to the next boundary.
-            next_merge_ns +=
-                (clock_ns - next_merge_ns) / opt.merge_interval_ns * opt.merge_interval_ns +
-                opt.merge_interval_ns;
-        }
-        const uint8_t *frame = r.data.data();
-        uint32_t captured = r.captured_len(), wire = r.wire_len();
-        Verdict v;
-        Pipeline *core = cores[core_for(r, index, opt)];
-        if (returning(r, opt)) {
-            core->observe_returning(&frame, &wire, 1, &clock_ns, &captured);
-            out.pass->write(r);
-            continue;
-        }
-        core->decide(&frame, &wire, 1, &clock_ns, &v, &captured);
-        write_decided(r, v, *core, 0, out);
-    }
-    if (!in.error().empty()) {
+        decide_window();
         *error = in.error();
+        return error->empty();
+    }
+
+  private:
+    // At most this many frames wait: 32 per core up to 64 cores.
+    static constexpr size_t kMaxWindow = 2048;
+
+    struct Slot {
+        PcapRecord rec;
+        PcapRecord answer;  // what is sent in its place, when answered
+        uint64_t now_ns = 0;
+        unsigned core = 0;
+        bool back = false;  // went inside to outside: passed unjudged
+        bool answered = false;
+        Verdict verdict = Verdict::pass;
+    };
+
+    // Gives window slot n_ (just read) its core and direction.
+    void place(uint64_t index, uint64_t now_ns) {
+        Slot &s = window_[n_];
+        s.now_ns = now_ns;
+        s.back = false;
+        s.core = 0;
+        if (!steering_.by_source) s.core = static_cast<unsigned>(index % cores_.size());
+        if (steering_.by_source || !opt_.inside.empty()) {
+            PacketInfo info;
+            if (parse_packet(s.rec.data.data(), s.rec.wire_len(), &info, s.rec.captured_len()) ==
+                ParseStatus::ip) {
+                s.back = from_inside(info);
+                if (steering_.by_source)
+                    s.core = static_cast<unsigned>(
+                        s.back ? destination_owner(info, steering_, cores_.size())
+                               : source_owner(info, steering_, cores_.size()));
+            } else if (steering_.by_source) {
+                s.core = 0;
+            }
+        }
+        by_core_[s.core].push_back(static_cast<uint32_t>(n_));
+        ++n_;
+    }
+
+    bool from_inside(const PacketInfo &info) const {
+        IpAddr src;
+        std::memcpy(src.data(), info.src, src.size());
+        for (const Prefix &p : opt_.inside)
+            if (prefix_contains(p, info.family, src)) return true;
         return false;
     }
-    return true;
-}
+
+    // Decides the window but for the frame just read into slot n_ (past a merge or a bin's
+    // end), which then starts the next window.
+    void decide_window_but_newest() {
+        const size_t newest = n_;
+        decide_window();
+        std::swap(window_[0].rec, window_[newest].rec);
+    }
+
+    void decide_window() {
+        for (size_t c = 0; c < cores_.size(); ++c) {
+            const std::vector<uint32_t> &mine = by_core_[c];
+            for (size_t at = 0; at < mine.size();) {
+                const bool back = window_[mine[at]].back;
+                size_t end = at;
+                while (end < mine.size() && end - at < kMaxBurst && window_[mine[end]].back == back)
+                    ++end;
+                decide_burst(*cores_[c], &mine[at], static_cast<uint16_t>(end - at), back);
+                at = end;
+            }
+            by_core_[c].clear();
+        }
+        for (size_t i = 0; i < n_; ++i) write(window_[i]);
+        n_ = 0;
+    }
+
+    void decide_burst(Pipeline &core, const uint32_t *slots, uint16_t n, bool back) {
+        const uint8_t *frames[kMaxBurst];
+        uint32_t wire[kMaxBurst], captured[kMaxBurst];
+        uint64_t now_ns[kMaxBurst];
+        Verdict verdicts[kMaxBurst];
+        for (uint16_t i = 0; i < n; ++i) {
+            const Slot &s = window_[slots[i]];
+            frames[i] = s.rec.data.data();
+            wire[i] = s.rec.wire_len();
+            captured[i] = s.rec.captured_len();
+            now_ns[i] = s.now_ns;
+        }
+        if (back) {
+            core.observe_returning(frames, wire, n, now_ns, captured);
+            for (uint16_t i = 0; i < n; ++i) window_[slots[i]].verdict = Verdict::pass;
+            return;
+        }
+        core.decide(frames, wire, n, now_ns, verdicts, captured);
+        for (uint16_t i = 0; i < n; ++i) {
+            Slot &s = window_[slots[i]];
+            s.verdict = verdicts[i];
+            // The answer is built now: the plan lasts until the core's next burst.
+            s.answered = verdicts[i] == Verdict::answer && out_.answers != nullptr &&
+                         build_answer_record(core, i, s.rec, &s.answer);
+        }
+    }
+
+    static bool build_answer_record(const Pipeline &core, uint16_t i, const PcapRecord &r,
+                                    PcapRecord *answer) {
+        *answer = r;  // an answered frame is whole: captured = wire length
+        const uint32_t len = build_answer(core.answer_plan(i), core.packet_info(i),
+                                          answer->data.data(), answer->captured_len());
+        if (len == 0) return false;  // the plan did not fit the frame (never expected)
+        answer->data.resize(len);
+        answer->orig_len = len;
+        return true;
+    }
+
+    void write(const Slot &s) const {
+        if (s.verdict == Verdict::pass) {
+            out_.pass->write(s.rec);
+            return;
+        }
+        if (out_.drop != nullptr) out_.drop->write(s.rec);
+        if (s.answered) out_.answers->write(s.answer);
+    }
+
+    const std::vector<Pipeline *> &cores_;
+    const ReplayOptions &opt_;
+    const Outputs &out_;
+    const Steering &steering_;
+    std::vector<Slot> window_;
+    size_t n_ = 0;                                // slots in the window
+    std::vector<std::vector<uint32_t>> by_core_;  // each core's slots, in capture order
+};
 
 }  // namespace
 
@@ -355,6 +397,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
         std::string error;
         RuleSetOptions options;
         options.cores = opt.workers;
+        if (opt.workers > 1) options.steering = steering_of(opt, config);
         std::unique_ptr<RuleSet> rules = RuleSet::build(config, options, &error);
         if (!rules) return fail(error);
         std::vector<std::unique_ptr<LimitTable>> tables;
@@ -378,8 +421,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             range.frames > 0 ? choose_bins(range.first_ns, range.last_ns) : BinLayout{};
         std::unique_ptr<BinRecorder> bins;
         if (!opt.report.empty()) bins = std::make_unique<BinRecorder>(layout, *rules, cores);
-        bool ok = opt.workers == 1 ? run_trace(in, *cores[0], opt, out, bins.get(), &error)
-                                   : run_trace_on_cores(in, cores, opt, out, bins.get(), &error);
+        bool ok = TraceRun(cores, opt, out).run(in, bins.get(), &error);
         if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());

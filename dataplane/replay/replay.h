@@ -12,9 +12,11 @@
 
 namespace floodgate {
 
-// How frames are spread over several virtual cores: by a hash of the full source address, as
-// RSS on the whole address would, or round robin.
-enum class Spread : uint8_t { hash, round_robin };
+// How frames are spread over several virtual cores: by the rules' steering prefix, as the live
+// path steers them (each source prefix has one owner core: dataplane/core/steering.h); by the
+// full source address, as RSS on the whole address would (an IPv6 /64 key is then shared); or
+// round robin (every key shared).
+enum class Spread : uint8_t { steering, hash, round_robin };
 
 struct ReplayOptions {
     std::string config;   // RULES.yaml
@@ -26,7 +28,7 @@ struct ReplayOptions {
     std::string report;   // REPORT.html, written at the end; empty: not written
     bool quiet = false;   // no stats summary on stdout
     unsigned workers = 1;
-    Spread spread = Spread::hash;
+    Spread spread = Spread::steering;
     uint64_t merge_interval_ns = 1000000;
     // The protected side's prefixes. A frame from one of them went inside to outside: it is
     // forwarded unjudged, as the live path does (written to pass), and a reply among them

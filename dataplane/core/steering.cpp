@@ -1,0 +1,84 @@
+#include "dataplane/core/steering.h"
+
+#include <algorithm>
+
+#include "dataplane/core/keyed_hash.h"
+#include "dataplane/core/rule_match.h"
+
+namespace floodgate {
+
+SteeringOptions steering_prefix(const Config &config) {
+    if (config.steering.set) return config.steering;
+    SteeringOptions s;
+    bool any = false;
+    uint8_t v4 = 32, v6 = 128;
+    for (const Rule &r : config.rules) {
+        if (r.key_kind != KeyKind::src && r.key_kind != KeyKind::src_dst) continue;
+        any = true;
+        v4 = std::min(v4, r.key_ipv4_len);
+        v6 = std::min(v6, r.key_ipv6_len);
+    }
+    if (any) {
+        s.ipv4_len = std::max(v4, kMinDerivedSteeringIpv4);
+        s.ipv6_len = std::max(v6, kMinDerivedSteeringIpv6);
+    }
+    return s;
+}
+
+unsigned nic_prefix_bits(const SteeringOptions &wanted) {
+    return wanted.ipv4_len < 32 ? std::min(wanted.ipv4_len, wanted.ipv6_len) : wanted.ipv6_len;
+}
+
+namespace {
+Steering by_source(unsigned ipv4_len, unsigned ipv6_len, bool replies_by_destination) {
+    Steering s;
+    s.by_source = true;
+    s.ipv4_len = static_cast<uint8_t>(ipv4_len);
+    s.ipv6_len = static_cast<uint8_t>(ipv6_len);
+    s.replies_by_destination = replies_by_destination;
+    key_masks(ipv4_len, &s.mask_hi[0], &s.mask_lo[0]);
+    key_masks(ipv6_len, &s.mask_hi[1], &s.mask_lo[1]);
+    return s;
+}
+}  // namespace
+
+Steering nic_steering(const SteeringOptions &wanted, bool replies_by_destination) {
+    const unsigned p = nic_prefix_bits(wanted);
+    return by_source(std::min(p, 32u), p, replies_by_destination);
+}
+
+Steering software_steering(const SteeringOptions &wanted, bool replies_by_destination) {
+    return by_source(wanted.ipv4_len, wanted.ipv6_len, replies_by_destination);
+}
+
+void zero_key_past_prefix(uint8_t *key, size_t key_len, unsigned prefix_bits) {
+    for (size_t byte = 0; byte < key_len; ++byte) {
+        const size_t first_bit = byte * 8;
+        if (first_bit >= prefix_bits)
+            key[byte] = 0;
+        else if (first_bit + 8 > prefix_bits)  // bits are read most significant first
+            key[byte] &= static_cast<uint8_t>(0xff00u >> (prefix_bits - first_bit));
+    }
+}
+
+namespace {
+// A fixed seed: every process (replay, each worker, a second box) must pick the same owner.
+constexpr HashSeed kOwnerSeed{{0x5374656572696e67ull, 0x6f776e6572ull, 0, 0}};
+
+unsigned owner_of(const PacketInfo &p, const uint8_t *addr, const Steering &s, unsigned workers) {
+    const LimitKey k = masked_key(p, addr, s.mask_hi, s.mask_lo, p.family);
+    const uint64_t h = keyed_hash(kOwnerSeed, k.addr_hi, k.addr_lo, k.tag);
+    // Multiply-shift onto [0, workers): no division, and every worker an equal share.
+    return static_cast<unsigned>((static_cast<unsigned __int128>(h) * workers) >> 64);
+}
+}  // namespace
+
+unsigned source_owner(const PacketInfo &p, const Steering &s, unsigned workers) {
+    return owner_of(p, p.src, s, workers);
+}
+
+unsigned destination_owner(const PacketInfo &p, const Steering &s, unsigned workers) {
+    return owner_of(p, p.dst, s, workers);
+}
+
+}  // namespace floodgate

@@ -1,0 +1,68 @@
+// Steering: which worker owns a packet (README, "Several cores: steering"). When every packet
+// of a source prefix reaches one worker, the keys of that prefix and longer are that worker's
+// alone: never published to the merge, never copied into another worker's table, and limited
+// exactly. What steering cannot give one owner (aggregate keys, source prefixes coarser than
+// the steering, ports that do not steer) is shared through the merge as before.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dataplane/api/rules.h"
+#include "dataplane/core/parse.h"
+
+namespace floodgate {
+
+// How packets reach the workers, as the dataplane set its ports up (or replay models it).
+struct Steering {
+    // Every packet whose source shares the first ipv4_len / ipv6_len bits reaches one worker:
+    // the NIC's RSS on the source alone with a key that reads only that prefix, or the
+    // software stage. False: any worker may see any packet (everything is shared).
+    bool by_source = false;
+    uint8_t ipv4_len = 32;
+    uint8_t ipv6_len = 64;
+    // Frames going out (inside to outside) reach the worker that owns their destination, so
+    // established marks are that worker's alone too.
+    bool replies_by_destination = false;
+    // The prefix's masks ([0] IPv4, [1] IPv6, as key_masks gives them), set with the lengths.
+    uint64_t mask_hi[2] = {};
+    uint64_t mask_lo[2] = {};
+
+    // Whether keys on the first len bits of the source, in family (4 or 6), have one owner.
+    bool owns(unsigned len, unsigned family) const {
+        return by_source && len >= (family == 6 ? ipv6_len : ipv4_len);
+    }
+};
+
+// The source prefix to steer by: the rules file's `steering`, else the shortest source prefix
+// of its src and src+dst rules, but never shorter than /24 (IPv4) and /48 (IPv6): a rule on
+// coarser prefixes is shared rather than piling a whole /16 onto one core. /32 and /64 when no
+// rule keys by source.
+inline constexpr uint8_t kMinDerivedSteeringIpv4 = 24;
+inline constexpr uint8_t kMinDerivedSteeringIpv6 = 48;
+SteeringOptions steering_prefix(const Config &config);
+
+// What a NIC can steer by, given the prefix wanted. One Toeplitz key hashes both families, so
+// it reads one prefix length P of whichever address it hashes: IPv4 by min(P, 32), IPv6 by P.
+// P is the IPv6 length, or the IPv4 one when that is shorter than /32 (IPv6 then steered by it
+// too: coarser than asked, still one owner per key).
+unsigned nic_prefix_bits(const SteeringOptions &wanted);
+Steering nic_steering(const SteeringOptions &wanted, bool replies_by_destination);
+// The software stage and replay steer by exactly the prefix wanted. replies_by_destination:
+// frames going out are steered too (replay; the live stage steers only what comes in).
+Steering software_steering(const SteeringOptions &wanted, bool replies_by_destination);
+
+// Zeroes a Toeplitz key (RSS) past its first prefix_bits bits. Toeplitz XORs, for each set bit
+// i of the hashed input, the 32 key bits from bit i: with the key zero from bit P, input bits
+// from P on add nothing, so the hash reads only the address's first P bits. (The low bits of the
+// hash, which pick the RETA entry, come from key bits i+25 to i+31: so the input's last 25
+// bits before P weigh less in the spread than the rest; unit test test_steering.cpp.)
+void zero_key_past_prefix(uint8_t *key, size_t key_len, unsigned prefix_bits);
+
+// The worker of `workers` that owns the source of p under s (s.by_source): a hash of the
+// source's steering prefix, the same in every process. The software stage and replay use it.
+unsigned source_owner(const PacketInfo &p, const Steering &s, unsigned workers);
+// The worker that owns the destination of a frame going out (its reply's source).
+unsigned destination_owner(const PacketInfo &p, const Steering &s, unsigned workers);
+
+}  // namespace floodgate
