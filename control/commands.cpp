@@ -100,6 +100,16 @@ int cmd_status(const Ctl &ctl) {
                 utc_text(rs.value("loaded_unix", 0.0)).c_str(), rs.value("source", "").c_str(),
                 rs.value("origin", "").c_str(), static_cast<size_t>(u64(rs, "rules")),
                 static_cast<size_t>(u64(rs, "overrides")));
+    if (const json &st = d["steering"]; st.is_object()) {
+        std::printf("steering:  %s", st.value("mode", "").c_str());
+        if (st.contains("ipv4_len"))
+            std::printf(", each source prefix (IPv4 /%u, IPv6 /%u) on one worker",
+                        st.value("ipv4_len", 0u), st.value("ipv6_len", 0u));
+        std::printf("\n");
+        for (const json &rule : st.value("rules", json::array()))
+            std::printf("  rule %-20s %s\n", rule.value("name", "").c_str(),
+                        rule.value("scope", "").c_str());
+    }
     std::printf("reloads:   %llu ok, %llu failed; %llu overrides expired\n",
                 static_cast<unsigned long long>(u64(d["reloads"], "ok")),
                 static_cast<unsigned long long>(u64(d["reloads"], "failed")),

@@ -18,11 +18,11 @@
 // an ISP's allocation: one rte_lpm6 tbl8 group each, so 1M of them fit in the EAL's memory).
 //
 // BM_Merge: the cross-core merge per interval, as a live run does it (worker.cpp, merge.cpp):
-// core A admits K distinct keys (untimed), then publishes them on its ring, the merger forwards
-// them to core B's ring, and B applies them (LimitTable::acquire + commit per record) to a
+// core A admits K distinct keys (untimed), then publishes them on its ring, and B reads them
+// there with its own cursor and applies them (LimitTable::acquire + commit per record) to a
 // table of 1M entries in its steady state (A's keys cycle over 1M). Time is per interval, in
-// the thread's CPU time (CLOCK_THREAD_CPUTIME_ID); publish_ns_per_key, forward_ns_per_key and
-// apply_ns_per_key split it per record.
+// the thread's CPU time (CLOCK_THREAD_CPUTIME_ID); publish_ns_per_key and apply_ns_per_key
+// split it per record.
 //
 // BM_MemoryFloor: the table's memory alone, without the decision (see it below).
 //
@@ -31,9 +31,6 @@
 //
 //   build/perf/bench_scaling --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
-
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include <cstring>
 #include <ctime>
@@ -255,8 +252,9 @@ struct MergeScenario {
     std::unique_ptr<Pipeline> b;
     std::unique_ptr<LiveMerger> merger;
     std::vector<Consumption> published;
-    double publish_s = 0, forward_s = 0, apply_s = 0;
+    double publish_s = 0, apply_s = 0;
     uint64_t records = 0, lost = 0;
+    uint64_t cursor_b = 0;  // core B's place in A's ring
 
     // One interval: A admits keys_per_interval distinct keys, then the merge. Returns the
     // merge's seconds.
@@ -268,20 +266,16 @@ struct MergeScenario {
         a->bench.pipeline->publish(&published);
         for (Consumption &c : published) c.published_ns = now_ns;
         const auto n = static_cast<unsigned>(published.size());
-        lost += n - rte_ring_sp_enqueue_burst_elem(merger->rings(0).out, published.data(),
-                                                   sizeof(Consumption), n, nullptr);
+        merger->ring(0).publish(published.data(), n);
         const double t1 = thread_cpu_s();
-        merger->forward();
-        const double t2 = thread_cpu_s();
         Consumption incoming[64];
         unsigned m;
-        while ((m = rte_ring_sc_dequeue_burst_elem(merger->rings(1).in, incoming,
-                                                   sizeof(Consumption), 64, nullptr)) > 0)
+        while ((m = merger->ring(0).read(&cursor_b, incoming, 64, &lost)) > 0)
             for (unsigned i = 0; i < m; ++i) b->apply(incoming[i], now_ns);
-        const double t3 = thread_cpu_s();
-        publish_s += t1 - t0, forward_s += t2 - t1, apply_s += t3 - t2;
+        const double t2 = thread_cpu_s();
+        publish_s += t1 - t0, apply_s += t2 - t1;
         records += n;
-        return t3 - t0;
+        return t2 - t0;
     }
 };
 
@@ -321,14 +315,13 @@ void BM_Merge(benchmark::State &state) {
         g_merge = std::move(m);
     }
     MergeScenario &m = *g_merge;
-    m.publish_s = m.forward_s = m.apply_s = 0;
+    m.publish_s = m.apply_s = 0;
     m.records = 0;
     for (auto _ : state) state.SetIterationTime(m.interval());
     const double per_key = m.records ? 1e9 / static_cast<double>(m.records) : 0;
     state.counters["records"] =
         static_cast<double>(m.records) / static_cast<double>(state.iterations());
     state.counters["publish_ns_per_key"] = m.publish_s * per_key;
-    state.counters["forward_ns_per_key"] = m.forward_s * per_key;
     state.counters["apply_ns_per_key"] = m.apply_s * per_key;
     state.counters["records_lost"] = static_cast<double>(m.lost);
     state.counters["keys_live_b"] = static_cast<double>(m.table_b->stats().occupancy);

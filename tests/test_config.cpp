@@ -394,6 +394,38 @@ rules:
               30'000'000'000u);
 }
 
+TEST(Config, Steering) {
+    const Config both = parse_config("steering: { ipv4: 24, ipv6: 56 }\n" + rule_lines({kLimit}));
+    EXPECT_TRUE(both.steering.set);
+    EXPECT_EQ(both.steering.ipv4_len, 24);
+    EXPECT_EQ(both.steering.ipv6_len, 56);
+    // The extremes, in block style.
+    const Config ends = parse_config("steering:\n  ipv4: 1\n  ipv6: 128\n");
+    EXPECT_TRUE(ends.steering.set);
+    EXPECT_EQ(ends.steering.ipv4_len, 1);
+    EXPECT_EQ(ends.steering.ipv6_len, 128);
+    const Config top = parse_config("steering: { ipv4: 32, ipv6: 1 }\n");
+    EXPECT_EQ(top.steering.ipv4_len, 32);
+    EXPECT_EQ(top.steering.ipv6_len, 1);
+    // One family given: the other keeps its default; an empty map is still a choice made.
+    const Config v4 = parse_config("steering: { ipv4: 16 }\n");
+    EXPECT_TRUE(v4.steering.set);
+    EXPECT_EQ(v4.steering.ipv4_len, 16);
+    EXPECT_EQ(v4.steering.ipv6_len, 64);
+    const Config v6 = parse_config("steering: { ipv6: 48 }\n");
+    EXPECT_EQ(v6.steering.ipv4_len, 32);
+    EXPECT_EQ(v6.steering.ipv6_len, 48);
+    const Config empty = parse_config("steering: {}\n");
+    EXPECT_TRUE(empty.steering.set);
+    EXPECT_EQ(empty.steering.ipv4_len, 32);
+    EXPECT_EQ(empty.steering.ipv6_len, 64);
+    // Not written: not set (floodgate derives it from the rules), the defaults /32 and /64.
+    const Config none = parse_config(rule_lines({kLimit}));
+    EXPECT_FALSE(none.steering.set);
+    EXPECT_EQ(none.steering.ipv4_len, 32);
+    EXPECT_EQ(none.steering.ipv6_len, 64);
+}
+
 TEST(Config, Escalate) {
     const Config c =
         parse_config("rules:\n  - name: a\n    " + kLimit +

@@ -21,7 +21,8 @@ TEST(ConfigErrors, LongPortList) {
 TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
-         "unknown field (expected one of: allow, block, table, steering, answers, established, rules)"},
+         "unknown field (expected one of: allow, block, table, steering, answers, established, "
+         "rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "
@@ -182,6 +183,27 @@ TEST(ConfigErrors, KeyLengths) {
         {"ipv4 -1", keyed("{ ipv4: -1 }"), 4, "rules[0].key.ipv4", "out of range (0-32)"},
         {"ipv6 129", keyed("{ ipv6: 129 }"), 4, "rules[0].key.ipv6", "out of range (0-128)"},
         {"ipv6 text", keyed("{ ipv6: /64 }"), 4, "rules[0].key.ipv6", "not an integer"},
+    });
+}
+
+// steering: { ipv4, ipv6 }: the source prefix packets are steered to workers by; not /0, which
+// would give one worker every source.
+TEST(ConfigErrors, Steering) {
+    expect_errors({
+        {"ipv4 0", "steering: { ipv4: 0 }\n", 1, "steering.ipv4", "0 is out of range (1-32)"},
+        {"ipv4 33", "rules: []\nsteering:\n  ipv4: 33\n", 3, "steering.ipv4",
+         "33 is out of range (1-32)"},
+        {"ipv6 0", "steering: { ipv4: 24, ipv6: 0 }\n", 1, "steering.ipv6",
+         "0 is out of range (1-128)"},
+        {"ipv6 129", "steering:\n  ipv4: 24\n  ipv6: 129\n", 3, "steering.ipv6",
+         "129 is out of range (1-128)"},
+        {"ipv4 text", "steering: { ipv4: /24 }\n", 1, "steering.ipv4", "not an integer"},
+        {"unknown field", "steering:\n  ipv4: 24\n  ports: 2\n", 3, "steering.ports",
+         "unknown field (expected one of: ipv4, ipv6)"},
+        {"given twice", "steering: { ipv4: 24, ipv4: 32 }\n", 1, "steering.ipv4",
+         "field given twice"},
+        {"a scalar", "steering: 24\n", 1, "steering", "map expected, found a scalar"},
+        {"a list", "steering: [24, 64]\n", 1, "steering", "map expected, found a list"},
     });
 }
 

@@ -230,20 +230,16 @@ class StatsSaver {
     std::chrono::steady_clock::time_point next_;
 };
 
-// The main lcore does no packet work: it forwards merge records, watches the ports and prints
-// stats, until the run is stopped.
+// The main lcore does no packet work: it watches the ports and prints stats, until the run is
+// stopped.
 void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &dataplane) {
-    LiveMerger *merger = dataplane.merger();
     IntervalPrinter interval;
     if (opt.stats_interval_s > 0) interval.print(rules, dataplane.view());
     const auto every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(opt.stats_interval_s));
     auto next = std::chrono::steady_clock::now() + every;
-    const auto poll = std::chrono::nanoseconds(
-        merger ? std::min<uint64_t>(opt.merge_interval_ns / 2, 100000000) : 100000000);
     while (!g_stop.load()) {
-        std::this_thread::sleep_for(poll);
-        if (merger) merger->forward();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
         dataplane.port_watch()->poll(monotonic_now_ns());
         if (opt.stats_interval_s > 0 && std::chrono::steady_clock::now() >= next) {
             next += every;
@@ -262,6 +258,7 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
     ServiceInfo info;
     info.workers = static_cast<unsigned>(view.lcores.size());
     info.instance = std::to_string(getpid()) + "-" + std::to_string(unix_now_ns());
+    info.steering_mode = view.steering_mode;
     Service service(&rules, source, info, [&](const RuleSet &rs, unsigned top) {
         nlohmann::ordered_json j = live_stats(rs, view, top);
         if (xdp) j["xdp"] = xdp->stats();
@@ -290,6 +287,39 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         rte_thread_unregister();
     });
     main_loop(opt, rules, dataplane);
+}
+
+// The first ruleset again, now that the ports say how packets reach the workers, before any
+// worker runs (the swap waits for none).
+bool steer_rules(const Steering &steering, LiveRuleSet *rules, std::string *error) {
+    std::unique_ptr<RuleSet> steered;
+    rules->with_current([&](const RuleSet &first) {
+        RuleSetOptions o;
+        o.cores = first.cores();
+        o.steering = steering;
+        o.overrides = first.overrides();
+        o.version = first.version();
+        steered = RuleSet::build(first.config(), o, error);
+    });
+    if (!steered) return false;
+    rules->swap(std::move(steered));
+    return true;
+}
+
+// The startup log's steering lines: how packets reach their owners, and each rule's scope.
+void print_steering(const LiveView &view, const LiveRuleSet &rules) {
+    const Steering &s = view.steering;
+    std::printf("steering: %s", view.steering_mode.c_str());
+    if (s.by_source)
+        std::printf(", each source prefix (IPv4 /%u, IPv6 /%u) on one worker%s", s.ipv4_len,
+                    s.ipv6_len, s.replies_by_destination ? ", replies too" : "");
+    if (!view.nic_refused.empty()) std::printf("; the NIC does not: %s", view.nic_refused.c_str());
+    std::printf("\n");
+    rules.with_current([&](const RuleSet &rs) {
+        for (const CompiledRule &r : rs.rules())
+            std::printf("  rule %s: %s\n", r.name.c_str(),
+                        rule_scope(r, rs.steering(), rs.cores()).c_str());
+    });
 }
 
 // On exit, once the workers have returned: the stats, to --stats and summed up on stdout.
@@ -327,6 +357,8 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     setup.mbufs = opt.mbufs;
     setup.mbuf_size = opt.mbuf_size;
     setup.merge_interval_ns = opt.merge_interval_ns;
+    setup.steering = opt.steering;
+    setup.steering_prefix = steering_prefix(config);
 
     // What the run holds, each released when this returns, in reverse order of declaration.
     std::string error;
@@ -344,12 +376,17 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     for (uint16_t port : dataplane.ports()) {
         PortFeatures features;
         if (!dataplane.start_port(port, &features, &error)) return failed(error);
-        std::printf("port %u: %u queue pairs, RSS %s, answers' checksums %s\n", port, n_workers,
-                    rss_mode_name(features.rss),
+        std::printf("port %u: %u queue pairs, %s%s%s, answers' checksums %s\n", port, n_workers,
+                    features.rss.c_str(),
+                    features.rss_refused.empty() ? "" : "; refused: ", features.rss_refused.c_str(),
                     features.tx_checksum_offload ? "offloaded to the port" : "in software");
         if (const std::string note = port_driver_note(port); !note.empty())
             std::printf("%s\n", note.c_str());
     }
+    if (!dataplane.choose_steering(&error)) return failed(error);
+    if (dataplane.steering().by_source && !steer_rules(dataplane.steering(), &rules, &error))
+        return failed(error);
+    print_steering(dataplane.view(), rules);
     // The XDP tier, when the outside port is net_af_xdp running floodgate's program: released
     // before the dataplane closes the port (closing it detaches the program).
     std::unique_ptr<XdpFeedHandle> xdp;

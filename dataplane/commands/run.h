@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/live/steering_stage.h"
 #include "rules/load.h"
 
 namespace floodgate {
@@ -23,6 +24,7 @@ struct RunOptions {
     int inside = -1;  // -1: port 1 when there are two ports, else one-port mode
     double stats_interval_s = 0;
     uint64_t merge_interval_ns = 1000000;
+    SteeringMode steering = SteeringMode::automatic;
     unsigned mbufs = 0;  // 0: enough for every RX ring, computed from the workers
     unsigned mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
     std::string xdp_pin_dir;  // empty: the default (bpf/xdp_tier.h)

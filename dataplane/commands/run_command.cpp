@@ -21,6 +21,7 @@ constexpr const char *kRunUsage =
     "usage: floodgate run [EAL options] -- --config RULES.yaml\n"
     "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
     "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
+    "           [--steering auto|nic|software|none]\n"
     "           [--mbufs N] [--mbuf-size BYTES] [--xdp-pin-dir DIR]\n"
     "Filters frames received on the outside port and sends the passed ones out of the inside\n"
     "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
@@ -29,7 +30,10 @@ constexpr const char *kRunUsage =
     "SIGINT/SIGTERM stop it cleanly; --stats writes the same JSON as replay on exit, and\n"
     "while it runs every --stats-interval (else every 10 s). A port whose link or kernel\n"
     "interface goes away is logged, counted and shown in the stats; the others go on.\n"
-    "With several workers, their consumption is merged every --merge-interval-us (1000).\n"
+    "With several workers, each source prefix has one owner worker (--steering): the NIC's\n"
+    "RSS where the outside port honours a source-prefix key, else software (auto); keys no\n"
+    "one worker owns (aggregates, coarser prefixes; all with none) are merged every\n"
+    "--merge-interval-us (1000).\n"
     "floodctl's daemon changes rules and overrides through --control (default\n"
     "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n"
     "--mbufs and --mbuf-size (data room, headroom included, like testpmd's) size the mbuf\n"
@@ -63,6 +67,18 @@ void define_options(CommandLine &cli, RunOptions *o) {
     cli.text("-s,--stats", &o->stats);
     cli.number("--merge-interval-us", 1, 10000000,
                [o](uint64_t n) { o->merge_interval_ns = n * 1000; });
+    cli.value("--steering", [o](const std::string &v) {
+        if (v == "auto")
+            o->steering = SteeringMode::automatic;
+        else if (v == "nic")
+            o->steering = SteeringMode::nic;
+        else if (v == "software")
+            o->steering = SteeringMode::software;
+        else if (v == "none")
+            o->steering = SteeringMode::none;
+        else
+            throw UsageError("--steering takes auto, nic, software or none");
+    });
     cli.text("--control", &o->control);
     cli.number("--mbufs", 1024, 1ull << 30,
                [o](uint64_t n) { o->mbufs = static_cast<unsigned>(n); });

@@ -61,6 +61,22 @@ void zero_key_past_prefix(uint8_t *key, size_t key_len, unsigned prefix_bits) {
     }
 }
 
+std::string rule_scope(const CompiledRule &r, const Steering &s, unsigned cores) {
+    if (cores == 1) return "core-local (one core)";
+    if (!r.published[0] && !r.published[1]) return "core-local";
+    if (!s.by_source) return "shared (no steering)";
+    if (r.key_kind != KeyKind::src && r.key_kind != KeyKind::src_dst)
+        return std::string("shared (") + key_kind_name(r.key_kind) + " key)";
+    std::string why;
+    for (unsigned f : {4u, 6u}) {
+        if (!r.published[f == 6]) continue;
+        if (!why.empty()) why += ", ";
+        why += (f == 4 ? "IPv4 /" : "IPv6 /") + std::to_string(r.key_len[f == 6]) +
+               " coarser than the steering /" + std::to_string(f == 4 ? s.ipv4_len : s.ipv6_len);
+    }
+    return "shared (" + why + ")";
+}
+
 namespace {
 // A fixed seed: every process (replay, each worker, a second box) must pick the same owner.
 constexpr HashSeed kOwnerSeed{{0x5374656572696e67ull, 0x6f776e6572ull, 0, 0}};

@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "dataplane/api/rules.h"
 #include "dataplane/core/parse.h"
+#include "dataplane/core/rule_match.h"
 
 namespace floodgate {
 
@@ -54,10 +56,16 @@ Steering software_steering(const SteeringOptions &wanted, bool replies_by_destin
 
 // Zeroes a Toeplitz key (RSS) past its first prefix_bits bits. Toeplitz XORs, for each set bit
 // i of the hashed input, the 32 key bits from bit i: with the key zero from bit P, input bits
-// from P on add nothing, so the hash reads only the address's first P bits. (The low bits of the
-// hash, which pick the RETA entry, come from key bits i+25 to i+31: so the input's last 25
-// bits before P weigh less in the spread than the rest; unit test test_steering.cpp.)
+// from P on add nothing, so the hash reads only the address's first P bits. The low 7 bits of
+// the hash, which pick one of 128 RETA entries, come from key bits i+25 to i+31, so the input's
+// last 25 bits before P do not pick the queue at all: with a /64 key, every /64 of one /39
+// reaches one queue. Ownership is exact; the spread is by /39 (test_steering.cpp). A NIC with
+// RTE_ETH_RSS_L3_PRE64 and a full key would spread by the whole /64.
 void zero_key_past_prefix(uint8_t *key, size_t key_len, unsigned prefix_bits);
+
+// Whether a rule's keys are each seen by one of `cores` cores ("core-local") or shared through
+// the merge, and why: "shared (dst key)", "shared (IPv4 /24 coarser than the steering /32)".
+std::string rule_scope(const CompiledRule &r, const Steering &s, unsigned cores);
 
 // The worker of `workers` that owns the source of p under s (s.by_source): a hash of the
 // source's steering prefix, the same in every process. The software stage and replay use it.

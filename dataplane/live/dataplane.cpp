@@ -57,9 +57,15 @@ Dataplane::StartedPorts::~StartedPorts() {
 
 bool Dataplane::create_pool(std::string *error) {
     // Every RX ring full on both ports, plus a burst in flight and a cache per worker.
-    const unsigned n_mbufs = setup_.mbufs != 0
-                                 ? setup_.mbufs
-                                 : 2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024;
+    // Software steering (a possibility until the ports say otherwise) holds up to a ring
+    // per worker.
+    const unsigned steering = setup_.workers > 1 && setup_.steering != SteeringMode::none &&
+                                      setup_.steering != SteeringMode::nic
+                                  ? setup_.workers * SteeringRings::kRingSize
+                                  : 0;
+    const unsigned n_mbufs =
+        setup_.mbufs != 0 ? setup_.mbufs
+                          : 2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024 + steering;
     pool_.reset(rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0,
                                         static_cast<uint16_t>(setup_.mbuf_size),
                                         static_cast<int>(rte_socket_id())));
@@ -77,12 +83,57 @@ std::vector<uint16_t> Dataplane::ports() const {
 }
 
 bool Dataplane::start_port(uint16_t port, PortFeatures *features, std::string *error) {
-    if (!setup_port({port, static_cast<uint16_t>(setup_.workers)}, pool_.get(), features, error)) {
+    PortSetup s;
+    s.port_id = port;
+    s.n_queues = static_cast<uint16_t>(setup_.workers);
+    s.steer = setup_.workers > 1 &&
+              (setup_.steering == SteeringMode::automatic || setup_.steering == SteeringMode::nic);
+    s.steer_prefix_bits = nic_prefix_bits(setup_.steering_prefix);
+    s.by_destination = port != setup_.outside;
+    if (!setup_port(s, pool_.get(), features, error)) {
         if (rte_eth_dev_is_valid_port(port)) close_port(port);  // configured, maybe not started
         return false;
     }
     started_.add(port);
-    if (port == setup_.outside) outside_checksum_offload_ = features->tx_checksum_offload;
+    if (port == setup_.outside) {
+        outside_checksum_offload_ = features->tx_checksum_offload;
+        outside_features_ = *features;
+    } else {
+        inside_features_ = *features;
+    }
+    return true;
+}
+
+bool Dataplane::choose_steering(std::string *error) {
+    view_.nic_refused = outside_features_.rss_refused;
+    if (setup_.workers == 1) {
+        view_.steering_mode = "one worker";
+        return true;
+    }
+    if (setup_.steering == SteeringMode::none) {
+        view_.steering_mode = "none";
+        return true;
+    }
+    if (setup_.steering != SteeringMode::software && outside_features_.steers) {
+        const bool replies = setup_.inside != setup_.outside && inside_features_.steers;
+        view_.steering = nic_steering(setup_.steering_prefix, replies);
+        view_.steering_mode = "nic";
+        return true;
+    }
+    if (setup_.steering == SteeringMode::nic) {
+        *error = "--steering nic: port " + std::to_string(setup_.outside) + " " +
+                 (view_.nic_refused.empty() ? "does not steer" : view_.nic_refused) +
+                 " (--steering software steers in software)";
+        return false;
+    }
+    view_.steering = software_steering(setup_.steering_prefix, false);
+    view_.steering_mode = "software";
+    steering_rings_ =
+        std::make_unique<SteeringRings>(setup_.workers, SteeringRings::kRingSize, view_.steering);
+    if (!steering_rings_->ok()) {
+        *error = std::string("cannot create the steering rings: ") + rte_strerror(rte_errno);
+        return false;
+    }
     return true;
 }
 
@@ -98,7 +149,6 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
             return false;
         }
     }
-    view_.merger = merger_.get();
     uint16_t queue = 0;
     unsigned lcore;
     RTE_LCORE_FOREACH_WORKER(lcore) {
@@ -113,10 +163,10 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
         pipelines_.push_back(
             std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
         pipelines_.back()->set_cookie_key(cookie_key);
-        const MergeRings *rings = merger_ ? &merger_->rings(queue) : nullptr;
         workers_.push_back(std::make_unique<Worker>(
             WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_},
-            pipelines_.back().get(), rules_, stop_, rings, setup_.merge_interval_ns));
+            pipelines_.back().get(), rules_, stop_, merger_.get(), setup_.merge_interval_ns,
+            steering_rings_.get()));
         view_.lcores.push_back(lcore);
         ++queue;
         if (!workers_.back()->ok()) {

@@ -25,6 +25,7 @@
 #include "dataplane/live/merge_rings.h"
 #include "dataplane/live/port.h"
 #include "dataplane/live/port_watch.h"
+#include "dataplane/live/steering_stage.h"
 #include "dataplane/live/worker.h"
 
 struct rte_mempool;
@@ -58,6 +59,8 @@ struct DataplaneSetup {
     unsigned mbufs = 0;    // 0: enough for every RX ring (and a burst and a cache per worker)
     unsigned mbuf_size = 0;
     uint64_t merge_interval_ns = 1000000;
+    SteeringMode steering = SteeringMode::automatic;
+    SteeringOptions steering_prefix;  // steering_prefix(config): what the rules want
 };
 
 class Dataplane {
@@ -75,6 +78,11 @@ class Dataplane {
     // The ports to start, in order: the outside one, then the inside one unless it is the same.
     std::vector<uint16_t> ports() const;
     bool start_port(uint16_t port, PortFeatures *features, std::string *error);
+    // Once the ports are started: how packets reach their owners (DataplaneSetup::steering,
+    // and what the ports accepted). False with *error when --steering nic was refused.
+    bool choose_steering(std::string *error);
+    // What the rulesets are to be built with (RuleSetOptions::steering).
+    const Steering &steering() const { return view_.steering; }
     // The merge rings (several workers), and per worker lcore its table, pipeline and Worker.
     // One table per worker, allocated on its socket; one secret hash seed for the process (so
     // per-core top-offender summaries can be merged), and one secret syn-auth cookie key, so
@@ -88,7 +96,6 @@ class Dataplane {
 
     // For the stats and the main lcore's loop.
     const LiveView &view() const { return view_; }
-    LiveMerger *merger() { return merger_.get(); }
     PortWatch *port_watch() { return port_watch_.get(); }  // once launched
 
   private:
@@ -119,6 +126,7 @@ class Dataplane {
     LiveRuleSet *rules_;
     std::atomic<bool> *stop_;
     bool outside_checksum_offload_ = false;
+    PortFeatures outside_features_, inside_features_;
     // Released in reverse order of declaration: each after everything that uses it.
     std::unique_ptr<rte_mempool, PoolFree> pool_;
     StartedPorts started_;
@@ -126,6 +134,7 @@ class Dataplane {
     std::vector<std::unique_ptr<LimitTable>> tables_;
     std::vector<std::unique_ptr<Pipeline>> pipelines_;
     std::unique_ptr<LiveMerger> merger_;
+    std::unique_ptr<SteeringRings> steering_rings_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<Launch> launches_;
     LiveView view_;

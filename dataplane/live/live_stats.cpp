@@ -11,6 +11,10 @@ namespace floodgate {
 
 namespace {
 
+// Top refused sources listed per core and rule (the whole document lists kTopRefusedReported
+// per rule): enough to see which core holds a flood.
+constexpr unsigned kTopRefusedPerCore = 3;
+
 using nlohmann::ordered_json;
 
 ordered_json port_counters(const PortCounters &c) {
@@ -22,11 +26,18 @@ ordered_json port_counters(const PortCounters &c) {
 struct WorkerReading {
     uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, answers_tx_failed, busy_tsc,
         merge_max_lag_ns, merge_records_lost;
+    uint64_t handed_out = 0, taken_in = 0, ring_full = 0;  // software steering
 };
 WorkerReading read_worker(const Worker &w) {
-    return {w.filtered_tx_failed(), w.returning_rx(), w.returning_tx_failed(),
-            w.answers_tx_failed(),  w.busy_tsc(),     w.merge_max_lag_ns(),
-            w.merge_records_lost()};
+    WorkerReading r{w.filtered_tx_failed(), w.returning_rx(), w.returning_tx_failed(),
+                    w.answers_tx_failed(),  w.busy_tsc(),     w.merge_max_lag_ns(),
+                    w.merge_records_lost()};
+    if (const SteeringStage *s = w.steering()) {
+        r.handed_out = s->handed_out();
+        r.taken_in = s->taken_in();
+        r.ring_full = s->ring_full();
+    }
+    return r;
 }
 
 // Outside to inside, frames received are the frames decided and frames handed to the TX
@@ -71,7 +82,14 @@ ordered_json nic(uint16_t port, const char *role, const PortWatch *watch) {
     return j;
 }
 
-ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const WorkerReading &w) {
+// Software steering's counts: frames handed to their owner's ring, taken from this one's, and
+// freed because the owner's ring was full (received, never decided).
+ordered_json steering_counters(const WorkerReading &w) {
+    return {{"handed_out", w.handed_out}, {"taken_in", w.taken_in}, {"ring_full", w.ring_full}};
+}
+
+ordered_json core(const RuleSet &rules, unsigned index, unsigned lcore, const CoreReading &r,
+                  const WorkerReading &w) {
     const WorkerCounters &c = r.stats.counters;
     const LimitTableStats &t = r.stats.table;
     ordered_json j = {{"core", index}, {"lcore", lcore}};
@@ -88,6 +106,9 @@ ordered_json core(unsigned index, unsigned lcore, const CoreReading &r, const Wo
     j["busy_tsc"] = w.busy_tsc;
     j["merge_max_lag_ns"] = w.merge_max_lag_ns;
     j["merge_records_lost"] = w.merge_records_lost;
+    j["steering"] = steering_counters(w);
+    // Which sources this core refuses most: under steering, each source on its owner only.
+    j["top_refused"] = core_top_refused(rules, r, kTopRefusedPerCore);
     return j;
 }
 
@@ -105,16 +126,20 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
 
     PortCounters in, back, ans;
     ordered_json cores = ordered_json::array();
-    uint64_t lost = view.merger != nullptr ? view.merger->dropped() : 0, lag = 0, busy = 0;
+    uint64_t lost = 0, lag = 0, busy = 0;
+    WorkerReading steered{};
     for (size_t i = 0; i < workers.size(); ++i) {
         const WorkerReading &w = own[i];
         add(&in, filtered(readings[i], w));
         add(&back, returning(w));
         add(&ans, answers(readings[i], w));
-        cores.push_back(core(static_cast<unsigned>(i), view.lcores[i], readings[i], w));
+        cores.push_back(core(rules, static_cast<unsigned>(i), view.lcores[i], readings[i], w));
         lost += w.merge_records_lost;
         lag = std::max(lag, w.merge_max_lag_ns);
         busy += w.busy_tsc;
+        steered.handed_out += w.handed_out;
+        steered.taken_in += w.taken_in;
+        steered.ring_full += w.ring_full;
     }
     stats["ports"] = {{"outside_to_inside", port_counters(in)},
                       {"inside_to_outside", port_counters(back)},
@@ -128,6 +153,14 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
         {"tsc_hz", rte_get_tsc_hz()},
         {"busy_tsc", busy},
         {"per_packet", in.rx > 0 ? static_cast<double>(busy) / static_cast<double>(in.rx) : 0.0}};
+    ordered_json steering = {{"mode", view.steering_mode}};
+    if (view.steering.by_source)
+        steering.update({{"ipv4_len", view.steering.ipv4_len},
+                         {"ipv6_len", view.steering.ipv6_len},
+                         {"replies_by_destination", view.steering.replies_by_destination}});
+    if (!view.nic_refused.empty()) steering["nic_refused"] = view.nic_refused;
+    steering.update(steering_counters(steered));
+    stats["steering"] = steering;
     stats["merge"] = {{"workers", workers.size()},
                       {"interval_ns", view.merge_interval_ns},
                       {"max_lag_ns", lag},

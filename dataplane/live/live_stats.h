@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "dataplane/live/merge_rings.h"
@@ -16,12 +17,16 @@ namespace floodgate {
 
 struct LiveView {
     const std::vector<std::unique_ptr<Worker>> *workers = nullptr;
-    std::vector<unsigned> lcores;        // worker i runs on lcores[i]
-    const LiveMerger *merger = nullptr;  // nullptr with one worker
+    std::vector<unsigned> lcores;  // worker i runs on lcores[i]
     uint16_t outside = 0;
     uint16_t inside = 0;
     uint64_t merge_interval_ns = 0;
     const PortWatch *port_watch = nullptr;  // each port's link and losses, once it runs
+    // How packets reach their owners (Dataplane::choose_steering): the mode's name, the
+    // steering the rulesets are built with, and why the NIC does not steer, if it does not.
+    std::string steering_mode = "none";
+    Steering steering;
+    std::string nic_refused;
 };
 
 // top: how many top refused sources per rule (stats_to_json). Throws std::runtime_error if a

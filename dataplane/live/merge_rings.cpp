@@ -1,48 +1,71 @@
 #include "dataplane/live/merge_rings.h"
 
 #include <rte_lcore.h>
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
+#include <rte_malloc.h>
 
-#include <string>
+#include <cstring>
 
 namespace floodgate {
 
-LiveMerger::LiveMerger(unsigned workers, unsigned ring_records) : rings_(workers) {
-    scratch_.resize(ring_records);
+BroadcastRing::BroadcastRing(unsigned capacity, int socket) : mask_(capacity - 1) {
+    slots_ = static_cast<Slot *>(
+        rte_zmalloc_socket("fg_merge_ring", sizeof(Slot) * capacity, 64, socket));
+}
+
+BroadcastRing::~BroadcastRing() {
+    rte_free(slots_);
+}
+
+void BroadcastRing::publish(const Consumption *records, unsigned n) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);  // this thread's own
+    // Claimed before written: a reader that then sees the claim discards what it read there.
+    claimed_.store(head + n, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (unsigned i = 0; i < n; ++i) {
+        uint64_t words[kWords];
+        std::memcpy(words, &records[i], sizeof(words));
+        Slot &s = slots_[(head + i) & mask_];
+        for (unsigned w = 0; w < kWords; ++w) s[w].store(words[w], std::memory_order_relaxed);
+    }
+    head_.store(head + n, std::memory_order_release);
+}
+
+unsigned BroadcastRing::read(uint64_t *cursor, Consumption *out, unsigned max,
+                             uint64_t *lost) const {
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    const uint64_t capacity = mask_ + 1;
+    uint64_t from = *cursor;
+    if (head - from > capacity) {  // overwritten before this reader came by
+        *lost += head - from - capacity;
+        from = head - capacity;
+    }
+    const auto n = static_cast<unsigned>(std::min<uint64_t>(head - from, max));
+    for (unsigned i = 0; i < n; ++i) {
+        uint64_t words[kWords];
+        const Slot &s = slots_[(from + i) & mask_];
+        for (unsigned w = 0; w < kWords; ++w) words[w] = s[w].load(std::memory_order_relaxed);
+        std::memcpy(&out[i], words, sizeof(words));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Records the producer has claimed since may have overwritten the first ones copied.
+    const uint64_t claimed = claimed_.load(std::memory_order_relaxed);
+    unsigned skip = 0;
+    if (claimed > capacity && claimed - capacity > from)
+        skip = static_cast<unsigned>(std::min<uint64_t>(claimed - capacity - from, n));
+    if (skip > 0) {
+        *lost += skip;
+        std::memmove(out, out + skip, sizeof(Consumption) * (n - skip));
+    }
+    *cursor = from + n;
+    return n - skip;
+}
+
+LiveMerger::LiveMerger(unsigned workers, unsigned ring_records) {
     for (unsigned w = 0; w < workers && ok_; ++w) {
-        for (auto [ring, dir] : {std::pair{&rings_[w].out, "o"}, std::pair{&rings_[w].in, "i"}}) {
-            std::string name = "fg_merge_" + std::string(dir) + std::to_string(w);
-            *ring = rte_ring_create_elem(name.c_str(), sizeof(Consumption), ring_records,
-                                         static_cast<int>(rte_socket_id()),
-                                         RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-            ok_ = ok_ && *ring != nullptr;
-        }
+        rings_.push_back(
+            std::make_unique<BroadcastRing>(ring_records, static_cast<int>(rte_socket_id())));
+        ok_ = rings_.back()->ok();
     }
-}
-
-LiveMerger::~LiveMerger() {
-    for (MergeRings &r : rings_) {
-        rte_ring_free(r.out);
-        rte_ring_free(r.in);
-    }
-}
-
-uint64_t LiveMerger::forward() {
-    uint64_t forwarded = 0;
-    for (size_t from = 0; from < rings_.size(); ++from) {
-        unsigned n =
-            rte_ring_sc_dequeue_burst_elem(rings_[from].out, scratch_.data(), sizeof(Consumption),
-                                           static_cast<unsigned>(scratch_.size()), nullptr);
-        forwarded += n;
-        for (size_t to = 0; to < rings_.size(); ++to) {
-            if (to == from) continue;
-            unsigned sent = rte_ring_sp_enqueue_burst_elem(rings_[to].in, scratch_.data(),
-                                                           sizeof(Consumption), n, nullptr);
-            dropped_ += n - sent;
-        }
-    }
-    return forwarded;
 }
 
 }  // namespace floodgate

@@ -1,41 +1,65 @@
-// The live cross-core merge (README, "Several cores"): each worker's consumption moves through
-// rte_rings, without locks, from the core that admitted it to every other core.
+// The live cross-core merge (README, "Several cores"): each worker publishes the consumption
+// of its shared keys on its own single-producer ring, and every other worker reads that ring
+// with a cursor of its own. No forwarder and no locks: a record is written once, whatever the
+// number of workers, and a worker that shares nothing publishes nothing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "dataplane/api/counter.h"
 #include "dataplane/pipeline/merge.h"
-
-struct rte_ring;
 
 namespace floodgate {
 
-// The live merge, without locks: each worker publishes its consumption on its own
-// single-producer ring ("out"); the merger on the main lcore moves every record to the
-// "in" ring of every other worker, which applies them between bursts.
-struct MergeRings {
-    rte_ring *out = nullptr;  // worker -> merger
-    rte_ring *in = nullptr;   // merger -> worker
-};
-
-class LiveMerger {
+// One producer, any number of readers, each with its own cursor: a broadcast ring. rte_ring
+// keeps one consumer position per ring, so N-1 readers would need N-1 rings and N-1 copies of
+// every record; here the producer writes each record once and never waits for a reader. A
+// reader that falls more than a ring behind loses the records overwritten meanwhile, and knows
+// how many (the producer claims slots before it writes them, as a seqlock's writer does).
+// Slots are read and written as relaxed atomic words: a reader racing an overwrite reads
+// stale or torn words, defined behaviour, and then discards them by the claim it reads after.
+class BroadcastRing {
   public:
-    // One pair of rings per worker, each holding ring_records Consumption records.
-    LiveMerger(unsigned workers, unsigned ring_records);
-    ~LiveMerger();
-    bool ok() const { return ok_; }
-    const MergeRings &rings(unsigned worker) const { return rings_[worker]; }
-    // Moves everything published so far; returns how many records were forwarded.
-    uint64_t forward();
-    // Records that found an "in" ring full; read by the stats from the control thread.
-    uint64_t dropped() const { return dropped_; }
+    // capacity: a power of two. Memory from DPDK on socket (hugepages where given).
+    BroadcastRing(unsigned capacity, int socket);
+    ~BroadcastRing();
+    BroadcastRing(const BroadcastRing &) = delete;
+    BroadcastRing &operator=(const BroadcastRing &) = delete;
+    bool ok() const { return slots_ != nullptr; }
+
+    // Producer: appends records[0..n), n <= capacity.
+    void publish(const Consumption *records, unsigned n);
+
+    // Reader: copies at most max records from *cursor on into out and advances the cursor;
+    // returns how many were copied. *lost grows by the records overwritten before they could
+    // be read. A cursor starts at 0.
+    unsigned read(uint64_t *cursor, Consumption *out, unsigned max, uint64_t *lost) const;
 
   private:
-    std::vector<MergeRings> rings_;
-    std::vector<Consumption> scratch_;
-    Counter dropped_;
+    static constexpr unsigned kWords = sizeof(Consumption) / 8;
+    using Slot = std::atomic<uint64_t>[kWords];
+    static_assert(sizeof(Consumption) % 8 == 0);
+
+    Slot *slots_ = nullptr;
+    uint64_t mask_ = 0;
+    // Records written (the readers' end) and claimed (being written): each on its own line,
+    // written once per publish.
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> claimed_{0};
+};
+
+// Every worker's ring.
+class LiveMerger {
+  public:
+    LiveMerger(unsigned workers, unsigned ring_records);
+    bool ok() const { return ok_; }
+    unsigned workers() const { return static_cast<unsigned>(rings_.size()); }
+    BroadcastRing &ring(unsigned worker) { return *rings_[worker]; }
+
+  private:
+    std::vector<std::unique_ptr<BroadcastRing>> rings_;
     bool ok_ = true;
 };
 

@@ -1,27 +1,78 @@
 #include "dataplane/live/port.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
 
+#include "dataplane/core/keyed_hash.h"
+#include "dataplane/core/steering.h"
+
 namespace floodgate {
 
-const char *rss_mode_name(RssMode m) {
-    switch (m) {
-        case RssMode::none:
-            return "none (one queue)";
-        case RssMode::source_only:
-            return "source address only (a key stays on one core)";
-        case RssMode::full_address:
-            return "full address (keys spread over cores; merged)";
+namespace {
+// The Toeplitz key: random (an attacker must not know which sources share a queue), zeroed
+// past the prefix so the hash reads only the prefix.
+std::vector<uint8_t> steering_key(size_t len, unsigned prefix_bits) {
+    std::vector<uint8_t> key(len);
+    for (size_t at = 0; at < len; at += sizeof(HashSeed)) {
+        const HashSeed r = random_hash_seed();
+        std::memcpy(key.data() + at, r.k, std::min(sizeof(HashSeed), len - at));
     }
-    return "?";
+    zero_key_past_prefix(key.data(), key.size(), prefix_bits);
+    return key;
 }
 
+std::string hex(uint64_t v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(v));
+    return text;
+}
+
+// Whether the started port hashes as configured: the types and the key read back, and a
+// round-robin RETA set. Otherwise *refused says what the PMD answered.
+bool rss_honoured(uint16_t port, const rte_eth_dev_info &info, uint16_t n_queues, uint64_t only,
+                  const std::vector<uint8_t> &key, std::string *refused) {
+    std::vector<uint8_t> got_key(std::max<size_t>(key.size(), 64));
+    rte_eth_rss_conf got{};
+    got.rss_key = got_key.data();
+    got.rss_key_len = static_cast<uint8_t>(key.size());
+    const int rc = rte_eth_dev_rss_hash_conf_get(port, &got);
+    if (rc != 0) {
+        *refused = std::string("reading the RSS configuration back: ") + rte_strerror(-rc);
+        return false;
+    }
+    if ((got.rss_hf & only) == 0) {
+        *refused = "hash types read back " + hex(got.rss_hf) + " lack " +
+                   (only == RTE_ETH_RSS_L3_SRC_ONLY ? "L3_SRC_ONLY" : "L3_DST_ONLY");
+        return false;
+    }
+    if (std::memcmp(got_key.data(), key.data(), key.size()) != 0) {
+        *refused = "the RSS key read back is not the one given";
+        return false;
+    }
+    if (info.reta_size == 0) {
+        *refused = "no redirection table (reta_size 0)";
+        return false;
+    }
+    std::vector<rte_eth_rss_reta_entry64> reta(info.reta_size / RTE_ETH_RETA_GROUP_SIZE + 1);
+    for (uint16_t i = 0; i < info.reta_size; ++i) {
+        reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+        reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] = i % n_queues;
+    }
+    if (const int r = rte_eth_dev_rss_reta_update(port, reta.data(), info.reta_size); r != 0) {
+        *refused = std::string("setting the redirection table: ") + rte_strerror(-r);
+        return false;
+    }
+    return true;
+}
+}  // namespace
+
 bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, std::string *error) {
-    RssMode *rss = &features->rss;
     auto fail = [&](const char *what, int rc) {
         *error = "port " + std::to_string(s.port_id) + ": " + what + ": " + rte_strerror(-rc);
         return false;
@@ -43,25 +94,28 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
     }
 
     rte_eth_conf conf{};
-    *rss = RssMode::none;
-    if (s.n_queues > 1) {
-        // Prefer hashing on the source address alone, so that every packet of a source key
-        // lands on the same core and the cross-core merge has nothing to reconcile.
-        // With the IPv6 prefix types as well, a /64 rotating its low bits stays on one core.
-        uint64_t source_only = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_SRC_ONLY |
-                               (info.flow_type_rss_offloads & RTE_ETH_RSS_L3_PRE64);
-        uint64_t wanted =
-            (info.flow_type_rss_offloads & RTE_ETH_RSS_L3_SRC_ONLY) ? source_only : RTE_ETH_RSS_IP;
+    const uint64_t only = s.by_destination ? RTE_ETH_RSS_L3_DST_ONLY : RTE_ETH_RSS_L3_SRC_ONLY;
+    std::vector<uint8_t> key;
+    features->rss = s.n_queues > 1 ? "the PMD's own spread" : "one queue";
+    const bool offers_only = (info.flow_type_rss_offloads & only) != 0;
+    if (s.n_queues > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_IP) != 0) {
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
         conf.rx_adv_conf.rss_conf.rss_hf =
-            wanted & (info.flow_type_rss_offloads | RTE_ETH_RSS_L3_SRC_ONLY);
-        *rss = (conf.rx_adv_conf.rss_conf.rss_hf & RTE_ETH_RSS_L3_SRC_ONLY) ? RssMode::source_only
-                                                                            : RssMode::full_address;
-        if ((conf.rx_adv_conf.rss_conf.rss_hf & ~RTE_ETH_RSS_L3_SRC_ONLY) == 0) {
-            conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;  // the PMD has no RSS (software ports)
-            conf.rx_adv_conf.rss_conf.rss_hf = 0;
-            *rss = RssMode::none;
+            (info.flow_type_rss_offloads & RTE_ETH_RSS_IP) | (s.steer && offers_only ? only : 0);
+        if (s.steer && !offers_only)
+            features->rss_refused =
+                std::string("offers no ") + (s.by_destination ? "L3_DST_ONLY" : "L3_SRC_ONLY") +
+                " hashing (flow_type_rss_offloads " + hex(info.flow_type_rss_offloads) + ")";
+        if (s.steer && offers_only) {
+            key = steering_key(info.hash_key_size != 0 ? info.hash_key_size : 40,
+                               s.steer_prefix_bits);
+            conf.rx_adv_conf.rss_conf.rss_key = key.data();
+            conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(key.size());
         }
+        features->rss = "RSS on the full address";
+    } else if (s.steer) {
+        features->rss_refused =
+            "offers no RSS on IP (flow_type_rss_offloads " + hex(info.flow_type_rss_offloads) + ")";
     }
     // A NIC that can say it was removed does (PortWatch listens).
     if (info.dev_flags != nullptr && (*info.dev_flags & RTE_ETH_DEV_INTR_RMV) != 0)
@@ -85,6 +139,13 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
     rc = rte_eth_dev_start(s.port_id);
     if (rc != 0) return fail("start", rc);
     rte_eth_promiscuous_enable(s.port_id);  // inline: frames are not addressed to us
+    if (!key.empty()) {
+        features->steers =
+            rss_honoured(s.port_id, info, s.n_queues, only, key, &features->rss_refused);
+        if (features->steers)
+            features->rss = "RSS by " + std::string(s.by_destination ? "destination" : "source") +
+                            " prefix (/" + std::to_string(s.steer_prefix_bits) + " key)";
+    }
     return true;
 }
 

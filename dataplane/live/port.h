@@ -1,5 +1,5 @@
 // One DPDK ethernet port as floodgate uses it: n RX and n TX queues (one pair per worker),
-// RSS on the source address where the PMD can, started in promiscuous mode. Released by
+// RSS steering by source prefix where the PMD honours it, started in promiscuous mode. Released by
 // close_port() in reverse order of setup, in one place (Dataplane, dataplane/live/dataplane.h).
 #pragma once
 
@@ -15,16 +15,22 @@ struct PortSetup {
     uint16_t n_queues = 1;
     uint16_t rx_desc = 1024;
     uint16_t tx_desc = 1024;
+    // With several queues, ask RSS to steer by the first steer_prefix_bits of the source
+    // address (by_destination: of the destination, for the inside port, so that replies reach
+    // their source's owner): a Toeplitz key zeroed past the prefix (steering.h) with
+    // RTE_ETH_RSS_L3_SRC_ONLY (or DST_ONLY), and a round-robin RETA, the same on both ports.
+    bool steer = false;
+    unsigned steer_prefix_bits = 64;
+    bool by_destination = false;
 };
-
-// How RSS spreads sources over queues, for the log: a key stays on one core only with
-// source-only hashing.
-enum class RssMode : uint8_t { none, source_only, full_address };
-const char *rss_mode_name(RssMode m);
 
 // What the port was set up with, for the log and the workers.
 struct PortFeatures {
-    RssMode rss = RssMode::none;
+    // RSS steers as asked: read back from the PMD (rte_eth_dev_rss_hash_conf_get) with the
+    // hash types and the key it was given. Otherwise rss_refused says what it answered.
+    bool steers = false;
+    std::string rss;          // for the log: what the queues are spread by
+    std::string rss_refused;  // empty when it steers or was not asked to
     // TX offload of IPv4 header, TCP and UDP checksums, enabled where the PMD offers all three
     // (answers then leave their computation to the port).
     bool tx_checksum_offload = false;

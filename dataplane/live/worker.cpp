@@ -5,8 +5,6 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include <algorithm>
 
@@ -66,7 +64,8 @@ void frames_of(rte_mbuf *const *pkts, uint16_t n, const uint8_t **frames, uint32
 }  // namespace
 
 Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
-               const std::atomic<bool> *stop, const MergeRings *merge, uint64_t merge_interval_ns)
+               const std::atomic<bool> *stop, LiveMerger *merge, uint64_t merge_interval_ns,
+               SteeringRings *steering)
     : ports_(ports),
       pipeline_(pipeline),
       rules_(rules),
@@ -76,7 +75,9 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
     if (merge_ != nullptr) {
         pipeline_->enable_merge();
         published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
+        merge_cursors_.assign(merge_->workers(), 0);
     }
+    if (steering != nullptr) steering_ = std::make_unique<SteeringStage>(steering, ports.queue);
     pipeline_->set_checksum_offload(ports.outside_checksum_offload);
     // From now on stats readers ask the pipeline for copies (it is about to run on its lcore).
     pipeline_->start_serving_reads();
@@ -93,36 +94,46 @@ Worker::~Worker() {
     rte_free(answers_out_);
 }
 
-// Publishes this core's consumption since the last call.
+// Publishes this core's consumption of shared keys since the last call (nothing when every
+// key it saw was its own: then its ring is not touched).
 void Worker::publish_consumption(uint64_t now_ns) {
     published_.clear();
     pipeline_->publish(&published_);
+    if (published_.empty()) return;
     for (Consumption &c : published_) c.published_ns = now_ns;
-    auto n = static_cast<unsigned>(published_.size());
-    unsigned sent = rte_ring_sp_enqueue_burst_elem(merge_->out, published_.data(),
-                                                   sizeof(Consumption), n, nullptr);
-    merge_records_lost_ += n - sent;
+    merge_->ring(ports_.queue).publish(published_.data(), static_cast<unsigned>(published_.size()));
 }
 
-// Charges what the other cores published to this core's TATs; an empty ring costs two loads.
+// Charges what the other cores published to this core's TATs; a ring with nothing new costs
+// one load.
 void Worker::apply_consumption(uint64_t now_ns) {
     // At most kMaxAppliedPerPass records per loop pass, so that a flood of new keys on the
-    // other cores cannot keep this one from polling its RX queue.
+    // other cores cannot keep this one from polling its RX queue; the rings take turns at
+    // being read first.
     constexpr unsigned kMaxAppliedPerPass = 256;
+    const unsigned n_rings = merge_->workers();
     Consumption incoming[64];
-    unsigned m;
-    for (unsigned applied = 0; applied < kMaxAppliedPerPass &&
-                               (m = rte_ring_sc_dequeue_burst_elem(
-                                    merge_->in, incoming, sizeof(Consumption), 64, nullptr)) > 0;
-         applied += m)
-        for (unsigned i = 0; i < m; ++i) {
-            pipeline_->apply(incoming[i], now_ns);
-            // now_ns was read at the top of this loop pass, possibly just before the other
-            // core published: such records are counted as no lag.
-            uint64_t published = incoming[i].published_ns;
-            uint64_t lag = now_ns > published ? now_ns - published : 0;
-            if (lag > merge_max_lag_ns_) merge_max_lag_ns_.set(lag);
+    uint64_t lost = 0;
+    unsigned applied = 0;
+    for (unsigned k = 0; k < n_rings && applied < kMaxAppliedPerPass; ++k) {
+        const unsigned from = (next_ring_ + k) % n_rings;
+        if (from == ports_.queue) continue;
+        unsigned m;
+        while (applied < kMaxAppliedPerPass &&
+               (m = merge_->ring(from).read(&merge_cursors_[from], incoming, 64, &lost)) > 0) {
+            applied += m;
+            for (unsigned i = 0; i < m; ++i) {
+                pipeline_->apply(incoming[i], now_ns);
+                // now_ns was read at the top of this loop pass, possibly just before the other
+                // core published: such records are counted as no lag.
+                const uint64_t published = incoming[i].published_ns;
+                const uint64_t lag = now_ns > published ? now_ns - published : 0;
+                if (lag > merge_max_lag_ns_) merge_max_lag_ns_.set(lag);
+            }
         }
+    }
+    next_ring_ = next_ring_ + 1 == n_rings ? 0 : next_ring_ + 1;
+    if (lost > 0) merge_records_lost_ += lost;
 }
 
 // Sends a decided burst on: passed frames to the inside port, answers (built in the frame's
@@ -209,7 +220,8 @@ void Worker::run(uint64_t tsc0) {
             apply_consumption(now);
         }
         Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
-        uint16_t n = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
+        uint16_t n = steering_ ? steering_->receive(ports_.outside, ports_.queue, in.pkts)
+                               : rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
         if (n > 0) {
             frames_of(in.pkts, n, in.frames, in.lens, in.captured);
             pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured,

@@ -10,11 +10,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "dataplane/api/counter.h"
 #include "dataplane/api/stats.h"
 #include "dataplane/live/live_ruleset.h"
 #include "dataplane/live/merge_rings.h"
+#include "dataplane/live/steering_stage.h"
 #include "dataplane/pipeline/pipeline.h"
 
 struct rte_eth_dev_tx_buffer;
@@ -32,10 +35,13 @@ struct WorkerPorts {
 
 class Worker {
   public:
-    // rules: the ruleset, read once per loop pass. merge: this worker's rings to the
-    // LiveMerger, or nullptr with one worker.
+    // rules: the ruleset, read once per loop pass. merge: every worker's merge ring (this one
+    // publishes on ring ports.queue and reads the others), or nullptr with one worker.
+    // steering: the software steering's rings, or nullptr when packets arrive at their owner
+    // (or have none).
     Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
-           const std::atomic<bool> *stop, const MergeRings *merge, uint64_t merge_interval_ns);
+           const std::atomic<bool> *stop, LiveMerger *merge, uint64_t merge_interval_ns,
+           SteeringRings *steering);
     ~Worker();
     bool ok() const {
         return to_inside_ != nullptr && to_outside_ != nullptr && answers_out_ != nullptr;
@@ -55,13 +61,16 @@ class Worker {
     // Answers the outside port's TX queue refused (every answer verdict, the pipeline's
     // answered counter, is handed to it).
     uint64_t answers_tx_failed() const { return answers_tx_failed_; }
-    uint64_t merge_records_lost() const { return merge_records_lost_; }  // "out" ring full
+    // Records of other workers overwritten on their rings before this one read them.
+    uint64_t merge_records_lost() const { return merge_records_lost_; }
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
     // TSC cycles spent in loop passes that received or decided a burst, from the clock read
     // before the receive to after the decided frames were handed to the TX queues:
     // busy_tsc / packets is the cost of a packet inside floodgate, I/O included.
     uint64_t busy_tsc() const { return busy_tsc_; }
+    // Software steering's counters (null without it).
+    const SteeringStage *steering() const { return steering_.get(); }
 
   private:
     WorkerPorts ports_;
@@ -75,9 +84,12 @@ class Worker {
     Counter answers_tx_failed_;
     Counter returning_rx_;
     Counter returning_tx_failed_;
-    const MergeRings *merge_;
+    LiveMerger *merge_;
     uint64_t merge_interval_ns_;
-    std::vector<Consumption> published_;  // capacity reserved once
+    std::vector<Consumption> published_;   // capacity reserved once
+    std::vector<uint64_t> merge_cursors_;  // this worker's place in each other worker's ring
+    unsigned next_ring_ = 0;               // where the next pass starts reading
+    std::unique_ptr<SteeringStage> steering_;
     Counter merge_records_lost_;
     Counter merge_max_lag_ns_;
     Counter busy_tsc_;

@@ -89,6 +89,8 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
         // What the limit is kept per, hence what top_refused lists: sources, destinations
         // (dst), sources of pairs (src+dst), or the whole rule (none).
         rule["key"] = key_kind_name(r.key_kind);
+        // Whether each key is one core's alone or shared through the merge (steering.h).
+        rule["scope"] = rule_scope(r, ruleset.steering(), ruleset.cores());
 #define FG_X(name) rule[#name] = sum.name;
         FG_RULE_COUNTERS(FG_X)
 #undef FG_X
@@ -100,6 +102,19 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
         rules.push_back(rule);
     }
     j["rules"] = rules;
+    return j;
+}
+
+nlohmann::ordered_json core_top_refused(const RuleSet &ruleset, const CoreReading &core,
+                                        unsigned top) {
+    using nlohmann::ordered_json;
+    ordered_json j = ordered_json::object();
+    for (const CompiledRule &r : ruleset.rules()) {
+        ordered_json offenders = ordered_json::array();
+        for (const HeavyHitter &h : core.stats.top_refused[r.index].top(top))
+            offenders.push_back({{"source", key_prefix(h)}, {"count", h.count}});
+        if (!offenders.empty()) j[r.name] = offenders;
+    }
     return j;
 }
 

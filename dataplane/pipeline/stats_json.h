@@ -29,6 +29,11 @@ CoreReading read_core(const RuleSet &rules, const Pipeline &core);
 nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<CoreReading> &cores,
                                      unsigned top = kTopRefusedReported);
 
+// One core's top refused sources per rule, for the rules that refused any on it: with
+// steering, a source's refusals are all on its owner core (live stats' per-core rows).
+nlohmann::ordered_json core_top_refused(const RuleSet &ruleset, const CoreReading &core,
+                                        unsigned top);
+
 // Writes the document to path: a regular file is replaced at once (a new file beside it,
 // renamed over it), anything else (/dev/null) written to; false if it could not be written
 // whole.

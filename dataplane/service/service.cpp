@@ -124,6 +124,8 @@ bool Service::apply(const RulesFile &rules, const std::map<std::string, RuleMode
     options.cores = info_.workers;
     options.socket_id = info_.socket_id;
     options.previous = live_->current();  // only this thread swaps, under lock_
+    // The ports were set up for the first rules' steering: it stays until a restart.
+    options.steering = options.previous->steering();
     options.overrides = overrides;
     options.version = version_ + 1;
     std::unique_ptr<RuleSet> next = RuleSet::build(effective, options, error);
@@ -285,11 +287,24 @@ ordered_json Service::status_locked() const {
                             {"origin", origin_},
                             {"rules", rules_.config.rules.size()},
                             {"overrides", overrides_.size()}};
+    // Which rules' keys are each one worker's, and which the merge shares (steering.h).
+    ordered_json steering = {{"mode", info_.steering_mode}};
+    live_->with_current([&](const RuleSet &rs) {
+        if (rs.steering().by_source)
+            steering.update(
+                {{"ipv4_len", rs.steering().ipv4_len}, {"ipv6_len", rs.steering().ipv6_len}});
+        ordered_json scopes = ordered_json::array();
+        for (const CompiledRule &r : rs.rules())
+            scopes.push_back(
+                {{"name", r.name}, {"scope", rule_scope(r, rs.steering(), rs.cores())}});
+        steering["rules"] = scopes;
+    });
     return {{"ok", true},
             {"instance", info_.instance},
             {"started_unix", started_unix_ns_ / 1e9},
             {"uptime_s", (clock_.monotonic_ns() - started_ns_) / 1e9},
             {"workers", info_.workers},
+            {"steering", steering},
             {"ruleset", ruleset},
             {"reloads", {{"ok", reloads_ok_}, {"failed", reloads_failed_}}},
             {"overrides_expired", overrides_expired_},

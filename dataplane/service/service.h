@@ -54,7 +54,8 @@ struct RunningRules {
 struct ServiceInfo {
     unsigned workers = 1;
     int socket_id = -1;
-    std::string instance;  // unique per dataplane process start
+    std::string instance;                // unique per dataplane process start
+    std::string steering_mode = "none";  // how packets reach their owner (LiveView)
 };
 
 class Service {

@@ -1,0 +1,85 @@
+#include "dataplane/live/steering_stage.h"
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <string>
+
+namespace floodgate {
+
+SteeringRings::SteeringRings(unsigned workers, unsigned ring_size, const Steering &steering)
+    : steering_(steering) {
+    for (unsigned w = 0; w < workers && ok_; ++w) {
+        const std::string name = "fg_steer_" + std::to_string(w);
+        rings_.push_back(rte_ring_create(name.c_str(), ring_size, static_cast<int>(rte_socket_id()),
+                                         RING_F_SC_DEQ | RING_F_EXACT_SZ));
+        ok_ = rings_.back() != nullptr;
+    }
+}
+
+SteeringRings::~SteeringRings() {
+    for (rte_ring *r : rings_) {
+        if (r == nullptr) continue;
+        void *m;
+        while (rte_ring_sc_dequeue(r, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
+        rte_ring_free(r);
+    }
+}
+
+SteeringStage::SteeringStage(SteeringRings *rings, unsigned me)
+    : rings_(rings),
+      me_(me),
+      pending_(size_t{rings->workers()} * kMaxBurst),
+      n_pending_(rings->workers(), 0) {
+    owners_with_pending_.reserve(rings->workers());
+}
+
+uint16_t SteeringStage::receive(uint16_t port, uint16_t queue, rte_mbuf **out) {
+    rte_mbuf *got[kMaxBurst];
+    const uint16_t n = rte_eth_rx_burst(port, queue, got, kMaxBurst);
+    uint16_t mine = 0;
+    const Steering &s = rings_->steering();
+    const unsigned workers = rings_->workers();
+    for (uint16_t i = 0; i < n; ++i) {
+        PacketInfo info;
+        rte_mbuf *m = got[i];
+        // Frames that are not IP (or not whole) have no owner: decided where they arrive.
+        const bool ip = parse_packet(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_pkt_len(m),
+                                     &info, rte_pktmbuf_data_len(m)) == ParseStatus::ip;
+        const unsigned owner = ip ? source_owner(info, s, workers) : me_;
+        if (owner == me_) {
+            out[mine++] = m;
+            continue;
+        }
+        if (n_pending_[owner] == 0) owners_with_pending_.push_back(static_cast<uint16_t>(owner));
+        pending_[size_t{owner} * kMaxBurst + n_pending_[owner]++] = m;
+    }
+    if (!owners_with_pending_.empty()) hand_over();
+    if (mine < kMaxBurst) {
+        const unsigned got_in = rte_ring_sc_dequeue_burst(
+            rings_->ring(me_), reinterpret_cast<void **>(out + mine), kMaxBurst - mine, nullptr);
+        taken_in_ += got_in;
+        mine = static_cast<uint16_t>(mine + got_in);
+    }
+    return mine;
+}
+
+void SteeringStage::hand_over() {
+    for (uint16_t owner : owners_with_pending_) {
+        rte_mbuf **batch = &pending_[size_t{owner} * kMaxBurst];
+        const unsigned n = n_pending_[owner];
+        const unsigned sent = rte_ring_mp_enqueue_burst(
+            rings_->ring(owner), reinterpret_cast<void *const *>(batch), n, nullptr);
+        handed_out_ += sent;
+        if (sent < n) {
+            rte_pktmbuf_free_bulk(batch + sent, n - sent);
+            ring_full_ += n - sent;
+        }
+        n_pending_[owner] = 0;
+    }
+    owners_with_pending_.clear();
+}
+
+}  // namespace floodgate
