@@ -118,33 +118,45 @@ void core_metrics(const json *stats, std::string &out) {
         Type type;
         const char *help;
         const char *key;
-        bool in_table;  // under cores[].table
-        bool ns;        // nanoseconds, exported as seconds
+        const char *under;  // cores[].table or cores[].steering; nullptr: cores[] itself
+        bool ns;            // nanoseconds, exported as seconds
     };
     static constexpr Field kFields[] = {
         {"floodgate_table_occupancy", Type::gauge,
          "Limit-table slots holding a TAT (live, reserved, or expired not yet swept).", "occupancy",
-         true, false},
+         "table", false},
         {"floodgate_table_capacity", Type::gauge, "Limit-table slots of the worker core.",
-         "capacity", true, false},
+         "capacity", "table", false},
         {"floodgate_table_reclaims_total", Type::counter,
          "Expired limit-table entries cleared by the sweep or reused by an insert.", "reclaims",
-         true, false},
+         "table", false},
         {"floodgate_table_full_events_total", Type::counter,
-         "Limit-table inserts refused because every candidate slot was live.", "full_events", true,
-         false},
+         "Limit-table inserts refused because every candidate slot was live.", "full_events",
+         "table", false},
         {"floodgate_merge_max_lag_seconds", Type::gauge,
          "Longest time, since the dataplane started, between another core publishing its "
          "consumption and this core applying it.",
-         "merge_max_lag_ns", false, true},
+         "merge_max_lag_ns", nullptr, true},
         {"floodgate_merge_records_lost_total", Type::counter,
-         "Consumption records this core could not publish: its merge ring was full.",
-         "merge_records_lost", false, false},
+         "Consumption records of other cores overwritten on their rings before this core read "
+         "them.",
+         "merge_records_lost", nullptr, false},
+        {"floodgate_steering_handed_out_total", Type::counter,
+         "Frames this core received and handed to the worker that owns their source (software "
+         "steering).",
+         "handed_out", "steering", false},
+        {"floodgate_steering_taken_in_total", Type::counter,
+         "Frames other cores handed to this one, their owner, and it took in (software steering).",
+         "taken_in", "steering", false},
+        {"floodgate_steering_ring_full_total", Type::counter,
+         "Frames this core received and freed because their owner's ring was full (never "
+         "decided).",
+         "ring_full", "steering", false},
     };
     for (const Field &field : kFields) {
         Family f(field.metric, field.type, field.help);
         for (const auto &[core, c] : labelled) {
-            auto v = number_at(field.in_table ? member(c, "table") : c, field.key);
+            auto v = number_at(field.under != nullptr ? member(c, field.under) : c, field.key);
             f.add({{"core", core}}, field.ns ? seconds_from_ns(v) : v);
         }
         f.write(out);

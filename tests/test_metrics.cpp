@@ -122,7 +122,8 @@ json stats_object() {
         {"lcore", 1},
         {"table", {{"capacity", 1024}, {"occupancy", 3}, {"reclaims", 4}, {"full_events", 5}}},
         {"merge_max_lag_ns", 1500000},
-        {"merge_records_lost", 6}};
+        {"merge_records_lost", 6},
+        {"steering", {{"handed_out", 7}, {"taken_in", 8}, {"ring_full", 9}}}};
     json core1 = core0;
     core1["core"] = 1;
     // Each counter a value of its own: 100, 101, ... on core 0, then on core 1.
@@ -247,6 +248,9 @@ TEST(Metrics, PerCoreCountersComeFromTheXMacro) {
         "floodgate_table_full_events_total{core=\"1\"} 5",
         "floodgate_merge_max_lag_seconds{core=\"0\"} 0.0015",
         "floodgate_merge_records_lost_total{core=\"1\"} 6",
+        "floodgate_steering_handed_out_total{core=\"0\"} 7",
+        "floodgate_steering_taken_in_total{core=\"1\"} 8",
+        "floodgate_steering_ring_full_total{core=\"0\"} 9",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
 }

@@ -38,7 +38,10 @@ SteeringStage::SteeringStage(SteeringRings *rings, unsigned me)
 
 uint16_t SteeringStage::receive(uint16_t port, uint16_t queue, rte_mbuf **out) {
     rte_mbuf *got[kMaxBurst];
-    const uint16_t n = rte_eth_rx_burst(port, queue, got, kMaxBurst);
+    return steer(got, rte_eth_rx_burst(port, queue, got, kMaxBurst), out);
+}
+
+uint16_t SteeringStage::steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out) {
     uint16_t mine = 0;
     const Steering &s = rings_->steering();
     const unsigned workers = rings_->workers();

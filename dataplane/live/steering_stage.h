@@ -55,6 +55,9 @@ class SteeringStage {
     // others to their owners, and tops its own up from its ring: out[0..n) are this worker's
     // to decide, n returned.
     uint16_t receive(uint16_t port, uint16_t queue, rte_mbuf **out);
+    // receive()'s work on packets already received, got[0..n) (n <= kMaxBurst): what a
+    // benchmark times.
+    uint16_t steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out);
 
     uint64_t handed_out() const { return handed_out_; }  // to other workers' rings
     uint64_t taken_in() const { return taken_in_; }      // from this worker's ring

@@ -143,6 +143,17 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
     check(status["dataplane"]["ruleset"]["version"] == 1 and
           status["dataplane"]["ruleset"]["origin"] == "startup",
           "daemon adopted the dataplane's startup rules (same as --config): version 1", status)
+    # Steering: net_pcap has no RSS, so each worker hands packets to their source's owner, and
+    # every rule of v1 (per source, /32 and /64) is core-local.
+    steering = status["dataplane"]["steering"]
+    check(steering["mode"] == "software" and steering["ipv4_len"] == 32 and
+          steering["ipv6_len"] == 64 and steering["rules"] and
+          all(r["scope"] == "core-local" for r in steering["rules"]),
+          "status: software steering by /32 and /64, every rule core-local", steering)
+    code, out, err = ctl.run("status")
+    check(code == 0 and "steering:  software, each source prefix (IPv4 /32, IPv6 /64) on one "
+          "worker" in out and re.search(r"rule ntp +core-local", out) is not None,
+          "floodctl status says the steering and each rule's scope", out + err)
     # Rates from the first reply on: since the dataplane's start until two samples exist.
     first = status
     code, out, err = ctl.run("status")
@@ -230,6 +241,11 @@ def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, dae
     code, out, err = ctl.run("rules", "load", os.path.join(work, "v3.yaml"))
     check(code == 0 and "ntp: key ipv4 /32, ipv6 /64 -> ipv4 /24, ipv6 /64" in out,
           "re-keying ntp is shown in the diff", out + err)
+    # Its IPv4 keys are now coarser than the steering prefix, which stays /32: shared.
+    scopes = {r["name"]: r["scope"] for r in ctl.json("status")["dataplane"]["steering"]["rules"]}
+    check(scopes.get("ntp") == "shared (IPv4 /24 coarser than the steering /32)" and
+          scopes.get("dns") == "core-local",
+          "re-keyed ntp is shared for IPv4, the steering unchanged", scopes)
     ntp1 = wait_until(lambda: (lambda r: r if r["refused"] > 100000 else None)(ctl.rule("ntp")),
                       "ntp refusals under its new key")
     check(5 <= ntp1["passed"] <= 11, "re-keyed ntp got one fresh burst (5..11): %d" %
