@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "dataplane/live/port_plugins.h"
 #include "dataplane/pipeline/eal.h"
@@ -33,6 +34,11 @@ EalSession::~EalSession() {
 
 Dataplane::Dataplane(const DataplaneSetup &setup, LiveRuleSet *rules, std::atomic<bool> *stop)
     : setup_(setup), rules_(rules), stop_(stop) {
+    static_assert(sizeof(steering_key_bits_) % sizeof(HashSeed) == 0);
+    for (size_t at = 0; at < sizeof(steering_key_bits_); at += sizeof(HashSeed)) {
+        const HashSeed r = random_hash_seed();
+        std::memcpy(steering_key_bits_ + at, r.k, sizeof(HashSeed));
+    }
     view_.workers = &workers_;
     view_.outside = setup.outside;
     view_.inside = setup.inside;
@@ -90,6 +96,7 @@ bool Dataplane::start_port(uint16_t port, PortFeatures *features, std::string *e
               (setup_.steering == SteeringMode::automatic || setup_.steering == SteeringMode::nic);
     s.steer_prefix_bits = nic_prefix_bits(setup_.steering_prefix);
     s.by_destination = port != setup_.outside;
+    s.steer_key_bits = steering_key_bits_;
     if (!setup_port(s, pool_.get(), features, error)) {
         if (rte_eth_dev_is_valid_port(port)) close_port(port);  // configured, maybe not started
         return false;

@@ -127,6 +127,7 @@ class Dataplane {
     std::atomic<bool> *stop_;
     bool outside_checksum_offload_ = false;
     PortFeatures outside_features_, inside_features_;
+    uint8_t steering_key_bits_[kMaxSteeringKeyBytes];  // random, for every port's RSS key
     // Released in reverse order of declaration: each after everything that uses it.
     std::unique_ptr<rte_mempool, PoolFree> pool_;
     StartedPorts started_;

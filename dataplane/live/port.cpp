@@ -9,20 +9,15 @@
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
 
-#include "dataplane/core/keyed_hash.h"
 #include "dataplane/core/steering.h"
 
 namespace floodgate {
 
 namespace {
-// The Toeplitz key: random (an attacker must not know which sources share a queue), zeroed
-// past the prefix so the hash reads only the prefix.
-std::vector<uint8_t> steering_key(size_t len, unsigned prefix_bits) {
-    std::vector<uint8_t> key(len);
-    for (size_t at = 0; at < len; at += sizeof(HashSeed)) {
-        const HashSeed r = random_hash_seed();
-        std::memcpy(key.data() + at, r.k, std::min(sizeof(HashSeed), len - at));
-    }
+// The port's Toeplitz key: the run's random bits (an attacker must not know which sources share
+// a queue), zeroed past the prefix so the hash reads only the prefix.
+std::vector<uint8_t> steering_key(const uint8_t *bits, size_t len, unsigned prefix_bits) {
+    std::vector<uint8_t> key(bits, bits + len);
     zero_key_past_prefix(key.data(), key.size(), prefix_bits);
     return key;
 }
@@ -107,8 +102,10 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
                 std::string("offers no ") + (s.by_destination ? "L3_DST_ONLY" : "L3_SRC_ONLY") +
                 " hashing (flow_type_rss_offloads " + hex(info.flow_type_rss_offloads) + ")";
         if (s.steer && offers_only) {
-            key = steering_key(info.hash_key_size != 0 ? info.hash_key_size : 40,
-                               s.steer_prefix_bits);
+            const size_t len = info.hash_key_size != 0 ? info.hash_key_size : 40;
+            if (len > kMaxSteeringKeyBytes || s.steer_key_bits == nullptr)
+                return fail("RSS key size", -EINVAL);
+            key = steering_key(s.steer_key_bits, len, s.steer_prefix_bits);
             conf.rx_adv_conf.rss_conf.rss_key = key.data();
             conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(key.size());
         }

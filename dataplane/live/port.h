@@ -3,6 +3,7 @@
 // close_port() in reverse order of setup, in one place (Dataplane, dataplane/live/dataplane.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -22,7 +23,11 @@ struct PortSetup {
     bool steer = false;
     unsigned steer_prefix_bits = 64;
     bool by_destination = false;
+    // The key's random bits, the same for every port of a run (so that a source and the replies
+    // to it hash alike); each port takes its hash_key_size bytes of it (at most 64).
+    const uint8_t *steer_key_bits = nullptr;
 };
+inline constexpr size_t kMaxSteeringKeyBytes = 64;
 
 // What the port was set up with, for the log and the workers.
 struct PortFeatures {
