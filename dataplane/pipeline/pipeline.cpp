@@ -22,7 +22,7 @@ bool is_bare_rst(const PacketInfo &p) {
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
     : table_(table), core_(core) {
-    for (Burst &b : bursts_) b.checks.resize(kMaxBurst * (kMaxRules + 1));
+    for (Burst &b : bursts_) b.checks.reset(new Check[kMaxBurst * (kMaxRules + 1)]);
     adopt(rules);
 }
 

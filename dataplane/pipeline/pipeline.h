@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -190,7 +191,10 @@ class Pipeline {
         uint64_t serial = 0;      // of the ruleset it was keyed with
         bool prefetched = false;  // its checks' buckets
         unsigned n_checks = 0;
-        std::vector<Check> checks;  // kMaxBurst x (kMaxRules + 1): any ruleset fits
+        // kMaxBurst x (kMaxRules + 1): any ruleset fits. Left uninitialised, so that only the
+        // pages a ruleset's checks use are ever touched (790 KB a burst otherwise, zeroed per
+        // core at start: 100 MB for 64 cores).
+        std::unique_ptr<Check[]> checks;
         uint16_t first_check[kMaxBurst + 1];
         PacketInfo infos[kMaxBurst];
         ParseStatus status[kMaxBurst];
