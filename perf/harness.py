@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """floodgate's performance harness: every case, side by side with its baseline, as ratios.
 
-    perf/harness.py BUILD_DIR [--seconds S] [--reps N] [--cases 1,2,3,micro,syn,xdp,scaling]
+    perf/harness.py BUILD_DIR [--seconds S] [--reps N]
+                    [--cases 1,2,3,micro,syn,xdp,payload,scaling,cores]
                     [--mixes a,b,c,d,e,e-drop] [--quick]
 
 Writes perf/results/<date>.json; perf/report.py turns it into perf/RESULTS.md. As root.
@@ -41,11 +42,17 @@ Cases, each peer run in turn (baseline first on even repetitions, floodgate firs
      (two RX queues on the pcap port, lcores 0@0,1@0,2@1: the second worker shares CPU 0 with
      the main lcore, which forwards the merge): mix b split in two by source (as RSS would),
      and mix b whole on both queues (every key on both cores).
+  cores: what one more core costs (issue 25): floodgate replay --workers N for N = 1, 2, 4, 8,
+     16, 64 on mix b, mix a repeated to 1,048,576 frames, and mix b under an aggregate rule
+     (perf/cores/aggregate.yaml); --spread steering (each source on its owner core) beside rr
+     (every key shared, the way before), alternating: CPU time (user + sys) per packet, peak
+     RSS and key copies (table occupancy + reclaims); also each run's start-up (the same
+     replay over the mix's first frame). No hugepages: replay runs without them.
   syn: perf/bench_decision's BM_SynFlood alone (1,048,576 sources: frame copy only, every SYN
      dropped, every SYN answered), --bench-reps repetitions interleaved at random, every
      repetition kept.
 Rates are medians of one-second samples after a warm-up; each peer's figure is the median of
-its repetitions.
+its repetitions (the cores case: each replay's whole run, the median of the repetitions).
 """
 import argparse
 import datetime
@@ -54,6 +61,7 @@ import subprocess
 import sys
 
 from harness_benchmarks import Benchmarks
+from harness_cores import Cores
 from harness_dpdk_cases import DpdkCases
 from harness_kernel_case import KernelCase
 from harness_peers import MBUF_SIZE, ROOT
@@ -61,7 +69,7 @@ from harness_processes import log
 from harness_results import machine, write_results
 
 
-class Harness(DpdkCases, KernelCase, Benchmarks):
+class Harness(DpdkCases, KernelCase, Benchmarks, Cores):
     """Every case on one build: run by name, each adding its figures to self.results."""
 
 
@@ -70,8 +78,8 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=int, default=5, help="samples per run (after 2 warm-up)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cases", default="1,2,3,micro,xdp,payload,scaling",
-                    help="of 1,2,3,micro,syn,xdp,payload,scaling")
+    ap.add_argument("--cases", default="1,2,3,micro,xdp,payload,scaling,cores",
+                    help="of 1,2,3,micro,syn,xdp,payload,scaling,cores")
     ap.add_argument("--mixes", default="a,b,c,d,e,e-drop,a-payload,b-payload",
                     help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
@@ -91,7 +99,7 @@ def main():
     for case in args.cases.split(","):
         try:
             {"1": h.case1, "2": h.case2, "3": h.case3, "micro": h.micro, "syn": h.syn,
-             "xdp": h.xdp, "payload": h.payload, "scaling": h.scaling}[case]()
+             "xdp": h.xdp, "payload": h.payload, "scaling": h.scaling, "cores": h.cores}[case]()
         except Exception as e:  # one case failing still leaves the others' figures
             log("case %s failed: %s" % (case, e))
             failures.append({"case": case, "error": str(e)[-3000:]})

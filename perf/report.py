@@ -14,13 +14,17 @@ e,e-drop) follows as a section of its own, with its machine and command.
 
 A run with the scaling case (perf/bench_scaling and mix b on one and two workers) also gets
 one picture per dimension, drawn with matplotlib (python3-matplotlib) next to its JSON
-(results/DATE-keys.png, -rules, -prefixes, -workers) and linked from the Markdown; without
-matplotlib the tables come alone.
+(results/DATE-keys.png, -rules, -prefixes, -workers) and linked from the Markdown; a run with
+the cores case (perf/harness_cores.py, issue 25) gets its section (perf/report_cores.py: per
+mix, replay's CPU per packet, key copies and peak RSS from 1 to 64 workers, steering beside
+round robin, and the issue's goals) and results/DATE-cores.png. Without matplotlib the tables
+come alone.
 """
 import json
 import sys
 
 from report_cases import render
+from report_cores import cores
 from report_format import name
 
 
@@ -34,13 +38,15 @@ def rules_used(r):
 
 def machine(r):
     m, s = r["machine"], r["settings"]
-    return ["Machine: %s, %d CPUs, %.1f GiB, Linux %s, DPDK %s, %s. Commit %s, %s." % (
+    line = "Machine: %s, %d CPUs, %.1f GiB, Linux %s, DPDK %s, %s. Commit %s, %s." % (
         m["cpu"], m["cpus"], m["memory_gib"], m["kernel"], m["dpdk"], m["nftables"],
-        m["commit"], r["date"]),
-        "Each figure is the median of %d repetitions, each the median of %d one-second "
-        "samples after 2 s of warm-up; peers alternate. Rules: %s. Mbuf data room %d bytes "
-        "for every peer. Ranges in brackets are the repetitions' lowest and highest." % (
-            s["repetitions"], s["seconds"], rules_used(r), s["mbuf_size"])]
+        m["commit"], r["date"])
+    if "cores" in r and not r["cases"] and "scaling" not in r:
+        return [line]  # no sampled rates: the cores section says how it measures
+    return [line, "Each figure is the median of %d repetitions, each the median of %d one-second "
+            "samples after 2 s of warm-up; peers alternate. Rules: %s. Mbuf data room %d bytes "
+            "for every peer. Ranges in brackets are the repetitions' lowest and highest." % (
+                s["repetitions"], s["seconds"], rules_used(r), s["mbuf_size"])]
 
 
 def answers_run(r):
@@ -64,7 +70,7 @@ def main(argv):
                "--notes perf/%s " % name(notes) if notes else "",
                " ".join("perf/" + name(p) for p in paths)), ""]
     out += machine(r) + [""]
-    out += render(r, "##", "Targets (issue #5)")
+    out += render(r, "##", "Targets (issue #5)") + cores(r, "##")
     for path in paths[1:]:
         later = json.load(open(path))
         later["_path"] = path
@@ -74,10 +80,11 @@ def main(argv):
                                if "scaling" in later and answers_run(later)
                                else "answering a SYN flood" if answers_run(later)
                                else "how the cost grows" if "scaling" in later
+                               else "one more core's cost (issue 25)" if "cores" in later
                                else "a partial run"), "",
                 "From `%s`, written by `%s`." % (name(path), later.get("command", "perf/harness.py")),
                 ""] + machine(later) + [""]
-        out += render(later, "###", "Targets of this run")
+        out += render(later, "###", "Targets of this run") + cores(later, "###")
     if notes:
         with open(notes) as f:
             out += [f.read().rstrip("\n"), ""]

@@ -1,4 +1,4 @@
-"""The scaling case's pictures, drawn with matplotlib into DATE-keys.png and the like."""
+"""The scaling and cores cases' pictures, drawn with matplotlib into DATE-keys.png and the like."""
 import os
 
 from report_format import PERF_DIR, mpps_of_ns
@@ -138,5 +138,39 @@ def workers_figure(plt, workers, merge):
         ax.set_ylabel("ns per key")
         ax.set_title("The merge per key, by part")
         ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def cores_figure(plt, mixes):
+    """The cores case: CPU per packet against workers, steering and round robin, one panel per
+    mix. Both axes logarithmic: rr grows with N (every key on every core) by tens of times,
+    and a flat steering line must still show its few percent."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter  # here: pyplot() may have none
+    plain = FuncFormatter(lambda v, _: "%g" % v)
+    fig, axes = plt.subplots(1, len(mixes), figsize=(4.5 * len(mixes) + 1, 4), squeeze=False)
+    for ax, m in zip(axes[0], mixes):
+        for spread, label in (("steering", "steering (owner core)"),
+                              ("rr", "rr (every key shared)")):
+            pts = [(row["workers"], row[spread]["cpu_ns_per_packet"]) for row in m["rows"]
+                   if row.get(spread, {}).get("cpu_ns_per_packet") is not None]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+        ns = [row["workers"] for row in m["rows"]]
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.yaxis.set_major_formatter(plain)
+        lo, hi = ax.get_ylim()
+        # Within one decade the major ticks may be none: label the minor ones instead.
+        ax.yaxis.set_minor_formatter(plain if hi / lo < 10 else NullFormatter())
+        ax.set_xlabel("workers")
+        ax.set_ylabel("CPU ns per packet (user + sys)")
+        ax.set_title("mix " + m["mix"].replace("-aggregate", " under an aggregate rule"),
+                     fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("floodgate replay: CPU per packet as workers grow")
     fig.tight_layout()
     return fig
