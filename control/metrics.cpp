@@ -387,6 +387,20 @@ void stats_metrics(const json *stats, std::string &out) {
     interval.add({}, seconds_from_ns(number_at(member(stats, "merge"), "interval_ns")));
     interval.write(out);
 
+    // How packets reach their owner worker, and whether the NIC refused to steer them.
+    const json *steering = member(stats, "steering");
+    Family mode("floodgate_steering_info", Type::gauge,
+                "1, labelled with how packets reach the worker that owns their source: nic, "
+                "software, none or one worker.");
+    if (auto m = label_at(steering, "mode")) mode.add({{"mode", *m}}, flag(true));
+    mode.write(out);
+    Family refused("floodgate_steering_nic_refused", Type::gauge,
+                   "1 when the outside port refused RSS by source prefix (the reason is in the "
+                   "stats' steering.nic_refused and the log).");
+    if (steering != nullptr && steering->is_object())
+        refused.add({}, flag(member(steering, "nic_refused") != nullptr));
+    refused.write(out);
+
     rule_metrics(stats, out);
     nic_metrics(stats, out);
     direction_metrics(stats, out);

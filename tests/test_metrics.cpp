@@ -159,7 +159,8 @@ json stats_object() {
               {"inside_to_outside", {{"rx", 0}, {"tx", 0}, {"tx_failed", 0}}}}},
             {"nic", {nic0, nic1}},
             {"cores", {core0, core1}},
-            {"merge", {{"workers", 2}, {"interval_ns", 1000000}, {"max_lag_ns", 1500000}}}};
+            {"merge", {{"workers", 2}, {"interval_ns", 1000000}, {"max_lag_ns", 1500000}}},
+            {"steering", {{"mode", "software"}, {"nic_refused", "offers no RSS on IP"}}}};
 }
 
 std::string full_text() {
@@ -263,6 +264,8 @@ TEST(Metrics, StatsWideGauges) {
         "floodgate_table_bytes_per_entry 32",
         "floodgate_table_memory_bytes 73819904",
         "floodgate_merge_interval_seconds 0.001",
+        "floodgate_steering_info{mode=\"software\"} 1",
+        "floodgate_steering_nic_refused 1",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
     EXPECT_EQ(text.find("reason=\"none\""), std::string::npos);
@@ -372,6 +375,7 @@ TEST(Metrics, WrongTypesAndMissingObjectsSkipSamples) {
     stats["malformed_reasons"] = {{"l4_truncated", nullptr}};
     stats["table"] = 3;
     stats["merge"] = {{"interval_ns", "1ms"}};
+    stats["steering"] = "software";
     const json status = {{"ruleset", "v3"}, {"reloads", {{"ok", 1.5}}}, {"workers", nullptr}};
     const json overrides = {{"ok", false}, {"error", "no"}};
     MetricsInput in;
@@ -399,6 +403,8 @@ TEST(Metrics, WrongTypesAndMissingObjectsSkipSamples) {
         "floodgate_port_rx_packets_total",
         "floodgate_table_bytes_per_entry",
         "floodgate_merge_interval_seconds",
+        "floodgate_steering_info",
+        "floodgate_steering_nic_refused",
         "floodgate_ruleset_version",
         "floodgate_ruleset_info",
         "floodgate_workers",
