@@ -395,35 +395,29 @@ rules:
 }
 
 TEST(Config, Steering) {
-    const Config both = parse_config("steering: { ipv4: 24, ipv6: 56 }\n" + rule_lines({kLimit}));
-    EXPECT_TRUE(both.steering.set);
-    EXPECT_EQ(both.steering.ipv4_len, 24);
-    EXPECT_EQ(both.steering.ipv6_len, 56);
-    // The extremes, in block style.
-    const Config ends = parse_config("steering:\n  ipv4: 1\n  ipv6: 128\n");
-    EXPECT_TRUE(ends.steering.set);
-    EXPECT_EQ(ends.steering.ipv4_len, 1);
-    EXPECT_EQ(ends.steering.ipv6_len, 128);
-    const Config top = parse_config("steering: { ipv4: 32, ipv6: 1 }\n");
-    EXPECT_EQ(top.steering.ipv4_len, 32);
-    EXPECT_EQ(top.steering.ipv6_len, 1);
-    // One family given: the other keeps its default; an empty map is still a choice made.
-    const Config v4 = parse_config("steering: { ipv4: 16 }\n");
-    EXPECT_TRUE(v4.steering.set);
-    EXPECT_EQ(v4.steering.ipv4_len, 16);
-    EXPECT_EQ(v4.steering.ipv6_len, 64);
-    const Config v6 = parse_config("steering: { ipv6: 48 }\n");
-    EXPECT_EQ(v6.steering.ipv4_len, 32);
-    EXPECT_EQ(v6.steering.ipv6_len, 48);
-    const Config empty = parse_config("steering: {}\n");
-    EXPECT_TRUE(empty.steering.set);
-    EXPECT_EQ(empty.steering.ipv4_len, 32);
-    EXPECT_EQ(empty.steering.ipv6_len, 64);
-    // Not written: not set (floodgate derives it from the rules), the defaults /32 and /64.
-    const Config none = parse_config(rule_lines({kLimit}));
-    EXPECT_FALSE(none.steering.set);
-    EXPECT_EQ(none.steering.ipv4_len, 32);
-    EXPECT_EQ(none.steering.ipv6_len, 64);
+    struct Case {
+        std::string text;
+        bool set;
+        unsigned ipv4_len, ipv6_len;
+    };
+    const Case cases[] = {
+        {"steering: { ipv4: 24, ipv6: 56 }\n" + rule_lines({kLimit}), true, 24, 56},
+        {"steering:\n  ipv4: 1\n  ipv6: 128\n", true, 1, 128},  // the extremes, block style
+        {"steering: { ipv4: 32, ipv6: 1 }\n", true, 32, 1},
+        // One family given: the other keeps its default; an empty map is still a choice made.
+        {"steering: { ipv4: 16 }\n", true, 16, 64},
+        {"steering: { ipv6: 48 }\n", true, 32, 48},
+        {"steering: {}\n", true, 32, 64},
+        // Not written: not set (floodgate derives it from the rules), the defaults /32 and /64.
+        {rule_lines({kLimit}), false, 32, 64},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.text);
+        const Config config = parse_config(c.text);
+        EXPECT_EQ(config.steering.set, c.set);
+        EXPECT_EQ(config.steering.ipv4_len, c.ipv4_len);
+        EXPECT_EQ(config.steering.ipv6_len, c.ipv6_len);
+    }
 }
 
 TEST(Config, Escalate) {

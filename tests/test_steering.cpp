@@ -39,6 +39,17 @@ void set_key_bit(RssKey &k, unsigned i) {
     k[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
 }
 
+// A random key zeroed past `prefix` bits, with the prefix's last bit of each 32-bit window set
+// (bits 31 and 63, or 23 for a /24): every input bit inside the prefix then XORs a non-zero key
+// window, so each single-bit change inside it must show in the hash.
+RssKey prefix_key(std::mt19937_64 &rng, unsigned prefix) {
+    RssKey k = random_key(rng);
+    for (unsigned bit = 31; bit < prefix; bit += 32) set_key_bit(k, bit);
+    set_key_bit(k, prefix - 1);
+    zero_key_past_prefix(k.data(), k.size(), prefix);
+    return k;
+}
+
 // rte_softrss takes the input as host-order 32-bit words, the first address byte the most
 // significant of word 0 (what rte_be_to_cpu_32 of each network-order word gives).
 uint32_t toeplitz(const uint8_t *bytes, unsigned words, const RssKey &key) {
@@ -106,12 +117,7 @@ TEST(SteeringKey, ZeroesExactlyTheBitsPastThePrefix) {
 TEST(SteeringKey, Ipv6SourcesHashByTheirSlash64) {
     std::mt19937_64 rng(25);
     for (int trial = 0; trial < 50; ++trial) {
-        RssKey key = random_key(rng);
-        // Key bits 31 and 63 set: every input bit i < 64 then XORs a non-zero key window
-        // [i, i + 31], so each single-bit change inside the /64 must show.
-        set_key_bit(key, 31);
-        set_key_bit(key, 63);
-        zero_key_past_prefix(key.data(), key.size(), 64);
+        const RssKey key = prefix_key(rng, 64);
         const Addr base = random_addr(rng);
         const uint32_t h = hash_v6_source(base, key);
         for (int i = 0; i < 100; ++i)
@@ -141,10 +147,7 @@ TEST(SteeringKey, Ipv4SourcesHashByTheirSlash32OrTheKeysPrefix) {
     std::mt19937_64 rng(2501);
     for (int trial = 0; trial < 50; ++trial) {
         // The /64 key of the IPv6 case reads the whole IPv4 source: each bit of it counts.
-        RssKey key64 = random_key(rng);
-        set_key_bit(key64, 31);
-        set_key_bit(key64, 63);
-        zero_key_past_prefix(key64.data(), key64.size(), 64);
+        const RssKey key64 = prefix_key(rng, 64);
         const Addr base = random_addr(rng);
         const uint32_t h = hash_v4_source(base, key64);
         Addr same = random_addr(rng);  // the /32 alike, the other 12 bytes not hashed at all
@@ -157,9 +160,7 @@ TEST(SteeringKey, Ipv4SourcesHashByTheirSlash32OrTheKeysPrefix) {
         }
 
         // Zeroed past 24 bits: every source of a /24 hashes alike.
-        RssKey key24 = random_key(rng);
-        set_key_bit(key24, 23);
-        zero_key_past_prefix(key24.data(), key24.size(), 24);
+        const RssKey key24 = prefix_key(rng, 24);
         const uint32_t h24 = hash_v4_source(base, key24);
         for (int i = 0; i < 100; ++i)
             ASSERT_EQ(hash_v4_source(within(base, 24, rng), key24), h24) << "trial " << trial;
@@ -179,10 +180,7 @@ TEST(SteeringKey, TheQueueIgnoresThePrefixsLast25Bits) {
     std::mt19937_64 rng(39);
     constexpr uint32_t kRetaMask = 127;
     for (int trial = 0; trial < 50; ++trial) {
-        RssKey key = random_key(rng);
-        set_key_bit(key, 31);
-        set_key_bit(key, 63);
-        zero_key_past_prefix(key.data(), key.size(), 64);
+        const RssKey key = prefix_key(rng, 64);
         const Addr base = random_addr(rng);
         const uint32_t h = hash_v6_source(base, key);
         for (unsigned bit = 39; bit < 64; ++bit) {

@@ -284,4 +284,16 @@ uint64_t refused_for(const ModelRuleCounters &c, const SourceKey &k) {
     return it == c.refused_by_key.end() ? 0 : it->second;
 }
 
+int64_t worst_gcra_excess(const std::string &pass_pcap, int64_t burst, uint64_t interval_ns) {
+    std::vector<uint64_t> t;
+    for (const PcapRecord &rec : read_pcap(pass_pcap).records) t.push_back(rec.ts_ns);
+    int64_t worst = INT64_MIN;
+    for (size_t i = 0; i < t.size(); ++i)
+        for (size_t j = i; j < t.size(); ++j) {
+            const int64_t allowed = burst + static_cast<int64_t>((t[j] - t[i]) / interval_ns);
+            worst = std::max(worst, static_cast<int64_t>(j - i + 1) - allowed);
+        }
+    return worst;
+}
+
 }  // namespace floodgate::test

@@ -50,16 +50,7 @@ class MergeBound : public Scenario {
              "--spread", "rr", "--merge-interval-us", std::to_string(kMergeNs / 1000), "--quiet"},
             dir_);
         EXPECT_EQ(r.exit_code, 0) << r.err;
-        std::vector<uint64_t> t;
-        for (const PcapRecord &rec : read_pcap(path("pass" + suffix + ".pcap")).records)
-            t.push_back(rec.ts_ns);
-        int64_t worst = INT64_MIN;
-        for (size_t i = 0; i < t.size(); ++i)
-            for (size_t j = i; j < t.size(); ++j) {
-                int64_t allowed = kBurst + static_cast<int64_t>((t[j] - t[i]) / kIntervalNs);
-                worst = std::max(worst, static_cast<int64_t>(j - i + 1) - allowed);
-            }
-        return worst;
+        return worst_gcra_excess(path("pass" + suffix + ".pcap"), kBurst, kIntervalNs);
     }
 };
 
