@@ -20,6 +20,7 @@
 #include "dataplane/core/ruleset.h"
 #include "dataplane/core/steering.h"
 #include "rules/load.h"
+#include "tests/pkt_builder.h"
 
 namespace floodgate {
 namespace {
@@ -290,13 +291,47 @@ TEST(SteeringPrefix, DerivedFromTheShortestSourceKey) {
 // ---------------------------------------------------------------------------------------------
 // The owner core.
 
-PacketInfo packet_from(uint8_t family, const Addr &src) {
-    PacketInfo p;
-    p.family = family;
-    std::memset(p.src, 0, sizeof p.src);
-    std::memset(p.dst, 0, sizeof p.dst);
-    std::memcpy(p.src, src.data(), family == 6 ? 16 : 4);
-    return p;
+// An address of the family: its first 4 or 16 bytes.
+FrameAddress address_of(uint8_t family, const Addr &a) {
+    FrameAddress f;
+    f.family = family;
+    std::memcpy(f.addr, a.data(), family == 6 ? 16 : 4);
+    return f;
+}
+
+// What the owner is chosen by, read from the frame as the full parser reads it: the source, or
+// the destination, through VLAN tags; nothing from a frame that is not IP or is cut short.
+TEST(SteeringOwner, FrameAddressReadsWhatTheParserReads) {
+    const test::Frame frames[] = {
+        test::PacketBuilder().ipv4("198.18.0.1", "198.19.2.3").udp(1234, 53).build(),
+        test::PacketBuilder()
+            .vlan(7)
+            .vlan(8)
+            .ipv4("198.18.9.9", "198.18.1.1")
+            .tcp(1, 80, 0x02)
+            .build(),
+        test::PacketBuilder().ipv6("2001:db8:1::5", "2001:db8:ff::1").udp(1, 53).build(),
+        test::PacketBuilder().vlan(100).ipv6("2001:db8:2::6", "2001:db8::1").udp(1, 53).build(),
+    };
+    for (const test::Frame &f : frames) {
+        PacketInfo info;
+        ASSERT_EQ(parse_packet(f.data(), static_cast<uint32_t>(f.size()), &info), ParseStatus::ip);
+        FrameAddress src, dst;
+        ASSERT_TRUE(frame_address(f.data(), static_cast<uint32_t>(f.size()), false, &src));
+        ASSERT_TRUE(frame_address(f.data(), static_cast<uint32_t>(f.size()), true, &dst));
+        EXPECT_EQ(src.family, info.family);
+        EXPECT_EQ(dst.family, info.family);
+        EXPECT_EQ(0, std::memcmp(src.addr, info.src, 16));
+        EXPECT_EQ(0, std::memcmp(dst.addr, info.dst, 16));
+        // Cut anywhere inside the headers it reads: no address.
+        const uint32_t header_end = info.l3_offset + (info.family == 6 ? 40 : 20);
+        for (uint32_t cut = 0; cut < header_end; ++cut)
+            EXPECT_FALSE(frame_address(f.data(), cut, false, &src)) << "cut at " << cut;
+    }
+    test::Frame arp = test::PacketBuilder().ipv4("198.18.0.1", "198.18.0.2").udp(1, 2).build();
+    arp[12] = 0x08, arp[13] = 0x06;
+    FrameAddress a;
+    EXPECT_FALSE(frame_address(arp.data(), static_cast<uint32_t>(arp.size()), false, &a));
 }
 
 TEST(SteeringOwner, OnePrefixOneOwner) {
@@ -307,20 +342,16 @@ TEST(SteeringOwner, OnePrefixOneOwner) {
         std::set<unsigned> seen;
         for (int prefix = 0; prefix < 200; ++prefix) {
             const Addr base = random_addr(rng);
-            const unsigned o4 = source_owner(packet_from(4, base), steering, workers);
-            const unsigned o6 = source_owner(packet_from(6, base), steering, workers);
+            const unsigned o4 = address_owner(address_of(4, base), steering, workers);
+            const unsigned o6 = address_owner(address_of(6, base), steering, workers);
             ASSERT_LT(o4, workers);
             ASSERT_LT(o6, workers);
             seen.insert(o4);
             for (int i = 0; i < 20; ++i) {
                 const Addr a = within(base, 24, rng);
-                ASSERT_EQ(source_owner(packet_from(4, a), steering, workers), o4);
+                ASSERT_EQ(address_owner(address_of(4, a), steering, workers), o4);
                 const Addr b = within(base, 56, rng);
-                ASSERT_EQ(source_owner(packet_from(6, b), steering, workers), o6);
-                // The destination's owner is the same function of the destination.
-                PacketInfo out = packet_from(6, random_addr(rng));
-                std::memcpy(out.dst, b.data(), 16);
-                ASSERT_EQ(destination_owner(out, steering, workers), o6);
+                ASSERT_EQ(address_owner(address_of(6, b), steering, workers), o6);
             }
         }
         // 200 prefixes reach every one of up to 16 workers (and most of 64).
@@ -337,7 +368,7 @@ TEST(SteeringOwner, EveryOwnerGetsAFairShare) {
         SCOPED_TRACE("IPv" + std::to_string(family));
         std::vector<unsigned> count(kWorkers);
         for (unsigned i = 0; i < kPrefixes; ++i)
-            ++count.at(source_owner(packet_from(family, random_addr(rng)), steering, kWorkers));
+            ++count.at(address_owner(address_of(family, random_addr(rng)), steering, kWorkers));
         for (unsigned w = 0; w < kWorkers; ++w) {
             EXPECT_GE(count[w], kPrefixes / kWorkers * 9 / 10) << "worker " << w;
             EXPECT_LE(count[w], kPrefixes / kWorkers * 11 / 10) << "worker " << w;
@@ -352,7 +383,7 @@ TEST(SteeringOwner, EveryOwnerGetsAFairShare) {
         a[1] = static_cast<uint8_t>(i >> 8);
         a[2] = static_cast<uint8_t>(i);
         a[3] = static_cast<uint8_t>(rng());
-        ++count.at(source_owner(packet_from(4, a), by24, kWorkers));
+        ++count.at(address_owner(address_of(4, a), by24, kWorkers));
     }
     for (unsigned w = 0; w < kWorkers; ++w) {
         EXPECT_GE(count[w], kPrefixes / kWorkers * 9 / 10) << "worker " << w;

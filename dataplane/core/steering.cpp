@@ -1,8 +1,10 @@
 #include "dataplane/core/steering.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "dataplane/core/keyed_hash.h"
+#include "dataplane/core/load_be.h"
 #include "dataplane/core/rule_match.h"
 
 namespace floodgate {
@@ -81,20 +83,46 @@ namespace {
 // A fixed seed: every process (replay, each worker, a second box) must pick the same owner.
 constexpr HashSeed kOwnerSeed{{0x5374656572696e67ull, 0x6f776e6572ull, 0, 0}};
 
-unsigned owner_of(const PacketInfo &p, const uint8_t *addr, const Steering &s, unsigned workers) {
-    const LimitKey k = masked_key(p, addr, s.mask_hi, s.mask_lo, p.family);
-    const uint64_t h = keyed_hash(kOwnerSeed, k.addr_hi, k.addr_lo, k.tag);
+unsigned owner_of(uint8_t family, const uint8_t *addr, const Steering &s, unsigned workers) {
+    const unsigned f = family == 6;
+    uint64_t hi, lo;
+    std::memcpy(&hi, addr, 8);
+    std::memcpy(&lo, addr + 8, 8);
+    const uint64_t h = keyed_hash(kOwnerSeed, hi & s.mask_hi[f], lo & s.mask_lo[f], family);
     // Multiply-shift onto [0, workers): no division, and every worker an equal share.
     return static_cast<unsigned>((static_cast<unsigned __int128>(h) * workers) >> 64);
 }
 }  // namespace
 
-unsigned source_owner(const PacketInfo &p, const Steering &s, unsigned workers) {
-    return owner_of(p, p.src, s, workers);
+bool frame_address(const uint8_t *frame, uint32_t captured, bool destination, FrameAddress *out) {
+    uint32_t off = 12;
+    if (captured < off + 2) return false;
+    uint16_t ether_type = load_be16(frame + off);
+    for (unsigned tags = 0; ether_type == 0x8100 || ether_type == 0x88a8 || ether_type == 0x9100;
+         ++tags) {
+        if (tags == kMaxVlanTags || captured < off + 4 + 2) return false;
+        off += 4;
+        ether_type = load_be16(frame + off);
+    }
+    off += 2;  // the IP header
+    if (ether_type == 0x0800) {
+        if (captured < off + 20 || frame[off] >> 4 != 4) return false;
+        out->family = 4;
+        std::memset(out->addr, 0, sizeof(out->addr));
+        std::memcpy(out->addr, frame + off + (destination ? 16 : 12), 4);
+        return true;
+    }
+    if (ether_type == 0x86dd) {
+        if (captured < off + 40 || frame[off] >> 4 != 6) return false;
+        out->family = 6;
+        std::memcpy(out->addr, frame + off + (destination ? 24 : 8), 16);
+        return true;
+    }
+    return false;
 }
 
-unsigned destination_owner(const PacketInfo &p, const Steering &s, unsigned workers) {
-    return owner_of(p, p.dst, s, workers);
+unsigned address_owner(const FrameAddress &a, const Steering &s, unsigned workers) {
+    return owner_of(a.family, a.addr, s, workers);
 }
 
 }  // namespace floodgate

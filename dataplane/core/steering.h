@@ -67,10 +67,18 @@ void zero_key_past_prefix(uint8_t *key, size_t key_len, unsigned prefix_bits);
 // the merge, and why: "shared (dst key)", "shared (IPv4 /24 coarser than the steering /32)".
 std::string rule_scope(const CompiledRule &r, const Steering &s, unsigned cores);
 
-// The worker of `workers` that owns the source of p under s (s.by_source): a hash of the
-// source's steering prefix, the same in every process. The software stage and replay use it.
-unsigned source_owner(const PacketInfo &p, const Steering &s, unsigned workers);
-// The worker that owns the destination of a frame going out (its reply's source).
-unsigned destination_owner(const PacketInfo &p, const Steering &s, unsigned workers);
+// An address of a frame, read as cheaply as the owner's choice allows (the software stage and
+// replay, for every frame, before the pipeline parses it): Ethernet, up to kMaxVlanTags tags,
+// the IPv4 or IPv6 header's address, from the captured bytes. False when there is none to read
+// (not IP, cut short): such a frame has no owner, and the pipeline judges it wherever it is.
+struct FrameAddress {
+    uint8_t family = 0;                // 4 or 6
+    alignas(8) uint8_t addr[16] = {};  // network order; IPv4 in the first 4 bytes, the rest zero
+};
+bool frame_address(const uint8_t *frame, uint32_t captured, bool destination, FrameAddress *out);
+// The worker of `workers` that owns the address under s (s.by_source): a hash of its steering
+// prefix, the same in every process. A frame coming in belongs to its source's owner; one
+// going out to its destination's (the reply's source).
+unsigned address_owner(const FrameAddress &a, const Steering &s, unsigned workers);
 
 }  // namespace floodgate

@@ -46,12 +46,12 @@ uint16_t SteeringStage::steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out) 
     const Steering &s = rings_->steering();
     const unsigned workers = rings_->workers();
     for (uint16_t i = 0; i < n; ++i) {
-        PacketInfo info;
+        FrameAddress source;
         rte_mbuf *m = got[i];
-        // Frames that are not IP (or not whole) have no owner: decided where they arrive.
-        const bool ip = parse_packet(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_pkt_len(m),
-                                     &info, rte_pktmbuf_data_len(m)) == ParseStatus::ip;
-        const unsigned owner = ip ? source_owner(info, s, workers) : me_;
+        // Frames with no source to read have no owner: decided where they arrive.
+        const bool ip = frame_address(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m),
+                                      false, &source);
+        const unsigned owner = ip ? address_owner(source, s, workers) : me_;
         if (owner == me_) {
             out[mine++] = m;
             continue;

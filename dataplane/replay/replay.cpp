@@ -152,8 +152,8 @@ Steering steering_of(const ReplayOptions &opt, const Config &config) {
 // Runs the trace through the cores; returns false with *error on an I/O failure.
 //
 // Frames are read into a window, each given to its core (round robin, or its source's owner
-// under the steering; a frame going out, from --inside, its destination's owner; non-IP and
-// malformed frames core 0), and the window is decided core by core, in bursts of up to
+// under the steering; a frame going out, from --inside, its destination's owner; a frame with no
+// IP address to read, core 0), and the window is decided core by core, in bursts of up to
 // kMaxBurst frames of one direction in capture order, then written out in capture order.
 // Deterministic, on packet time: a window is closed before the first frame at or past the
 // next merge or the end of a --report bin, so every frame sees exactly the merges whose time
@@ -220,30 +220,24 @@ class TraceRun {
         Slot &s = window_[n_];
         s.now_ns = now_ns;
         s.back = false;
-        s.core = 0;
-        if (!steering_.by_source) s.core = static_cast<unsigned>(index % cores_.size());
-        if (steering_.by_source || !opt_.inside.empty()) {
-            PacketInfo info;
-            if (parse_packet(s.rec.data.data(), s.rec.wire_len(), &info, s.rec.captured_len()) ==
-                ParseStatus::ip) {
-                s.back = from_inside(info);
-                if (steering_.by_source)
-                    s.core = static_cast<unsigned>(
-                        s.back ? destination_owner(info, steering_, cores_.size())
-                               : source_owner(info, steering_, cores_.size()));
-            } else if (steering_.by_source) {
-                s.core = 0;
-            }
+        s.core = steering_.by_source ? 0 : static_cast<unsigned>(index % cores_.size());
+        FrameAddress address;
+        if ((steering_.by_source || !opt_.inside.empty()) &&
+            frame_address(s.rec.data.data(), s.rec.captured_len(), false, &address)) {
+            s.back = from_inside(address);
+            // A frame going out belongs to its destination's owner: the reply's source's.
+            if (s.back) frame_address(s.rec.data.data(), s.rec.captured_len(), true, &address);
+            if (steering_.by_source) s.core = address_owner(address, steering_, cores_.size());
         }
         by_core_[s.core].push_back(static_cast<uint32_t>(n_));
         ++n_;
     }
 
-    bool from_inside(const PacketInfo &info) const {
+    bool from_inside(const FrameAddress &source) const {
         IpAddr src;
-        std::memcpy(src.data(), info.src, src.size());
+        std::memcpy(src.data(), source.addr, src.size());
         for (const Prefix &p : opt_.inside)
-            if (prefix_contains(p, info.family, src)) return true;
+            if (prefix_contains(p, source.family, src)) return true;
         return false;
     }
 
