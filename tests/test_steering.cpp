@@ -201,7 +201,9 @@ TEST(SteeringKey, TheQueueIgnoresThePrefixsLast25Bits) {
 }
 
 // What a NIC is set up with, for the prefix wanted: one key, one prefix length P for both
-// families (IPv4 read up to min(P, 32)).
+// families (IPv4 read up to min(P, 32)), never under 64 bits, so that the queue is chosen by
+// the whole IPv4 address and an IPv6 /39 at least: a 128-entry RETA is used in full by random
+// sources of either family, whatever the rules wanted.
 TEST(SteeringKey, NicPrefixAndSteering) {
     struct Case {
         uint8_t want4, want6;
@@ -210,16 +212,24 @@ TEST(SteeringKey, NicPrefixAndSteering) {
     };
     const Case cases[] = {
         {32, 64, 64, 32, 64},  // the defaults: IPv6 by /64, IPv4 whole
-        {24, 64, 24, 24, 24},  // an IPv4 /24 shortens the IPv6 prefix too: coarser, one owner
-        {32, 48, 48, 32, 48},  //
-        {32, 128, 128, 32, 128},
-        {28, 16, 16, 16, 16},  // the shorter of the two when IPv4 is under /32
-        {32, 20, 20, 20, 20},  // an IPv6 prefix under /32 cuts IPv4 too
+        {24, 64, 64, 32, 64},  // an IPv4 /24 wanted: still /32 (the /24 rules are shared)
+        {32, 48, 64, 32, 64},  // an IPv6 /48 wanted: still /64
+        {32, 128, 128, 32, 128}, {28, 16, 64, 32, 64}, {32, 20, 64, 32, 64},
     };
     for (const Case &c : cases) {
         SCOPED_TRACE("wanted /" + std::to_string(c.want4) + " /" + std::to_string(c.want6));
         const SteeringOptions wanted{true, c.want4, c.want6};
         EXPECT_EQ(nic_prefix_bits(wanted), c.p);
+        std::mt19937_64 rng(c.p);
+        RssKey key = random_key(rng);
+        zero_key_past_prefix(key.data(), key.size(), c.p);
+        std::set<uint32_t> v4, v6;
+        for (int i = 0; i < 4096; ++i) {
+            v4.insert(hash_v4_source(random_addr(rng), key) & 127);
+            v6.insert(hash_v6_source(random_addr(rng), key) & 127);
+        }
+        EXPECT_EQ(v4.size(), 128u);
+        EXPECT_EQ(v6.size(), 128u);
         for (bool replies : {false, true}) {
             const Steering s = nic_steering(wanted, replies);
             EXPECT_TRUE(s.by_source);

@@ -28,7 +28,7 @@ SteeringOptions steering_prefix(const Config &config) {
 }
 
 unsigned nic_prefix_bits(const SteeringOptions &wanted) {
-    return wanted.ipv4_len < 32 ? std::min(wanted.ipv4_len, wanted.ipv6_len) : wanted.ipv6_len;
+    return std::max<unsigned>(wanted.ipv6_len, 64);
 }
 
 namespace {

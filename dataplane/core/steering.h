@@ -46,8 +46,10 @@ SteeringOptions steering_prefix(const Config &config);
 
 // What a NIC can steer by, given the prefix wanted. One Toeplitz key hashes both families, so
 // it reads one prefix length P of whichever address it hashes: IPv4 by min(P, 32), IPv6 by P.
-// P is the IPv6 length, or the IPv4 one when that is shorter than /32 (IPv6 then steered by it
-// too: coarser than asked, still one owner per key).
+// The queue comes from the hash's low bits, which only the address's first P - 25 bits move
+// (zero_key_past_prefix below): a key of P < 57 would choose the queue by an IPv4 address's
+// first few bits (by /7 at P = 32, one queue at P = 24). So P is at least 64: IPv4 steered by
+// the whole address, IPv6 by the wanted length or /64; rules on coarser prefixes are shared.
 unsigned nic_prefix_bits(const SteeringOptions &wanted);
 Steering nic_steering(const SteeringOptions &wanted, bool replies_by_destination);
 // The software stage and replay steer by exactly the prefix wanted. replies_by_destination:

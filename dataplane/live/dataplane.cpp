@@ -122,7 +122,10 @@ bool Dataplane::choose_steering(std::string *error) {
         return true;
     }
     if (setup_.steering != SteeringMode::software && outside_features_.steers) {
-        const bool replies = setup_.inside != setup_.outside && inside_features_.steers;
+        // Replies reach their source's owner when the inside port hashes the destination with
+        // the same key into a RETA of the same size (the same round robin over the queues).
+        const bool replies = setup_.inside != setup_.outside && inside_features_.steers &&
+                             inside_features_.reta_size == outside_features_.reta_size;
         view_.steering = nic_steering(setup_.steering_prefix, replies);
         view_.steering_mode = "nic";
         return true;

@@ -40,9 +40,10 @@ WorkerReading read_worker(const Worker &w) {
     return r;
 }
 
-// Outside to inside, frames received are the frames decided and frames handed to the TX
-// queue are the frames passed (one reading of the pipeline gives both); inside to outside is
-// forwarded as it comes.
+// Outside to inside, rx is the frames this core decided (with software steering, some received
+// by other cores; those its owner's ring had no room for are steering.ring_full, never decided)
+// and tx the frames passed, all handed to the TX queue (one reading of the pipeline gives
+// both); inside to outside is forwarded as it comes.
 PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
     return {r.stats.counters.packets, r.stats.counters.passed, w.filtered_tx_failed};
 }

@@ -3,11 +3,13 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace floodgate {
 
 BroadcastRing::BroadcastRing(unsigned capacity, int socket) : mask_(capacity - 1) {
+    if (capacity == 0 || (capacity & (capacity - 1)) != 0) return;
     slots_ = static_cast<Slot *>(
         rte_zmalloc_socket("fg_merge_ring", sizeof(Slot) * capacity, 64, socket));
 }
@@ -17,6 +19,7 @@ BroadcastRing::~BroadcastRing() {
 }
 
 void BroadcastRing::publish(const Consumption *records, unsigned n) {
+    n = static_cast<unsigned>(std::min<uint64_t>(n, mask_ + 1));  // never over the ring's own
     const uint64_t head = head_.load(std::memory_order_relaxed);  // this thread's own
     // Claimed before written: a reader that then sees the claim discards what it read there.
     claimed_.store(head + n, std::memory_order_relaxed);
@@ -25,7 +28,8 @@ void BroadcastRing::publish(const Consumption *records, unsigned n) {
         uint64_t words[kWords];
         std::memcpy(words, &records[i], sizeof(words));
         Slot &s = slots_[(head + i) & mask_];
-        for (unsigned w = 0; w < kWords; ++w) s[w].store(words[w], std::memory_order_relaxed);
+        for (unsigned w = 0; w < kWords; ++w)
+            std::atomic_ref<uint64_t>(s.words[w]).store(words[w], std::memory_order_relaxed);
     }
     head_.store(head + n, std::memory_order_release);
 }
@@ -42,8 +46,9 @@ unsigned BroadcastRing::read(uint64_t *cursor, Consumption *out, unsigned max,
     const auto n = static_cast<unsigned>(std::min<uint64_t>(head - from, max));
     for (unsigned i = 0; i < n; ++i) {
         uint64_t words[kWords];
-        const Slot &s = slots_[(from + i) & mask_];
-        for (unsigned w = 0; w < kWords; ++w) words[w] = s[w].load(std::memory_order_relaxed);
+        Slot &s = slots_[(from + i) & mask_];
+        for (unsigned w = 0; w < kWords; ++w)
+            words[w] = std::atomic_ref<uint64_t>(s.words[w]).load(std::memory_order_relaxed);
         std::memcpy(&out[i], words, sizeof(words));
     }
     std::atomic_thread_fence(std::memory_order_acquire);

@@ -18,18 +18,20 @@ namespace floodgate {
 // every record; here the producer writes each record once and never waits for a reader. A
 // reader that falls more than a ring behind loses the records overwritten meanwhile, and knows
 // how many (the producer claims slots before it writes them, as a seqlock's writer does).
-// Slots are read and written as relaxed atomic words: a reader racing an overwrite reads
-// stale or torn words, defined behaviour, and then discards them by the claim it reads after.
+// Slots are plain words read and written through std::atomic_ref, relaxed (Counter's way): a
+// reader racing an overwrite reads stale or torn words, defined behaviour, and then discards
+// them by the claim it reads after.
 class BroadcastRing {
   public:
-    // capacity: a power of two. Memory from DPDK on socket (hugepages where given).
+    // capacity: a power of two (ok() is false otherwise). Memory from DPDK on socket
+    // (hugepages where given).
     BroadcastRing(unsigned capacity, int socket);
     ~BroadcastRing();
     BroadcastRing(const BroadcastRing &) = delete;
     BroadcastRing &operator=(const BroadcastRing &) = delete;
     bool ok() const { return slots_ != nullptr; }
 
-    // Producer: appends records[0..n), n <= capacity.
+    // Producer: appends records[0..n); n <= capacity.
     void publish(const Consumption *records, unsigned n);
 
     // Reader: copies at most max records from *cursor on into out and advances the cursor;
@@ -39,8 +41,10 @@ class BroadcastRing {
 
   private:
     static constexpr unsigned kWords = sizeof(Consumption) / 8;
-    using Slot = std::atomic<uint64_t>[kWords];
-    static_assert(sizeof(Consumption) % 8 == 0);
+    struct Slot {
+        alignas(std::atomic_ref<uint64_t>::required_alignment) uint64_t words[kWords];
+    };
+    static_assert(sizeof(Consumption) % 8 == 0 && std::atomic_ref<uint64_t>::is_always_lock_free);
 
     Slot *slots_ = nullptr;
     uint64_t mask_ = 0;

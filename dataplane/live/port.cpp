@@ -28,10 +28,11 @@ std::string hex(uint64_t v) {
     return text;
 }
 
-// Whether the started port hashes as configured: the types and the key read back, and a
-// round-robin RETA set. Otherwise *refused says what the PMD answered.
-bool rss_honoured(uint16_t port, const rte_eth_dev_info &info, uint16_t n_queues, uint64_t only,
-                  const std::vector<uint8_t> &key, std::string *refused) {
+// Whether the started port hashes as configured: every hash type asked for (`asked`, with the
+// L3_SRC_ONLY or L3_DST_ONLY bit `only`) and the key read back, and a round-robin RETA set.
+// Otherwise *refused says what the PMD answered.
+bool rss_honoured(uint16_t port, const rte_eth_dev_info &info, uint16_t n_queues, uint64_t asked,
+                  uint64_t only, const std::vector<uint8_t> &key, std::string *refused) {
     std::vector<uint8_t> got_key(std::max<size_t>(key.size(), 64));
     rte_eth_rss_conf got{};
     got.rss_key = got_key.data();
@@ -41,9 +42,10 @@ bool rss_honoured(uint16_t port, const rte_eth_dev_info &info, uint16_t n_queues
         *refused = std::string("reading the RSS configuration back: ") + rte_strerror(-rc);
         return false;
     }
-    if ((got.rss_hf & only) == 0) {
-        *refused = "hash types read back " + hex(got.rss_hf) + " lack " +
-                   (only == RTE_ETH_RSS_L3_SRC_ONLY ? "L3_SRC_ONLY" : "L3_DST_ONLY");
+    if ((got.rss_hf & asked) != asked) {
+        *refused = "hash types read back " + hex(got.rss_hf) + " lack " + hex(asked & ~got.rss_hf) +
+                   (only == RTE_ETH_RSS_L3_SRC_ONLY ? " (L3_SRC_ONLY is " : " (L3_DST_ONLY is ") +
+                   hex(only) + ")";
         return false;
     }
     if (std::memcmp(got_key.data(), key.data(), key.size()) != 0) {
@@ -103,11 +105,15 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
                 " hashing (flow_type_rss_offloads " + hex(info.flow_type_rss_offloads) + ")";
         if (s.steer && offers_only) {
             const size_t len = info.hash_key_size != 0 ? info.hash_key_size : 40;
-            if (len > kMaxSteeringKeyBytes || s.steer_key_bits == nullptr)
-                return fail("RSS key size", -EINVAL);
-            key = steering_key(s.steer_key_bits, len, s.steer_prefix_bits);
-            conf.rx_adv_conf.rss_conf.rss_key = key.data();
-            conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(key.size());
+            if (len > kMaxSteeringKeyBytes) {
+                features->rss_refused = "an RSS key of " + std::to_string(len) +
+                                        " bytes (floodgate makes up to " +
+                                        std::to_string(kMaxSteeringKeyBytes) + ")";
+            } else {
+                key = steering_key(s.steer_key_bits, len, s.steer_prefix_bits);
+                conf.rx_adv_conf.rss_conf.rss_key = key.data();
+                conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(key.size());
+            }
         }
         features->rss = "RSS on the full address";
     } else if (s.steer) {
@@ -138,7 +144,9 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
     rte_eth_promiscuous_enable(s.port_id);  // inline: frames are not addressed to us
     if (!key.empty()) {
         features->steers =
-            rss_honoured(s.port_id, info, s.n_queues, only, key, &features->rss_refused);
+            rss_honoured(s.port_id, info, s.n_queues, conf.rx_adv_conf.rss_conf.rss_hf, only, key,
+                         &features->rss_refused);
+        features->reta_size = info.reta_size;
         if (features->steers)
             features->rss = "RSS by " + std::string(s.by_destination ? "destination" : "source") +
                             " prefix (/" + std::to_string(s.steer_prefix_bits) + " key)";

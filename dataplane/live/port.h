@@ -36,6 +36,8 @@ struct PortFeatures {
     bool steers = false;
     std::string rss;          // for the log: what the queues are spread by
     std::string rss_refused;  // empty when it steers or was not asked to
+    uint16_t reta_size = 0;   // of the RETA set for steering: a reply's queue matches its
+                              // source's only between ports whose RETAs are alike
     // TX offload of IPv4 header, TCP and UDP checksums, enabled where the PMD offers all three
     // (answers then leave their computation to the port).
     bool tx_checksum_offload = false;

@@ -36,9 +36,10 @@ SteeringStage::SteeringStage(SteeringRings *rings, unsigned me)
     owners_with_pending_.reserve(rings->workers());
 }
 
-uint16_t SteeringStage::receive(uint16_t port, uint16_t queue, rte_mbuf **out) {
-    rte_mbuf *got[kMaxBurst];
-    return steer(got, rte_eth_rx_burst(port, queue, got, kMaxBurst), out);
+uint16_t SteeringStage::receive(uint16_t port, uint16_t queue, rte_mbuf **out, uint16_t *received) {
+    rte_mbuf *got[kMaxBurst - kRingShare];
+    *received = rte_eth_rx_burst(port, queue, got, kMaxBurst - kRingShare);
+    return steer(got, *received, out);
 }
 
 uint16_t SteeringStage::steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out) {

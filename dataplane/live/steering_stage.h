@@ -51,10 +51,12 @@ class SteeringRings {
 class SteeringStage {
   public:
     SteeringStage(SteeringRings *rings, unsigned me);
-    // Receives up to kMaxBurst packets from (port, queue), keeps those it owns, hands the
-    // others to their owners, and tops its own up from its ring: out[0..n) are this worker's
-    // to decide, n returned.
-    uint16_t receive(uint16_t port, uint16_t queue, rte_mbuf **out);
+    // Receives up to kMaxBurst - kRingShare packets from (port, queue) (*received says how
+    // many), keeps those it owns, hands the others to their owners, and tops its own up from
+    // its ring: out[0..n) are this worker's to decide, n returned. The ring always has room in
+    // the burst, so that a busy queue of the worker's own cannot starve what the others handed.
+    uint16_t receive(uint16_t port, uint16_t queue, rte_mbuf **out, uint16_t *received);
+    static constexpr uint16_t kRingShare = 8;
     // receive()'s work on packets already received, got[0..n) (n <= kMaxBurst): what a
     // benchmark times.
     uint16_t steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out);

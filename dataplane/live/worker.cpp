@@ -76,6 +76,7 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
         pipeline_->enable_merge();
         published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
         merge_cursors_.assign(merge_->workers(), 0);
+        next_ring_ = ports.queue + 1 == merge_->workers() ? 0 : ports.queue + 1;
     }
     if (steering != nullptr) steering_ = std::make_unique<SteeringStage>(steering, ports.queue);
     pipeline_->set_checksum_offload(ports.outside_checksum_offload);
@@ -115,12 +116,20 @@ void Worker::apply_consumption(uint64_t now_ns) {
     Consumption incoming[64];
     uint64_t lost = 0;
     unsigned applied = 0;
-    for (unsigned k = 0; k < n_rings && applied < kMaxAppliedPerPass; ++k) {
-        const unsigned from = (next_ring_ + k) % n_rings;
-        if (from == ports_.queue) continue;
+    // The other workers' rings, from next_ring_ on (never this worker's own).
+    const auto after = [&](unsigned ring) {
+        do {
+            if (++ring == n_rings) ring = 0;
+        } while (ring == ports_.queue);
+        return ring;
+    };
+    unsigned from = next_ring_;
+    for (unsigned k = 0; k + 1 < n_rings && applied < kMaxAppliedPerPass; ++k, from = after(from)) {
         unsigned m;
         while (applied < kMaxAppliedPerPass &&
-               (m = merge_->ring(from).read(&merge_cursors_[from], incoming, 64, &lost)) > 0) {
+               (m = merge_->ring(from).read(&merge_cursors_[from], incoming,
+                                            std::min(64u, kMaxAppliedPerPass - applied), &lost)) >
+                   0) {
             applied += m;
             for (unsigned i = 0; i < m; ++i) {
                 pipeline_->apply(incoming[i], now_ns);
@@ -132,7 +141,7 @@ void Worker::apply_consumption(uint64_t now_ns) {
             }
         }
     }
-    next_ring_ = next_ring_ + 1 == n_rings ? 0 : next_ring_ + 1;
+    next_ring_ = after(next_ring_);  // the next pass starts one ring further
     if (lost > 0) merge_records_lost_ += lost;
 }
 
@@ -220,8 +229,13 @@ void Worker::run(uint64_t tsc0) {
             apply_consumption(now);
         }
         Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
-        uint16_t n = steering_ ? steering_->receive(ports_.outside, ports_.queue, in.pkts)
-                               : rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
+        // With software steering, what was received may all have gone to other workers (work
+        // all the same), and what is decided may have come from them.
+        uint16_t received;
+        uint16_t n =
+            steering_
+                ? steering_->receive(ports_.outside, ports_.queue, in.pkts, &received)
+                : (received = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst));
         if (n > 0) {
             frames_of(in.pkts, n, in.frames, in.lens, in.captured);
             pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured,
@@ -229,7 +243,7 @@ void Worker::run(uint64_t tsc0) {
         }
         // A full burst waits for the next one: the queue holds more. A partial one (or none)
         // means the queue is drained, and nothing waits.
-        bool worked = n > 0;
+        bool worked = received > 0 || n > 0;
         while (pipeline_->prepared() == 2 || (pipeline_->prepared() == 1 && n < kMaxBurst)) {
             decide_waiting(bursts[waiting], now);
             waiting ^= 1;

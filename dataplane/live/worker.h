@@ -88,7 +88,7 @@ class Worker {
     uint64_t merge_interval_ns_;
     std::vector<Consumption> published_;   // capacity reserved once
     std::vector<uint64_t> merge_cursors_;  // this worker's place in each other worker's ring
-    unsigned next_ring_ = 0;               // where the next pass starts reading
+    unsigned next_ring_ = 0;               // the other worker whose ring the next pass reads first
     std::unique_ptr<SteeringStage> steering_;
     Counter merge_records_lost_;
     Counter merge_max_lag_ns_;

@@ -40,9 +40,8 @@ struct Consumption {
                            static_cast<uint32_t>(p.kind)};
     }
 };
-// The live merge (dataplane/live/merge_rings.cpp) moves records through rte_rings of 4-byte
-// elements.
-static_assert(sizeof(Consumption) == 32 && sizeof(Consumption) % 4 == 0);
+// The live merge (dataplane/live/merge_rings.cpp) moves records as 8-byte words.
+static_assert(sizeof(Consumption) == 32 && sizeof(Consumption) % 8 == 0);
 static_assert(kMaxWindowPkts < (1u << 30));
 
 // Most keys one core tracks for publishing between two merges; past it, consumption of
