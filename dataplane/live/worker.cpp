@@ -76,7 +76,8 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
         pipeline_->enable_merge();
         published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
         merge_cursors_.assign(merge_->workers(), 0);
-        next_ring_ = ports.queue + 1 == merge_->workers() ? 0 : ports.queue + 1;
+        const unsigned next = ports.queue + 1u;
+        next_ring_ = next == merge_->workers() ? 0 : next;
     }
     if (steering != nullptr) steering_ = std::make_unique<SteeringStage>(steering, ports.queue);
     pipeline_->set_checksum_offload(ports.outside_checksum_offload);
