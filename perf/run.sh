@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The performance harness in one command: installs what is missing (nftables and matplotlib
 # too), builds with the benchmarks, reserves hugepages, runs every case side by side with its
-# baseline (perf/harness.py, about 35 minutes on 2 cores) and writes perf/results/DATE.json,
+# baseline (perf/harness.py, about 45 minutes on 2 cores, the cores case 10 of them) and writes perf/results/DATE.json,
 # perf/RESULTS.md (with the earlier runs of perf/results/index.txt) and the scaling case's
 # pictures (perf/results/DATE-*.png) from it. As root.
 # Extra arguments go to the harness (--quick, --cases 1, --mixes e,e-drop).
