@@ -28,7 +28,7 @@ class App;
 namespace floodgate {
 
 // A value refused while it is read: the message, without the command's name in front
-// ("--spread takes steering, hash or rr").
+// ("--spread takes steering, hash or rr, not 'x'").
 class UsageError : public std::runtime_error {
   public:
     using std::runtime_error::runtime_error;

@@ -69,7 +69,7 @@ int replay_main(int argc, char **argv) {
         else if (v == "rr")
             o.spread = Spread::round_robin;
         else
-            throw UsageError("--spread takes steering, hash or rr");
+            throw UsageError("--spread takes steering, hash or rr, not '" + v + "'");
     });
     // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
     cli.number("--merge-interval-us", 1, 10000000,

@@ -77,7 +77,7 @@ void define_options(CommandLine &cli, RunOptions *o) {
         else if (v == "none")
             o->steering = SteeringMode::none;
         else
-            throw UsageError("--steering takes auto, nic, software or none");
+            throw UsageError("--steering takes auto, nic, software or none, not '" + v + "'");
     });
     cli.text("--control", &o->control);
     cli.number("--mbufs", 1024, 1ull << 30,

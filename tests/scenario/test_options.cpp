@@ -82,6 +82,8 @@ const BadValue kReplayBad[] = {
     {"--merge-interval-us", "1e3", "from 1 to 10000000"},
     {"--merge-interval-us", "0", "from 1 to 10000000"},
     {"--merge-interval-us", "18446744073709552", "from 1 to 10000000"},  // x 1000 wraps
+    {"--spread", "round-robin", "steering, hash or rr"},
+    {"--spread", "", "steering, hash or rr"},
 };
 
 TEST_F(Options, ReplayRefusesLooseNumbers) {
@@ -122,6 +124,8 @@ const BadValue kRunBad[] = {
     {"--merge-interval-us", "5x", "from 1 to 10000000"},
     {"--merge-interval-us", " 5", "from 1 to 10000000"},
     {"--merge-interval-us", "0", "from 1 to 10000000"},
+    {"--steering", "rss", "auto, nic, software or none"},
+    {"--steering", "", "auto, nic, software or none"},
 };
 
 TEST_F(Options, RunRefusesLooseNumbersBeforeStartingWorkers) {
@@ -136,6 +140,45 @@ TEST_F(Options, RunRefusesLooseNumbersBeforeStartingWorkers) {
         EXPECT_EQ(read_file(dir_ / "stdout.txt").find("floodgate: "), std::string::npos)
             << bad.option << " '" << bad.value << "': workers were started";
     }
+}
+
+// --steering nic on ports that cannot steer by source (net_null offers RSS, not L3_SRC_ONLY):
+// refused once the ports have answered, naming the port and what it lacks, before any worker
+// starts (auto steers in software instead: the control test).
+TEST_F(Options, RunRefusesNicSteeringThePortsCannotDo) {
+    ASSERT_FALSE(floodgate_bin().empty()) << "set FLOODGATE_BIN to the floodgate binary";
+    ASSERT_NO_FATAL_FAILURE(write_text("rules.yaml",
+                                       "table: { entries_per_core: 1024 }\nrules:\n  - name: all\n"
+                                       "    limit: { rate: 10/s, burst: 5 }\n"));
+    // Bounded: were nic wrongly accepted, the dataplane would run until stopped.
+    std::vector<std::string> argv = {"/usr/bin/timeout",
+                                     "--signal=INT",
+                                     "30",
+                                     floodgate_bin(),
+                                     "run",
+                                     "--lcores=0@0,1@0,2@0",  // two workers, on any machine
+                                     "--no-huge",
+                                     "--no-pci",
+                                     "--no-shconf",
+                                     "-m",
+                                     "256",
+                                     "--file-prefix=fgopt" + std::to_string(getpid()) + "_nic",
+                                     "--vdev=net_null0",
+                                     "--vdev=net_null1",
+                                     "--log-level=error",
+                                     "--",
+                                     "--config",
+                                     path("rules.yaml"),
+                                     "--control",
+                                     "none",
+                                     "--steering",
+                                     "nic"};
+    const ProcessResult r = run_process(argv, dir_);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("--steering nic: port 0 offers no L3_SRC_ONLY hashing"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(read_file(dir_ / "stdout.txt").find("floodgate: "), std::string::npos)
+        << "workers were started";
 }
 
 // ---------------------------------------------------------------------------------------------
