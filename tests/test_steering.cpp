@@ -40,6 +40,12 @@ void set_key_bit(RssKey &k, unsigned i) {
     k[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
 }
 
+// The address with its bit i flipped, counted the same way.
+Addr flip_bit(Addr a, unsigned i) {
+    a[i / 8] ^= static_cast<uint8_t>(0x80u >> (i % 8));
+    return a;
+}
+
 // A random key zeroed past `prefix` bits, with the prefix's last bit of each 32-bit window set
 // (bits 31 and 63, or 23 for a /24): every input bit inside the prefix then XORs a non-zero key
 // window, so each single-bit change inside it must show in the hash.
@@ -124,8 +130,7 @@ TEST(SteeringKey, Ipv6SourcesHashByTheirSlash64) {
         for (int i = 0; i < 100; ++i)
             ASSERT_EQ(hash_v6_source(within(base, 64, rng), key), h) << "trial " << trial;
         for (unsigned bit = 0; bit < 64; ++bit) {
-            Addr flipped = base;
-            flipped[bit / 8] ^= static_cast<uint8_t>(0x80u >> (bit % 8));
+            const Addr flipped = flip_bit(base, bit);
             EXPECT_NE(hash_v6_source(flipped, key), h) << "trial " << trial << ", bit " << bit;
         }
     }
@@ -155,8 +160,7 @@ TEST(SteeringKey, Ipv4SourcesHashByTheirSlash32OrTheKeysPrefix) {
         std::memcpy(same.data(), base.data(), 4);
         EXPECT_EQ(hash_v4_source(same, key64), h);
         for (unsigned bit = 0; bit < 32; ++bit) {
-            Addr flipped = base;
-            flipped[bit / 8] ^= static_cast<uint8_t>(0x80u >> (bit % 8));
+            const Addr flipped = flip_bit(base, bit);
             EXPECT_NE(hash_v4_source(flipped, key64), h) << "trial " << trial << ", bit " << bit;
         }
 
@@ -166,8 +170,7 @@ TEST(SteeringKey, Ipv4SourcesHashByTheirSlash32OrTheKeysPrefix) {
         for (int i = 0; i < 100; ++i)
             ASSERT_EQ(hash_v4_source(within(base, 24, rng), key24), h24) << "trial " << trial;
         for (unsigned bit = 0; bit < 24; ++bit) {
-            Addr flipped = base;
-            flipped[bit / 8] ^= static_cast<uint8_t>(0x80u >> (bit % 8));
+            const Addr flipped = flip_bit(base, bit);
             EXPECT_NE(hash_v4_source(flipped, key24), h24) << "trial " << trial << ", bit " << bit;
         }
     }
@@ -185,8 +188,7 @@ TEST(SteeringKey, TheQueueIgnoresThePrefixsLast25Bits) {
         const Addr base = random_addr(rng);
         const uint32_t h = hash_v6_source(base, key);
         for (unsigned bit = 39; bit < 64; ++bit) {
-            Addr flipped = base;
-            flipped[bit / 8] ^= static_cast<uint8_t>(0x80u >> (bit % 8));
+            const Addr flipped = flip_bit(base, bit);
             EXPECT_EQ(hash_v6_source(flipped, key) & kRetaMask, h & kRetaMask) << "bit " << bit;
             EXPECT_NE(hash_v6_source(flipped, key), h) << "bit " << bit;
         }

@@ -9,12 +9,6 @@ namespace floodgate {
 
 namespace {
 
-constexpr uint16_t kEtherIpv4 = 0x0800;
-constexpr uint16_t kEtherIpv6 = 0x86dd;
-constexpr uint16_t kEtherVlan = 0x8100;     // 802.1Q
-constexpr uint16_t kEtherQinq = 0x88a8;     // 802.1ad service tag
-constexpr uint16_t kEtherQinqOld = 0x9100;  // pre-standard QinQ, still common
-
 constexpr uint8_t kIpv6HopByHop = 0;
 constexpr uint8_t kIpv6Routing = 43;
 constexpr uint8_t kIpv6Fragment = 44;
@@ -167,7 +161,7 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
     if (captured_len < 14) return malformed(out, MalformedReason::capture_truncated);
     uint32_t off = 12;
     uint16_t ether_type = load_be16(frame + off);
-    while (ether_type == kEtherVlan || ether_type == kEtherQinq || ether_type == kEtherQinqOld) {
+    while (is_vlan_tag(ether_type)) {
         if (out->vlan_tags == kMaxVlanTags)
             return malformed(out, MalformedReason::too_many_vlan_tags);
         if (frame_len < off + 4 + 2) return malformed(out, MalformedReason::vlan_truncated);

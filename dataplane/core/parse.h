@@ -17,6 +17,16 @@ enum class ParseStatus : uint8_t {
 };
 
 inline constexpr unsigned kMaxVlanTags = 4;
+
+// EtherTypes the parser (and steering's address reader, steering.h) knows.
+inline constexpr uint16_t kEtherIpv4 = 0x0800;
+inline constexpr uint16_t kEtherIpv6 = 0x86dd;
+inline constexpr uint16_t kEtherVlan = 0x8100;     // 802.1Q
+inline constexpr uint16_t kEtherQinq = 0x88a8;     // 802.1ad service tag
+inline constexpr uint16_t kEtherQinqOld = 0x9100;  // pre-standard QinQ, still common
+inline bool is_vlan_tag(uint16_t ether_type) {
+    return ether_type == kEtherVlan || ether_type == kEtherQinq || ether_type == kEtherQinqOld;
+}
 inline constexpr unsigned kMaxIpv6ExtHeaders = 8;
 
 struct PacketInfo {

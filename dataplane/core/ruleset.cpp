@@ -98,10 +98,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
             state = std::make_shared<RuleState>(options.cores, id);
         }
         rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
-        if (r.key_kind == KeyKind::src || r.key_kind == KeyKind::src_dst) {
-            rs->rules_.back().published[0] = !steer.owns(r.key_ipv4_len, 4);
-            rs->rules_.back().published[1] = !steer.owns(r.key_ipv6_len, 6);
-        }
+        if (r.key_kind == KeyKind::src || r.key_kind == KeyKind::src_dst)
+            steer.published(r.key_ipv4_len, r.key_ipv6_len, rs->rules_.back().published);
         rs->states_.push_back(std::move(state));
         rs->has_syn_auth_ |= r.action == RuleAction::syn_auth;
         if (r.action == RuleAction::syn_auth)
@@ -120,12 +118,10 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
     key_masks(config.established.ipv6_len, &rs->established_.mask_hi[1],
               &rs->established_.mask_lo[1]);
     const EstablishedOptions &est = config.established;
-    for (unsigned f : {4u, 6u}) {
-        const unsigned len = f == 4 ? est.ipv4_len : est.ipv6_len;
-        rs->established_.known_published[f == 6] = !steer.owns(len, f);
-        rs->established_.established_published[f == 6] =
-            !(steer.owns(len, f) && steer.replies_by_destination);
-    }
+    steer.published(est.ipv4_len, est.ipv6_len, rs->established_.known_published);
+    for (unsigned f = 0; f < 2; ++f)  // established marks are set from the replies
+        rs->established_.established_published[f] =
+            rs->established_.known_published[f] || !steer.replies_by_destination;
     const AnswerCaps &caps = config.answers;
     rs->answer_caps_.per_destination =
         gcra_profile(caps.per_destination.interval_ns(), caps.per_destination.burst);
@@ -134,8 +130,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
               &rs->answer_caps_.dst_mask_lo[0]);
     key_masks(caps.destination_ipv6_len, &rs->answer_caps_.dst_mask_hi[1],
               &rs->answer_caps_.dst_mask_lo[1]);
-    rs->answer_caps_.per_destination_published[0] = !steer.owns(caps.destination_ipv4_len, 4);
-    rs->answer_caps_.per_destination_published[1] = !steer.owns(caps.destination_ipv6_len, 6);
+    steer.published(caps.destination_ipv4_len, caps.destination_ipv6_len,
+                    rs->answer_caps_.per_destination_published);
 
     if (!rs->by_src_.build(source_entries(config, options.overrides), options.socket_id, error) ||
         !rs->by_dst_.build(destination_entries(config), options.socket_id, error))

@@ -98,21 +98,20 @@ bool frame_address(const uint8_t *frame, uint32_t captured, bool destination, Fr
     uint32_t off = 12;
     if (captured < off + 2) return false;
     uint16_t ether_type = load_be16(frame + off);
-    for (unsigned tags = 0; ether_type == 0x8100 || ether_type == 0x88a8 || ether_type == 0x9100;
-         ++tags) {
+    for (unsigned tags = 0; is_vlan_tag(ether_type); ++tags) {
         if (tags == kMaxVlanTags || captured < off + 4 + 2) return false;
         off += 4;
         ether_type = load_be16(frame + off);
     }
     off += 2;  // the IP header
-    if (ether_type == 0x0800) {
+    if (ether_type == kEtherIpv4) {
         if (captured < off + 20 || frame[off] >> 4 != 4) return false;
         out->family = 4;
         std::memset(out->addr, 0, sizeof(out->addr));
         std::memcpy(out->addr, frame + off + (destination ? 16 : 12), 4);
         return true;
     }
-    if (ether_type == 0x86dd) {
+    if (ether_type == kEtherIpv6) {
         if (captured < off + 40 || frame[off] >> 4 != 6) return false;
         out->family = 6;
         std::memcpy(out->addr, frame + off + (destination ? 24 : 8), 16);

@@ -34,6 +34,12 @@ struct Steering {
     bool owns(unsigned len, unsigned family) const {
         return by_source && len >= (family == 6 ? ipv6_len : ipv4_len);
     }
+    // Whether keys on the first ipv4_len / ipv6_len bits are shared through the merge, per
+    // family ([0] IPv4, [1] IPv6): unless they have one owner.
+    void published(unsigned key_ipv4_len, unsigned key_ipv6_len, bool (&out)[2]) const {
+        out[0] = !owns(key_ipv4_len, 4);
+        out[1] = !owns(key_ipv6_len, 6);
+    }
 };
 
 // The source prefix to steer by: the rules file's `steering`, else the shortest source prefix

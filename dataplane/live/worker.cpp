@@ -232,11 +232,11 @@ void Worker::run(uint64_t tsc0) {
         Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
         // With software steering, what was received may all have gone to other workers (work
         // all the same), and what is decided may have come from them.
-        uint16_t received;
-        uint16_t n =
-            steering_
-                ? steering_->receive(ports_.outside, ports_.queue, in.pkts, &received)
-                : (received = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst));
+        uint16_t received, n;
+        if (steering_)
+            n = steering_->receive(ports_.outside, ports_.queue, in.pkts, &received);
+        else
+            n = received = rte_eth_rx_burst(ports_.outside, ports_.queue, in.pkts, kMaxBurst);
         if (n > 0) {
             frames_of(in.pkts, n, in.frames, in.lens, in.captured);
             pipeline_->prepare(in.frames, in.lens, n, in.now_ns, in.captured,
