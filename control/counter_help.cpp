@@ -38,6 +38,9 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
      "Admitted packets not shared with the other cores: the publish list was full."},
     {"merge_table_full",
      "Other cores' consumption records this core could not apply: its limit table was full."},
+    {"cluster_unshared_keys",
+     "Admitted packets of shared (cluster) keys not told the other boxes: the core's cluster "
+     "ledger was full."},
     {"established_marked",
      "Replies going out (inside to outside) that marked or refreshed their destination as an "
      "established source, for aggregate rules' trust classes."},

@@ -31,7 +31,9 @@ class ConfigParser : DocReader {
                         const std::vector<Field> &block_items) const;
     void check_action(const Field &action, const Rule &r) const;
     std::string rule_name(const Field &field) const;
-    Rule rule(const Field &field, const std::vector<Rule> &earlier) const;
+    Rule rule(const Field &field, const std::vector<Rule> &earlier,
+              const ClusterOptions &cluster) const;
+    void check_share(const Field &share, const Rule &r, const ClusterOptions &cluster) const;
 
     // What a rule matches (validate_match.cpp).
     Prefix prefix(const Field &field) const;
@@ -53,6 +55,7 @@ class ConfigParser : DocReader {
     void limit(const Field &field, Rule *r) const;
     EstablishedOptions established(const Field &field) const;
     SteeringOptions steering(const Field &field) const;
+    ClusterOptions cluster(const Field &field) const;
     EscalateOptions escalate(const Field &field, const Rule &r) const;
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const;
     AnswerCaps answer_caps(const Field &field) const;

@@ -35,6 +35,11 @@ constexpr std::pair<std::string_view, RuleAlgorithm> kAlgorithms[] = {
     {"sliding-window", RuleAlgorithm::sliding_window},
     {"token-bucket", RuleAlgorithm::token_bucket},
 };
+constexpr std::pair<std::string_view, ClusterFallback> kFallbacks[] = {
+    {"local", ClusterFallback::local},
+    {"fail-open", ClusterFallback::fail_open},
+};
+constexpr std::pair<std::string_view, bool> kShares[] = {{"cluster", true}, {"none", false}};
 constexpr std::pair<std::string_view, TableFullPolicy> kTableFull[] = {
     {"shared", TableFullPolicy::shared},
     {"pass", TableFullPolicy::pass},
@@ -55,8 +60,8 @@ Config ConfigParser::parse(const DocNode &root) {
     if (root.kind == DocNode::Kind::null) return cfg;
     if (root.kind != DocNode::Kind::map)
         fail(top, std::string("the top level must be a map, found ") + describe(root));
-    const Fields f =
-        fields(top, {"allow", "block", "table", "steering", "answers", "established", "rules"});
+    const Fields f = fields(
+        top, {"allow", "block", "table", "steering", "cluster", "answers", "established", "rules"});
 
     std::vector<Field> allow_items;
     std::vector<Field> block_items;
@@ -73,6 +78,7 @@ Config ConfigParser::parse(const DocNode &root) {
     }
 
     if (const Field *s = f.find("steering")) cfg.steering = steering(*s);
+    if (const Field *c = f.find("cluster")) cfg.cluster = cluster(*c);
     if (const Field *answers = f.find("answers")) cfg.answers = answer_caps(*answers);
     if (const Field *e = f.find("established")) cfg.established = established(*e);
 
@@ -84,7 +90,7 @@ Config ConfigParser::parse(const DocNode &root) {
         }
         for (const Field &item : rule_items) {
             rule_index_ = cfg.rules.size();
-            cfg.rules.push_back(rule(item, cfg.rules));
+            cfg.rules.push_back(rule(item, cfg.rules, cfg.cluster));
         }
     }
     compile_payloads(&cfg);
@@ -160,10 +166,11 @@ std::string ConfigParser::rule_name(const Field &field) const {
     return name;
 }
 
-Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier) const {
-    const Fields f =
-        fields(field, {"name", "match", "key", "algorithm", "limit", "action", "slip",
-                       "verified_ttl", "mode", "on_table_full", "reserve", "escalate"});
+Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
+                        const ClusterOptions &cluster) const {
+    const Fields f = fields(
+        field, {"name", "match", "key", "algorithm", "limit", "action", "slip", "verified_ttl",
+                "mode", "on_table_full", "reserve", "escalate", "share", "fallback"});
     Rule r;
     r.line = field.line;
     const Field &name = require(f, "name");
@@ -198,7 +205,27 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier) co
     if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
     if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);
     if (const Field *e = f.find("escalate")) r.escalate = escalate(*e, r);
+    if (const Field *s = f.find("share")) {
+        r.shared = choice(*s, kShares);
+        if (r.shared) check_share(*s, r, cluster);
+    }
+    if (const Field *fb = f.find("fallback")) {
+        if (!r.shared) fail(*fb, "fallback needs share: cluster");
+        r.fallback = choice(*fb, kFallbacks);
+    }
     return r;
+}
+
+// Only keys that several boxes see are shared: ECMP hashes a source to one box, so a
+// per-source key is whole on its box, and sharing it would only add Redis traffic.
+void ConfigParser::check_share(const Field &share, const Rule &r,
+                               const ClusterOptions &cluster) const {
+    if (!cluster.set)
+        fail(share, "share: cluster needs a cluster section (name and redis) at the top level");
+    if (r.key_kind == KeyKind::src)
+        fail(share,
+             "a per-source key stays on the box ECMP sends the source to: share an aggregate "
+             "key (dst, none) or a (src, dst) pair");
 }
 
 }  // namespace validation

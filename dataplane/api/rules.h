@@ -218,6 +218,15 @@ struct EscalateOptions {
     bool operator==(const EscalateOptions &) const = default;
 };
 
+// share: cluster: the rule's keys are counted across the boxes of the cluster (Config::cluster)
+// through the control plane; fallback: what the rule does while the box cannot sync: local (its
+// limit divided by the last known number of live boxes) or fail-open (it refuses nothing,
+// counting what it would have refused, as a shadow rule does).
+enum class ClusterFallback : uint8_t { local, fail_open };
+inline const char *cluster_fallback_name(ClusterFallback f) {
+    return f == ClusterFallback::fail_open ? "fail-open" : "local";
+}
+
 struct Rule {
     std::string name;
     int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
@@ -242,6 +251,8 @@ struct Rule {
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
     EscalateOptions escalate;
+    bool shared = false;  // share: cluster
+    ClusterFallback fallback = ClusterFallback::local;
 
     // GCRA emission interval T = period / count, in whole nanoseconds (rounded down, so the
     // enforced rate is never below the configured one). Validation guarantees it is >= 1.
@@ -270,12 +281,30 @@ struct SteeringOptions {
     uint8_t ipv6_len = 64;
 };
 
+// cluster: { name, redis, sync_ms, boxes, box_timeout }: the boxes that share the rules with
+// `share: cluster` through Redis (floodctl daemon speaks to it; README, "Several boxes").
+// boxes: how many the cluster has until the first sync says (the fallback's divisor).
+struct ClusterOptions {
+    bool set = false;
+    std::string name;
+    std::string redis;  // host:port or unix:/path
+    uint64_t sync_ns = 100'000'000ull;
+    uint32_t boxes = 1;
+    uint64_t box_timeout_ns = 3'000'000'000ull;
+    bool operator==(const ClusterOptions &) const = default;
+};
+inline constexpr uint64_t kMinClusterSyncNs = 10'000'000ull;      // 10 ms
+inline constexpr uint64_t kMaxClusterSyncNs = 10'000'000'000ull;  // 10 s
+inline constexpr uint32_t kMaxClusterBoxes = 1024;
+inline constexpr size_t kMaxClusterNameLen = 64;
+
 struct Config {
     std::string path;  // file it came from ("<string>" when parsed from text)
     std::vector<Prefix> allow;
     std::vector<Prefix> block;
     uint64_t table_entries_per_core = 1u << 20;
     SteeringOptions steering;
+    ClusterOptions cluster;
     AnswerCaps answers;
     EstablishedOptions established;
     std::vector<Rule> rules;

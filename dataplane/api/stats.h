@@ -24,25 +24,26 @@
 namespace floodgate {
 
 // Per worker core.
-#define FG_WORKER_COUNTERS(X)                                                           \
-    X(packets)             /* frames decided */                                         \
-    X(passed)              /* frames passed, for any reason */                          \
-    X(dropped)             /* frames dropped, for any reason */                         \
-    X(malformed)           /* bad L3/L4 headers: dropped */                             \
-    X(non_ip)              /* not IPv4/IPv6: passed unjudged */                         \
-    X(allow_hits)          /* source in an allow prefix: passed, no rule checked */     \
-    X(block_hits)          /* source in a block prefix: dropped */                      \
-    X(rate_limited)        /* dropped because an enforcing rule refused */              \
-    X(answered)            /* ... of which answered (the answer sent in their place) */ \
-    X(answered_bytes)      /* bytes of those answers */                                 \
-    X(answer_capped)       /* refused, would have been answered: over an answer cap */  \
-    X(syn_auth_replies)    /* RSTs carrying a valid cookie: source verified, dropped */ \
-    X(cookie_failed)       /* bare RSTs to a syn-auth rule without a valid cookie */    \
-    X(merge_unshared_keys) /* admitted packets not shared: the publish list was full */ \
-    X(merge_table_full)    /* another core's consumption found this table full */       \
-    X(established_marked)  /* replies going out that (re)marked their destination */    \
-    X(established_full)    /* source marks (established, known) that found no room */   \
-    X(marks_over_budget)   /* ... not written: the core's mark budget was spent */
+#define FG_WORKER_COUNTERS(X)                                                                   \
+    X(packets)               /* frames decided */                                               \
+    X(passed)                /* frames passed, for any reason */                                \
+    X(dropped)               /* frames dropped, for any reason */                               \
+    X(malformed)             /* bad L3/L4 headers: dropped */                                   \
+    X(non_ip)                /* not IPv4/IPv6: passed unjudged */                               \
+    X(allow_hits)            /* source in an allow prefix: passed, no rule checked */           \
+    X(block_hits)            /* source in a block prefix: dropped */                            \
+    X(rate_limited)          /* dropped because an enforcing rule refused */                    \
+    X(answered)              /* ... of which answered (the answer sent in their place) */       \
+    X(answered_bytes)        /* bytes of those answers */                                       \
+    X(answer_capped)         /* refused, would have been answered: over an answer cap */        \
+    X(syn_auth_replies)      /* RSTs carrying a valid cookie: source verified, dropped */       \
+    X(cookie_failed)         /* bare RSTs to a syn-auth rule without a valid cookie */          \
+    X(merge_unshared_keys)   /* admitted packets not shared: the publish list was full */       \
+    X(merge_table_full)      /* another core's consumption found this table full */             \
+    X(cluster_unshared_keys) /* admitted for a shared key, not told the cluster: ledger full */ \
+    X(established_marked)    /* replies going out that (re)marked their destination */          \
+    X(established_full)      /* source marks (established, known) that found no room */         \
+    X(marks_over_budget)     /* ... not written: the core's mark budget was spent */
 
 // Per rule, per worker core.
 #define FG_RULE_COUNTERS(X)                                                                   \

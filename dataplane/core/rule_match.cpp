@@ -87,8 +87,10 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.slip = r.action == RuleAction::dns_truncate ? r.slip : 1;
     c.verified_ttl_ns = r.verified_ttl_ns;
     c.shadow = r.mode == RuleMode::shadow;
+    c.shared = r.shared;
     c.on_table_full = r.on_table_full;
-    c.plain = !is_aggregate(c.key_kind) && c.action != RuleAction::syn_auth && !c.shadow;
+    c.plain =
+        !is_aggregate(c.key_kind) && c.action != RuleAction::syn_auth && !c.shadow && !c.shared;
     return c;
 }
 

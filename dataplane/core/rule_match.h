@@ -77,8 +77,11 @@ struct CompiledRule {
     // each key one owner core (RuleSet, dataplane/core/steering.h).
     bool published[2] = {true, true};
     bool publishes(const PacketInfo &p) const { return published[p.family == 6]; }
-    // Neither aggregate nor syn-auth nor shadow: a packet it alone matches is decided by its
-    // limit and nothing else (Pipeline::decide_one's short path).
+    // share: cluster: what its keys admit is also counted for the other boxes (Pipeline's
+    // cluster ledger, dataplane/pipeline/cluster_ledger.h).
+    bool shared = false;
+    // Neither aggregate nor syn-auth nor shadow nor shared: a packet it alone matches is decided by
+    // its limit and nothing else (Pipeline::decide_one's short path).
     bool plain = false;
 };
 

@@ -34,6 +34,7 @@
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/remembered_filter.h"
 #include "dataplane/core/ruleset.h"
+#include "dataplane/pipeline/cluster_ledger.h"
 #include "dataplane/pipeline/merge.h"
 
 namespace floodgate {
@@ -146,7 +147,16 @@ class Pipeline {
         if (read_asked_.load(std::memory_order_acquire) !=
             read_served_.load(std::memory_order_relaxed)) [[unlikely]]
             serve_read();
+        if (shared_asked_.load(std::memory_order_acquire) !=
+            shared_served_.load(std::memory_order_relaxed)) [[unlikely]]
+            serve_shared();
     }
+
+    // The cluster ledger (cluster_ledger.h): appends to *out what this core admitted for the
+    // keys of shared rules since the last take, and forgets it. Any thread, one at a time;
+    // served by the core between bursts like read_stats (false if it did not answer within a
+    // second: the records stay for the next take).
+    bool take_shared(std::vector<SharedRecord> *out);
 
     const LimitTable &table() const { return *table_; }
     const RuleSet &rules() const { return *rules_; }
@@ -267,6 +277,9 @@ class Pipeline {
 
     // This core's side of the merge (publish.cpp).
     void note_admitted(LimitEntry *e, uint64_t hash, const LimitProfile &limit);
+    // And of the cluster sync (cluster_take.cpp).
+    [[gnu::cold]] void note_shared(const CompiledRule &r, const PacketInfo &info, const Check &c);
+    [[gnu::cold]] void serve_shared();
 
     // Readings served by the core (read_stats.cpp).
     [[gnu::cold]] void serve_read();
@@ -312,6 +325,14 @@ class Pipeline {
         std::vector<HeavyHitters> top_refused;
     };
     CoreCopy copy_;
+    // The cluster ledger: the core counts into shared_; asked for it (shared_asked_), it adds
+    // shared_ into shared_out_ and sets shared_served_; the taker empties shared_out_. A taker
+    // that gave up leaves shared_out_ for the next one, so nothing is lost.
+    ClusterLedger shared_;
+    ClusterLedger shared_out_;
+    std::mutex take_lock_;  // takers only
+    std::atomic<uint64_t> shared_asked_{0};
+    std::atomic<uint64_t> shared_served_{0};
     mutable std::mutex read_lock_;  // readers only: one reading at a time
     mutable std::atomic<uint64_t> read_asked_{0};
     std::atomic<uint64_t> read_served_{0};

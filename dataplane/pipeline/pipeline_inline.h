@@ -147,6 +147,8 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }
+        if (r.shared && c.admitted) [[unlikely]]
+            note_shared(r, info, c);
         // Admitted by the aggregate's own limit (not by a table-full pass, not a shadow rule's
         // would-be refusal).
         if (c.known_hash != 0 && c.admitted && c.entry != nullptr) known = c.known_hash;

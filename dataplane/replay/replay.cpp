@@ -14,6 +14,7 @@
 #include "dataplane/pipeline/merge.h"
 #include "dataplane/pipeline/pipeline.h"
 #include "dataplane/pipeline/stats_json.h"
+#include "dataplane/replay/boxes.h"
 #include "dataplane/replay/output_files.h"
 #include "dataplane/replay/pcap_file.h"
 #include "dataplane/replay/report.h"
@@ -161,26 +162,34 @@ Steering steering_of(const ReplayOptions &opt, const Config &config) {
 // bursts; with several, each core decides its own frames in bursts as a live worker would.
 class TraceRun {
   public:
-    TraceRun(const std::vector<Pipeline *> &cores, const ReplayOptions &opt, const Outputs &out)
+    TraceRun(const std::vector<Pipeline *> &cores, const ReplayOptions &opt, const Outputs &out,
+             BoxesSync *boxes)
         : cores_(cores),
           opt_(opt),
           out_(out),
+          boxes_(boxes),
           steering_(cores.front()->rules().steering()),
           window_(std::min<size_t>(size_t{kMaxBurst} * cores.size(), kMaxWindow)),
           by_core_(cores.size()) {}
 
     bool run(PcapReader &in, BinRecorder *bins, std::string *error) {
         std::vector<Consumption> scratch;
-        const bool merging = cores_.size() > 1;
+        const bool merging = cores_.size() > 1 && boxes_ == nullptr;
         uint64_t clock_ns = 0, next_merge_ns = 0;
         uint64_t bin_end_ns = bins != nullptr ? bins->end_ns() : UINT64_MAX;
         for (uint64_t index = 0; in.next(&window_[n_].rec); ++index) {
             // Captures are not always in time order; the limiter's clock never runs backwards.
             clock_ns = std::max(clock_ns, window_[n_].rec.ts_ns);
-            if (index == 0) next_merge_ns = clock_ns + opt_.merge_interval_ns;
+            if (index == 0) {
+                next_merge_ns = clock_ns + opt_.merge_interval_ns;
+                if (boxes_ != nullptr) boxes_->start(cores_, clock_ns);
+            }
             const bool merge_due = merging && clock_ns >= next_merge_ns;
-            if (merge_due || clock_ns >= bin_end_ns) [[unlikely]] {
+            const bool sync_due = boxes_ != nullptr && clock_ns >= boxes_->next_sync_ns();
+            if (merge_due || sync_due || clock_ns >= bin_end_ns) [[unlikely]] {
                 decide_window_but_newest();
+                while (sync_due && clock_ns >= boxes_->next_sync_ns())
+                    if (!boxes_->sync(error)) return false;
                 if (clock_ns >= bin_end_ns) {
                     bins->close_before(clock_ns);
                     bin_end_ns = bins->end_ns();
@@ -317,6 +326,7 @@ class TraceRun {
     const std::vector<Pipeline *> &cores_;
     const ReplayOptions &opt_;
     const Outputs &out_;
+    BoxesSync *boxes_;  // --boxes: the cores are boxes, synced instead of merged
     const Steering &steering_;
     std::vector<Slot> window_;
     size_t n_ = 0;                                // slots in the window
@@ -384,7 +394,8 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
     // as nobody renames files under a running replay.
     outputs.files.clear();
 
-    Eal eal(offline_eal_args(static_cast<unsigned>(dpdk_memory_mb(config, opt.workers))));
+    Eal eal(offline_eal_args(
+        static_cast<unsigned>(dpdk_memory_mb(config, std::max(opt.workers, opt.boxes)))));
     if (!eal.ok()) return fail(eal.error());
 
     int rc = 0;
@@ -393,19 +404,37 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
         RuleSetOptions options;
         options.cores = opt.workers;
         if (opt.workers > 1) options.steering = steering_of(opt, config);
-        std::unique_ptr<RuleSet> rules = RuleSet::build(config, options, &error);
-        if (!rules) return fail(error);
+        std::unique_ptr<BoxesSync> boxes;
+        std::unique_ptr<RuleSet> own_rules;
+        const RuleSet *rules = nullptr;
+        if (opt.boxes > 1) {
+            // One core a box, each source on one box: by its full address, as ECMP hashes.
+            options.cores = opt.boxes;
+            options.steering = software_steering(SteeringOptions{true, 32, 128}, true);
+            boxes = std::make_unique<BoxesSync>(
+                config,
+                BoxesOptions{opt.boxes, opt.cluster_sync_ns, opt.store_down_from_ns,
+                             opt.store_down_until_ns},
+                options, &error);
+            if (!boxes->ok()) return fail(error);
+            rules = boxes->rules();
+        } else {
+            own_rules = RuleSet::build(config, options, &error);
+            if (!own_rules) return fail(error);
+            rules = own_rules.get();
+        }
+        const unsigned n_cores = options.cores;
         std::vector<std::unique_ptr<LimitTable>> tables;
         std::vector<std::unique_ptr<Pipeline>> pipelines;
         std::vector<Pipeline *> cores;
-        for (unsigned w = 0; w < opt.workers; ++w) {
+        for (unsigned w = 0; w < n_cores; ++w) {
             tables.push_back(std::make_unique<LimitTable>(
                 config.table_entries_per_core, kReplaySeed, dpdk_table_memory(SOCKET_ID_ANY)));
             if (!tables.back()->ok())
                 return fail("cannot allocate the limiter table (" +
                             std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
                             " bytes)");
-            pipelines.push_back(std::make_unique<Pipeline>(rules.get(), tables.back().get(), w));
+            pipelines.push_back(std::make_unique<Pipeline>(rules, tables.back().get(), w));
             cores.push_back(pipelines.back().get());
             cores.back()->set_cookie_key(kReplayCookieKey);
             if (opt.workers > 1) cores.back()->enable_merge();
@@ -416,7 +445,8 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             range.frames > 0 ? choose_bins(range.first_ns, range.last_ns) : BinLayout{};
         std::unique_ptr<BinRecorder> bins;
         if (!opt.report.empty()) bins = std::make_unique<BinRecorder>(layout, *rules, cores);
-        bool ok = TraceRun(cores, opt, out).run(in, bins.get(), &error);
+        bool ok = TraceRun(cores, opt, out, boxes.get()).run(in, bins.get(), &error);
+        if (boxes) rules = boxes->rules();  // the last the boxes ran
         if (!ok) rc = fail(error);
         if (!pass.close()) rc = fail(pass.error());
         if (drop && !drop->close()) rc = fail(drop->error());
@@ -425,6 +455,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
         std::vector<CoreReading> readings;
         for (const Pipeline *core : cores) readings.push_back(read_core(*rules, *core));
         nlohmann::ordered_json stats = stats_to_json(*rules, readings);
+        if (boxes) stats["cluster"] = boxes->stats();
         if (!opt.stats.empty()) {
             if (!write_stats(opt.stats, stats)) rc = fail(opt.stats + ": cannot write stats");
         }

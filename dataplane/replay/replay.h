@@ -30,6 +30,14 @@ struct ReplayOptions {
     unsigned workers = 1;
     Spread spread = Spread::steering;
     uint64_t merge_interval_ns = 1000000;
+    // --boxes N: N boxes of a cluster, one core each, sharing their `share: cluster` rules
+    // through a model of the store every cluster_sync_ns (0: the rules file's), with the store
+    // away from store_down_from_ns to store_down_until_ns of the capture
+    // (dataplane/replay/boxes.h).
+    unsigned boxes = 1;
+    uint64_t cluster_sync_ns = 0;
+    uint64_t store_down_from_ns = 0;
+    uint64_t store_down_until_ns = 0;
     // The protected side's prefixes. A frame from one of them went inside to outside: it is
     // forwarded unjudged, as the live path does (written to pass), and a reply among them
     // marks its destination established (Pipeline::observe_returning).

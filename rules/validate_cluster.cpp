@@ -1,0 +1,64 @@
+// cluster: the boxes that share rules through Redis (rules/config_parser.h, README "Several
+// boxes").
+#include "dataplane/api/numbers.h"
+#include "rules/config_parser.h"
+
+namespace floodgate::validation {
+
+namespace {
+
+// The Redis address floodctl connects to: host:port (a name or an IPv4 address) or
+// unix:/path. Only its shape is checked here; whether it answers is the daemon's to find out.
+bool redis_address(const std::string &text, std::string *why) {
+    if (text.size() > 256) {
+        *why = "is longer than 256 characters";
+        return false;
+    }
+    if (text.starts_with("unix:/")) return true;
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+        *why = "is not host:port or unix:/path";
+        return false;
+    }
+    for (char c : text.substr(0, colon))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_')) {
+            *why = "has a host that is not a name or an IPv4 address";
+            return false;
+        }
+    return parse_uint(std::string_view(text).substr(colon + 1), 1, 65535, why).has_value();
+}
+
+}  // namespace
+
+// cluster: { name, redis, sync_ms (100), boxes (1), box_timeout (3s) }.
+ClusterOptions ConfigParser::cluster(const Field &field) const {
+    ClusterOptions c;
+    c.set = true;
+    const Fields f = fields(field, {"name", "redis", "sync_ms", "boxes", "box_timeout"});
+    const Field &name = require(f, "name");
+    c.name = scalar(name);
+    if (c.name.empty() || c.name.size() > kMaxClusterNameLen)
+        fail(name, "name must be 1-" + std::to_string(kMaxClusterNameLen) + " characters");
+    for (char ch : c.name)
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == '-'))
+            fail(name, "name '" + c.name + "' may use only A-Z a-z 0-9 _ . -");
+    const Field &redis = require(f, "redis");
+    c.redis = scalar(redis);
+    std::string why;
+    if (!redis_address(c.redis, &why)) fail(redis, "'" + c.redis + "' " + why);
+    if (const Field *s = f.find("sync_ms"))
+        c.sync_ns =
+            integer(*s, kMinClusterSyncNs / 1'000'000, kMaxClusterSyncNs / 1'000'000) * 1'000'000;
+    if (const Field *b = f.find("boxes"))
+        c.boxes = static_cast<uint32_t>(integer(*b, 1, kMaxClusterBoxes));
+    if (const Field *t = f.find("box_timeout")) {
+        c.box_timeout_ns = duration_ns(*t, kMaxEscalateNs);  // a day
+        if (c.box_timeout_ns < 2 * c.sync_ns)
+            fail(*t, "box_timeout must be at least two sync intervals");
+    }
+    return c;
+}
+
+}  // namespace floodgate::validation
