@@ -305,7 +305,7 @@ void BM_Merge(benchmark::State &state) {
         a.use_frames(tmpl);
         m->table_b = std::make_unique<LimitTable>(keys, random_hash_seed());
         m->b = std::make_unique<Pipeline>(a.bench.rules.get(), m->table_b.get(), 1);
-        m->merger = std::make_unique<LiveMerger>(2, 2 * kMaxUnpublishedKeys);
+        m->merger = std::make_unique<LiveMerger>(2, 2 * kMaxUnpublishedKeys, kClusterRingRecords);
         if (!m->table_b->ok() || !m->merger->ok()) {
             state.SkipWithError("cannot allocate core B's table or the merge rings");
             return;

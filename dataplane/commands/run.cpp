@@ -264,9 +264,14 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         if (xdp) j["xdp"] = xdp->stats();
         return j;
     });
+    service.attach_cluster(ClusterHooks{
+        [&](std::vector<SharedRecord> *out) { return dataplane.take_shared(out); },
+        [&](const std::vector<Consumption> &charges) { dataplane.charge_cluster(charges); },
+        &dataplane.first_table()});
     StatsSaver saver(opt, rules, view, xdp);
     const auto housekeeping = [&] {
         service.expire_overrides();
+        service.cluster_tick();
         if (xdp) xdp->tick(service, rules, view);
         saver.tick();
     };

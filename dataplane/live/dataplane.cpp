@@ -151,13 +151,13 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
     const HashSeed seed = random_hash_seed();
     const HashSeed cookie_seed = random_hash_seed();
     const CookieKey cookie_key{cookie_seed.k[0], cookie_seed.k[1]};
-    // Records a worker may publish per merge: one per key it admitted since the last one.
-    if (setup_.workers > 1) {
-        merger_ = std::make_unique<LiveMerger>(setup_.workers, 2 * kMaxUnpublishedKeys);
-        if (!merger_->ok()) {
-            *error = std::string("cannot create the merge rings: ") + rte_strerror(rte_errno);
-            return false;
-        }
+    // Records a worker may publish per merge: one per key it admitted since the last one; and
+    // what the other boxes of a cluster admitted, some syncs' worth.
+    merger_ =
+        std::make_unique<LiveMerger>(setup_.workers, 2 * kMaxUnpublishedKeys, kClusterRingRecords);
+    if (!merger_->ok()) {
+        *error = std::string("cannot create the merge rings: ") + rte_strerror(rte_errno);
+        return false;
     }
     uint16_t queue = 0;
     unsigned lcore;
@@ -185,6 +185,19 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
         }
     }
     return true;
+}
+
+bool Dataplane::take_shared(std::vector<SharedRecord> *out) {
+    bool all = true;
+    for (auto &p : pipelines_) all &= p->take_shared(out);
+    return all;
+}
+
+void Dataplane::charge_cluster(const std::vector<Consumption> &charges) {
+    BroadcastRing &ring = merger_->cluster_ring();
+    for (size_t at = 0; at < charges.size(); at += kClusterRingRecords)
+        ring.publish(charges.data() + at, static_cast<unsigned>(std::min<size_t>(
+                                              kClusterRingRecords, charges.size() - at)));
 }
 
 int Dataplane::run_worker(void *launch) {

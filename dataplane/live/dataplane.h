@@ -94,6 +94,14 @@ class Dataplane {
     // Returns once every worker has returned from its loop (after *stop was set).
     void wait();
 
+    // For the cluster sync (dataplane/service/cluster_link.h), once the workers are created:
+    // what they admitted for shared keys since the last take (false if one did not answer),
+    // the other boxes' charges to them on the cluster ring (one thread only), and a table, for
+    // the hash seed every core shares.
+    bool take_shared(std::vector<SharedRecord> *out);
+    void charge_cluster(const std::vector<Consumption> &charges);
+    const LimitTable &first_table() const { return *tables_.front(); }
+
     // For the stats and the main lcore's loop.
     const LiveView &view() const { return view_; }
     PortWatch *port_watch() { return port_watch_.get(); }  // once launched

@@ -65,12 +65,14 @@ unsigned BroadcastRing::read(uint64_t *cursor, Consumption *out, unsigned max,
     return n - skip;
 }
 
-LiveMerger::LiveMerger(unsigned workers, unsigned ring_records) {
-    for (unsigned w = 0; w < workers && ok_; ++w) {
-        rings_.push_back(
-            std::make_unique<BroadcastRing>(ring_records, static_cast<int>(rte_socket_id())));
+LiveMerger::LiveMerger(unsigned workers, unsigned ring_records, unsigned cluster_records) {
+    const int socket = static_cast<int>(rte_socket_id());
+    for (unsigned w = 0; w < workers && workers > 1 && ok_; ++w) {
+        rings_.push_back(std::make_unique<BroadcastRing>(ring_records, socket));
         ok_ = rings_.back()->ok();
     }
+    cluster_ = std::make_unique<BroadcastRing>(cluster_records, socket);
+    ok_ = ok_ && cluster_->ok();
 }
 
 }  // namespace floodgate

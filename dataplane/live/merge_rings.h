@@ -54,16 +54,24 @@ class BroadcastRing {
     alignas(64) std::atomic<uint64_t> claimed_{0};
 };
 
-// Every worker's ring.
+// The cluster ring's records: a sync's charges for 65,536 keys, or several syncs of fewer.
+inline constexpr unsigned kClusterRingRecords = 1u << 16;
+
+// Every worker's ring (none with one worker: nothing to merge), and the cluster's: the
+// other boxes' consumption of shared keys, published by the service thread
+// (dataplane/service/cluster_link.h) and charged by every worker.
 class LiveMerger {
   public:
-    LiveMerger(unsigned workers, unsigned ring_records);
+    LiveMerger(unsigned workers, unsigned ring_records, unsigned cluster_records);
     bool ok() const { return ok_; }
+    bool merging() const { return !rings_.empty(); }
     unsigned workers() const { return static_cast<unsigned>(rings_.size()); }
     BroadcastRing &ring(unsigned worker) { return *rings_[worker]; }
+    BroadcastRing &cluster_ring() { return *cluster_; }
 
   private:
     std::vector<std::unique_ptr<BroadcastRing>> rings_;
+    std::unique_ptr<BroadcastRing> cluster_;
     bool ok_ = true;
 };
 

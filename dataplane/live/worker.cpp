@@ -72,7 +72,7 @@ Worker::Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
       stop_(stop),
       merge_(merge),
       merge_interval_ns_(merge_interval_ns) {
-    if (merge_ != nullptr) {
+    if (merge_->merging()) {
         pipeline_->enable_merge();
         published_.reserve(2 * kMaxUnpublishedKeys);  // limits and verifications
         merge_cursors_.assign(merge_->workers(), 0);
@@ -115,7 +115,7 @@ void Worker::apply_consumption(uint64_t now_ns) {
     constexpr unsigned kMaxAppliedPerPass = 256;
     const unsigned n_rings = merge_->workers();
     Consumption incoming[64];
-    uint64_t lost = 0;
+    uint64_t lost = 0, cluster_lost = 0;
     unsigned applied = 0;
     // The other workers' rings, from next_ring_ on (never this worker's own).
     const auto after = [&](unsigned ring) {
@@ -142,8 +142,19 @@ void Worker::apply_consumption(uint64_t now_ns) {
             }
         }
     }
-    next_ring_ = after(next_ring_);  // the next pass starts one ring further
+    if (n_rings > 1) next_ring_ = after(next_ring_);  // the next pass starts one ring further
+    // Then the other boxes' charges, within what is left of the budget (no lag kept: they
+    // were published on the service's clock).
+    unsigned m;
+    while (applied < kMaxAppliedPerPass &&
+           (m = merge_->cluster_ring().read(&cluster_cursor_, incoming,
+                                            std::min(64u, kMaxAppliedPerPass - applied),
+                                            &cluster_lost)) > 0) {
+        applied += m;
+        for (unsigned i = 0; i < m; ++i) pipeline_->apply(incoming[i], now_ns);
+    }
     if (lost > 0) merge_records_lost_ += lost;
+    if (cluster_lost > 0) cluster_records_lost_ += cluster_lost;
 }
 
 // Sends a decided burst on: passed frames to the inside port, answers (built in the frame's
@@ -222,13 +233,11 @@ void Worker::run(uint64_t tsc0) {
         pipeline_->set_rules(rules_->current());
         const uint64_t tsc = rte_rdtsc();
         uint64_t now = epoch_ns + clock.ns(tsc - tsc0);
-        if (merge_ != nullptr) {
-            if (now >= next_exchange_ns) {
-                publish_consumption(now);
-                next_exchange_ns = now + merge_interval_ns_;
-            }
-            apply_consumption(now);
+        if (merge_->merging() && now >= next_exchange_ns) {
+            publish_consumption(now);
+            next_exchange_ns = now + merge_interval_ns_;
         }
+        apply_consumption(now);
         Received &in = bursts[pipeline_->prepared() > 0 ? waiting ^ 1 : waiting];
         // With software steering, what was received may all have gone to other workers (work
         // all the same), and what is decided may have come from them.

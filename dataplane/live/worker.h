@@ -36,7 +36,8 @@ struct WorkerPorts {
 class Worker {
   public:
     // rules: the ruleset, read once per loop pass. merge: every worker's merge ring (this one
-    // publishes on ring ports.queue and reads the others), or nullptr with one worker.
+    // publishes on ring ports.queue and reads the others; none with one worker) and the
+    // cluster's ring, which every worker reads.
     // steering: the software steering's rings, or nullptr when packets arrive at their owner
     // (or have none).
     Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
@@ -63,6 +64,8 @@ class Worker {
     uint64_t answers_tx_failed() const { return answers_tx_failed_; }
     // Records of other workers overwritten on their rings before this one read them.
     uint64_t merge_records_lost() const { return merge_records_lost_; }
+    // Records of other boxes (the cluster ring) overwritten before this worker read them.
+    uint64_t cluster_records_lost() const { return cluster_records_lost_; }
     // Longest time from another core's publish to its charge here (TSC clock, ns).
     uint64_t merge_max_lag_ns() const { return merge_max_lag_ns_; }
     // TSC cycles spent in loop passes that received or decided a burst, from the clock read
@@ -89,9 +92,11 @@ class Worker {
     std::vector<Consumption> published_;   // capacity reserved once
     std::vector<uint64_t> merge_cursors_;  // this worker's place in each other worker's ring
     unsigned next_ring_ = 0;               // the other worker whose ring the next pass reads first
+    uint64_t cluster_cursor_ = 0;          // this worker's place in the cluster ring
     std::unique_ptr<SteeringStage> steering_;
     Counter merge_records_lost_;
     Counter merge_max_lag_ns_;
+    Counter cluster_records_lost_;
     Counter busy_tsc_;
 
     // A burst received: its mbufs and what the pipeline reads of them.

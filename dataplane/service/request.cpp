@@ -77,6 +77,28 @@ ServiceRequest load(const nlohmann::json &request) {
     return out;
 }
 
+// {store_ok, boxes, charges: [[rule, key, packets], ...]}: the shape is checked here, each
+// charge's meaning (a shared rule, one of its keys) when it is applied, one at a time.
+ClusterSyncRequest cluster_sync(const nlohmann::json &request) {
+    ClusterSyncRequest out;
+    out.store_ok = get_bool(request, "store_ok", false);
+    out.boxes = static_cast<uint32_t>(get_int(request, "boxes", 1, kMaxClusterBoxes, 1));
+    const auto charges = request.find("charges");
+    if (charges == request.end()) return out;
+    if (!charges->is_array() || charges->size() > kMaxClusterCharges)
+        throw MessageError("field \"charges\" must be an array of at most " +
+                           std::to_string(kMaxClusterCharges) + " [rule, key, packets]");
+    for (const nlohmann::json &c : *charges) {
+        if (!c.is_array() || c.size() != 3 || !c[0].is_string() || !c[1].is_string() ||
+            !c[2].is_number_unsigned())
+            throw MessageError("field \"charges\": each entry is [rule, key, packets]");
+        uint64_t &sum = out.charges[{c[0].get<std::string>(), c[1].get<std::string>()}];
+        const uint64_t packets = c[2].get<uint64_t>();
+        sum = packets > UINT64_MAX - sum ? UINT64_MAX : sum + packets;  // refused when applied
+    }
+    return out;
+}
+
 }  // namespace
 
 ServiceRequest decode_service_request(const std::string &line) {
@@ -105,6 +127,8 @@ ServiceRequest decode_service_request(const std::string &line) {
         o.ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
         return o;
     }
+    if (cmd == "cluster_take") return ClusterTakeRequest{};
+    if (cmd == "cluster_sync") return cluster_sync(request);
     if (cmd == "override_del") {
         OverrideDelRequest o;
         o.list = list_field(request);

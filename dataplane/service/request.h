@@ -11,6 +11,7 @@
 #include "dataplane/api/prefix.h"
 #include "dataplane/api/rules.h"
 #include "dataplane/core/ruleset.h"
+#include "dataplane/service/cluster_link.h"
 #include "rules/load.h"
 
 namespace floodgate {
@@ -49,6 +50,8 @@ struct OverrideAddRequest {
     long long ttl_s = 0;  // 0 to kMaxOverrideTtlSeconds; 0: never expires
 };
 
+struct ClusterTakeRequest {};
+
 struct OverrideDelRequest {
     PrefixVerdict list = PrefixVerdict::block;  // allow or block
     Prefix prefix;
@@ -56,7 +59,8 @@ struct OverrideDelRequest {
 
 using ServiceRequest =
     std::variant<StatusRequest, StatsRequest, RulesRequest, OverridesRequest, LoadRequest,
-                 RefusedLoadRequest, ModeRequest, OverrideAddRequest, OverrideDelRequest>;
+                 RefusedLoadRequest, ModeRequest, OverrideAddRequest, OverrideDelRequest,
+                 ClusterTakeRequest, ClusterSyncRequest>;
 
 // Throws MessageError (dataplane/api/message.h), whose text is sent back as the error, for a
 // line that is not a request of the protocol. Fields are checked in the order the protocol

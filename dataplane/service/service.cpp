@@ -43,7 +43,52 @@ Service::Service(LiveRuleSet *live, RulesFile startup, ServiceInfo info, StatsFn
       started_ns_(clock_.monotonic_ns()),
       started_unix_ns_(clock_.wall_ns()),
       rules_(std::move(startup)),
-      loaded_unix_ns_(started_unix_ns_) {}
+      loaded_unix_ns_(started_unix_ns_) {
+    cluster_.configure(rules_.config.cluster, started_ns_);
+}
+
+void Service::attach_cluster(ClusterHooks hooks) {
+    std::lock_guard<std::mutex> guard(lock_);
+    const ClusterOptions options = rules_.config.cluster;
+    cluster_ = ClusterLink(std::move(hooks));
+    cluster_.configure(options, clock_.monotonic_ns());
+    // The first rules were built before the box knew it is alone: its fallbacks, now.
+    if (options.set) cluster_changed();
+}
+
+void Service::cluster_tick() {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (cluster_.tick(clock_.monotonic_ns())) cluster_changed();
+}
+
+void Service::cluster_changed() {
+    std::string error;
+    std::fprintf(stderr, "floodgate: %s\n", cluster_.change_line().c_str());
+    if (!apply(rules_, modes_, overrides_, origin_.c_str(), &error, false))
+        std::fprintf(stderr, "floodgate: cluster: the rules could not be rebuilt: %s\n",
+                     error.c_str());
+}
+
+void Service::check_cluster() const {
+    if (!cluster_.attached()) throw MessageError("this dataplane takes no cluster sync");
+    if (!rules_.config.cluster.set) throw MessageError("the running rules have no cluster section");
+}
+
+ordered_json Service::execute(const ClusterTakeRequest &) {
+    check_cluster();
+    ordered_json reply = {{"ok", true}};
+    live_->with_current([&](const RuleSet &rs) { cluster_.take(rs, &reply); });
+    return reply;
+}
+
+ordered_json Service::execute(const ClusterSyncRequest &request) {
+    check_cluster();
+    bool changed = false;
+    live_->with_current(
+        [&](const RuleSet &rs) { changed = cluster_.sync(rs, request, clock_.monotonic_ns()); });
+    if (changed) cluster_changed();
+    return {{"ok", true}, {"joined", cluster_.state().joined()}};
+}
 
 std::string Service::handle(const std::string &line) {
     return reply_to([&] { return decode_service_request(line); });
@@ -114,12 +159,14 @@ ordered_json Service::execute(const StatsRequest &request) {
 
 bool Service::apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
                     const std::vector<PrefixOverride> &overrides, const char *origin,
-                    std::string *error) {
+                    std::string *error, bool reload) {
     Config effective = rules.config;
     for (Rule &r : effective.rules) {
         auto it = modes.find(r.name);
         if (it != modes.end()) r.mode = it->second;
     }
+    cluster_.configure(rules.config.cluster, clock_.monotonic_ns());
+    cluster_.adjust(&effective);
     RuleSetOptions options;
     options.cores = info_.workers;
     options.socket_id = info_.socket_id;
@@ -130,7 +177,7 @@ bool Service::apply(const RulesFile &rules, const std::map<std::string, RuleMode
     options.version = version_ + 1;
     std::unique_ptr<RuleSet> next = RuleSet::build(effective, options, error);
     if (!next) {
-        ++reloads_failed_;
+        if (reload) ++reloads_failed_;
         return false;
     }
     live_->swap(std::move(next));
@@ -139,7 +186,7 @@ bool Service::apply(const RulesFile &rules, const std::map<std::string, RuleMode
     if (&overrides != &overrides_) overrides_ = overrides;
     origin_ = origin;
     ++version_;
-    ++reloads_ok_;
+    if (reload) ++reloads_ok_;
     loaded_unix_ns_ = clock_.wall_ns();
     return true;
 }
@@ -308,7 +355,8 @@ ordered_json Service::status_locked() const {
             {"ruleset", ruleset},
             {"reloads", {{"ok", reloads_ok_}, {"failed", reloads_failed_}}},
             {"overrides_expired", overrides_expired_},
-            {"requests_refused", requests_refused_}};
+            {"requests_refused", requests_refused_},
+            {"cluster", cluster_.status(clock_.monotonic_ns())}};
 }
 
 ordered_json Service::rules_locked() const {

@@ -77,6 +77,12 @@ class Service {
     LineServer::Answer answer(const std::string &request_line);
     // Drops overrides whose time has come (swapping in a ruleset without them).
     void expire_overrides();
+    // The cluster sync's hooks into the running dataplane (before the control socket serves);
+    // without them `cluster_sync` is refused.
+    void attach_cluster(ClusterHooks hooks);
+    // Falls back to the shared rules' fallbacks when floodctl has not synced for three
+    // intervals (dataplane/pipeline/cluster_state.h).
+    void cluster_tick();
 
     RunningRules running();
     uint64_t version();  // of the running rules, overrides and modes: up by one on each change
@@ -104,11 +110,19 @@ class Service {
     nlohmann::ordered_json execute(const ModeRequest &request);
     nlohmann::ordered_json execute(const OverrideAddRequest &request);
     nlohmann::ordered_json execute(const OverrideDelRequest &request);
-    // Compiles and swaps in the rules with modes and overrides applied; on success they become
-    // the running state and the version goes up. On failure nothing changes.
+    nlohmann::ordered_json execute(const ClusterTakeRequest &request);
+    nlohmann::ordered_json execute(const ClusterSyncRequest &request);
+    // Compiles and swaps in the rules with modes, overrides and the cluster's fallbacks
+    // applied; on success they become the running state and the version goes up. On failure
+    // nothing changes. A reload counts in reloads (ok or failed); a change of the cluster's
+    // state does not.
     bool apply(const RulesFile &rules, const std::map<std::string, RuleMode> &modes,
-               const std::vector<PrefixOverride> &overrides, const char *origin,
-               std::string *error);
+               const std::vector<PrefixOverride> &overrides, const char *origin, std::string *error,
+               bool reload = true);
+    // The running rules again after the cluster joined or left, logged.
+    void cluster_changed();
+    // Refuses a cluster request when there is no cluster to sync.
+    void check_cluster() const;
 
     std::mutex lock_;
     LiveRuleSet *live_;
@@ -129,6 +143,7 @@ class Service {
     uint64_t overrides_expired_ = 0;
     uint64_t expiry_retry_ns_ = 0;   // after a failed expiry: not before this (monotonic)
     uint64_t requests_refused_ = 0;  // malformed or invalid control messages
+    ClusterLink cluster_;
     // Declared last: destroyed first, waiting for a load being decoded, which uses none of the
     // above.
     BackgroundAnswer<ServiceRequest> loading_;

@@ -1,0 +1,89 @@
+// The dataplane's side of the cluster sync (README, "Several boxes"). floodctl's daemon, the
+// one that speaks to Redis, does three things every sync interval:
+//   cluster_take: what this box's workers admitted for shared keys since the last take (each
+//                 worker hands it over between its bursts), to push to the store;
+//   (the store: push that, pull what the other boxes pushed)
+//   cluster_sync: whether the store answered, how many boxes are live, and the other boxes'
+//                 consumption, charged to the workers at once.
+// So a packet's charge reaches the other boxes at most two intervals after it passed (plus
+// the round trips). The charges go to the workers on the cluster ring
+// (dataplane/live/merge_rings.h), which they read between bursts like the other cores' merge
+// records: the service thread never writes a worker's table.
+//
+// Joined or alone is ClusterState's to decide (dataplane/pipeline/cluster_state.h); what a box
+// admitted while it was alone for a whole interval is not told (it was within its share, and
+// telling it after a return would charge the others for the whole outage at once).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "dataplane/core/ruleset.h"
+#include "dataplane/pipeline/cluster_keys.h"
+#include "dataplane/pipeline/cluster_state.h"
+
+namespace floodgate {
+
+// What the cluster sync needs of the running dataplane.
+struct ClusterHooks {
+    // Appends what every worker admitted for shared keys since the last call; false if a
+    // worker did not answer (what it holds is taken next time).
+    std::function<bool(std::vector<SharedRecord> *)> take;
+    // Publishes the other boxes' consumption to every worker (the service thread only).
+    std::function<void(const std::vector<Consumption> &)> charge;
+    // A table of this box, for its hash seed (every core has the same).
+    const LimitTable *hasher = nullptr;
+};
+
+// One `cluster_sync` request (dataplane/service/request.h decodes it).
+struct ClusterSyncRequest {
+    bool store_ok = false;
+    uint32_t boxes = 1;
+    SharedTotals charges;  // the other boxes' packets per (rule, key)
+};
+// Most (rule, key) charges one sync may carry.
+inline constexpr size_t kMaxClusterCharges = 1u << 18;
+
+class ClusterLink {
+  public:
+    explicit ClusterLink(ClusterHooks hooks = {}) : hooks_(std::move(hooks)) {}
+
+    // The rules file's cluster section, at start and on every load: a new section (another
+    // cluster, another interval) starts alone again; the same one keeps its state.
+    void configure(const ClusterOptions &options, uint64_t now_ns);
+    bool attached() const { return hooks_.take != nullptr; }
+
+    // This box's consumption since the last take, in (*reply)["consumed"] as [rule, key,
+    // packets] rows.
+    void take(const RuleSet &rules, nlohmann::ordered_json *reply);
+    // A sync at now_ns under `rules` (the running set): the charges published; true when the
+    // box joined or left.
+    bool sync(const RuleSet &rules, const ClusterSyncRequest &request, uint64_t now_ns);
+    // No sync for three intervals: alone. True when that changed it.
+    bool tick(uint64_t now_ns) { return state_.on_tick(now_ns); }
+
+    const ClusterState &state() const { return state_; }
+    void adjust(Config *config) const { state_.adjust(config); }
+    // For status: the state and the counts.
+    nlohmann::ordered_json status(uint64_t now_ns) const;
+    // One line for the log when the state changed.
+    std::string change_line() const;
+
+  private:
+    ClusterHooks hooks_;
+    ClusterOptions options_;
+    ClusterState state_;
+    bool joined_at_last_take_ = false;
+    std::vector<SharedRecord> records_;  // reused
+    std::vector<Consumption> charges_;   // reused
+    uint64_t told_keys_ = 0, told_packets_ = 0;
+    uint64_t untold_alone_packets_ = 0;  // admitted alone for a whole interval
+    uint64_t charged_keys_ = 0, charged_packets_ = 0;
+    uint64_t refused_charges_ = 0;  // unknown rule, not a key of it, bad count
+    std::string last_refusal_;
+    uint64_t take_timeouts_ = 0;
+};
+
+}  // namespace floodgate
