@@ -28,7 +28,10 @@ struct CommandUsage {
 constexpr CommandUsage kCommands[] = {
     {"daemon",
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
-     "                         run the control plane (socket /run/floodgate/floodctl.sock)\n"},
+     "         [--box ID] [--redis HOST:PORT]\n"
+     "                         run the control plane (socket /run/floodgate/floodctl.sock);\n"
+     "                         with a cluster section, sync shared rules as box ID (default\n"
+     "                         the host name) through Redis (default the rules file's)\n"},
     {"status", "  status                 dataplane, ruleset, rates, table occupancy\n"},
     {"watch",
      "  watch [--interval SECONDS] [--rule NAME] [-n N] [--count FRAMES]\n"
@@ -227,6 +230,8 @@ void CommandLine::add_daemon() {
     app->add_option("--config", daemon_.config);
     app->add_option("--dataplane", daemon_.dataplane);
     app->add_option("--metrics", daemon_.metrics);
+    app->add_option("--box", daemon_.box);
+    app->add_option("--redis", daemon_.redis);
     nodes_[app].run = [this, unknown](const std::vector<std::string> &x) {
         if (!x.empty()) return unknown(x[0]);
         // Refused here, before the daemon starts anything, like every other bad value.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/cluster_sync.h"
 #include "control/http_server.h"
 #include "control/metrics.h"
 #include "control/rules_diff.h"
@@ -83,7 +84,8 @@ json load_request(const std::string &source, const std::string &text, const json
 
 class Daemon {
   public:
-    explicit Daemon(const DaemonOptions &o) : options_(o), started_unix_s_(now_unix_s()) {}
+    Daemon(const DaemonOptions &o, const ClusterSync *cluster)
+        : options_(o), started_unix_s_(now_unix_s()), cluster_(cluster) {}
 
     std::string handle_cli(const std::string &line);
     // handle_cli for the socket's server: a rules load (its patterns compile for up to seconds,
@@ -105,6 +107,7 @@ class Daemon {
 
     const DaemonOptions options_;
     const double started_unix_s_;
+    const ClusterSync *cluster_;
 
     std::recursive_mutex link_lock_;  // the dataplane connection and what depends on it
     LineClient link_;
@@ -290,6 +293,7 @@ json Daemon::status() {
                            {"metrics", options_.metrics},
                            {"dataplane_connects", connects_}};
     }
+    reply["cluster"] = cluster_->status();
     reply["dataplane_up"] = up;
     reply["dataplane"] = up ? dataplane : json(nullptr);
     if (!up) reply["dataplane_error"] = error;
@@ -440,7 +444,8 @@ int run_daemon(const DaemonOptions &options) {
     DaemonOptions effective = options;
     if (serve_metrics)
         effective.metrics = http.address();  // as bound: the address, the chosen port
-    Daemon daemon(effective);
+    ClusterSync cluster({options.dataplane, options.box, options.redis});
+    Daemon daemon(effective, &cluster);
     log("serving floodctl on " + options.socket +
         (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
         "; dataplane at " + options.dataplane);
@@ -455,6 +460,7 @@ int run_daemon(const DaemonOptions &options) {
         log(error);
         return 1;
     }
+    std::thread cluster_thread([&] { cluster.run(g_stop); });
     std::thread cli_thread([&] {
         cli.serve(
             g_stop, [&](const std::string &line) { return daemon.answer_cli(line); }, {}, 200);
@@ -470,6 +476,7 @@ int run_daemon(const DaemonOptions &options) {
     // Before the Daemon goes: the endpoint's threads call into it.
     http.stop();
     cli_thread.join();
+    cluster_thread.join();
     log("stopped");
     return 0;
 }

@@ -28,6 +28,10 @@ struct DaemonOptions {
     std::string dataplane = kDefaultDataplaneSocket;
     std::string socket = kDefaultDaemonSocket;
     std::string metrics = kDefaultMetricsAddress;  // "none": no HTTP endpoint
+    // The cluster (control/cluster_sync.h): this box's id (default: the host name), and a
+    // Redis address instead of the rules file's.
+    std::string box;
+    std::string redis;
 };
 
 // Runs until SIGINT or SIGTERM; returns the exit code.

@@ -14,6 +14,7 @@ FG_PACKAGES=(
   build-essential meson ninja-build pkg-config python3 iproute2 python3-prometheus-client
   dpdk dpdk-dev libdpdk-dev
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev libhyperscan-dev libcli11-dev libpcap-dev ccache
+  redis-server libhiredis-dev
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool
   tshark curl dnsmasq-base bind9-dnsutils

@@ -18,15 +18,47 @@ TEST(ConfigErrors, LongPortList) {
                     "rules[0].match.dst_port[64]", "more than 64 ports or ranges"}});
 }
 
+// The cluster section and a rule's share and fallback (issue 26): each refusal names the field.
+TEST(ConfigErrors, Cluster) {
+    const std::string cluster = "cluster: { name: edge, redis: \"127.0.0.1:6379\" }\n";
+    const std::string shared =
+        "rules:\n  - name: a\n    key: dst\n    limit: { rate: 1/s, burst: 10 }\n";
+    expect_errors({
+        {"no name", "cluster: { redis: \"127.0.0.1:6379\" }\n", 1, "cluster.name",
+         "missing required field"},
+        {"bad name", "cluster: { name: \"a b\", redis: \"127.0.0.1:6379\" }\n", 1, "cluster.name",
+         "may use only"},
+        {"bad redis", "cluster: { name: e, redis: \"127.0.0.1\" }\n", 1, "cluster.redis",
+         "is not host:port or unix:/path"},
+        {"bad port", "cluster: { name: e, redis: \"h:70000\" }\n", 1, "cluster.redis", "70000"},
+        {"sync too short", "cluster: { name: e, redis: \"h:1\", sync_ms: 5 }\n", 1,
+         "cluster.sync_ms", "10"},
+        {"timeout below two syncs",
+         "cluster: { name: e, redis: \"h:1\", sync_ms: 1000, box_timeout: 1s }\n", 1,
+         "cluster.box_timeout", "at least two sync intervals"},
+        {"share without cluster", shared + "    share: cluster\n", 5, "rules[0].share",
+         "needs a cluster section"},
+        {"share of a source key",
+         cluster + "rules:\n  - name: a\n    " + kLimit + "\n    share: cluster\n", 5,
+         "rules[0].share", "per-source key stays on the box"},
+        {"unknown share", cluster + shared + "    share: world\n", 6, "rules[0].share",
+         "expected one of: cluster, none"},
+        {"fallback without share", shared + "    fallback: local\n", 5, "rules[0].fallback",
+         "fallback needs share: cluster"},
+        {"unknown fallback", cluster + shared + "    share: cluster\n    fallback: closed\n", 7,
+         "rules[0].fallback", "expected one of: local, fail-open"},
+    });
+}
+
 TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
-         "unknown field (expected one of: allow, block, table, steering, answers, established, "
-         "rules)"},
+         "unknown field (expected one of: allow, block, table, steering, cluster, answers, "
+         "established, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "
-         "on_table_full, reserve, escalate"},
+         "on_table_full, reserve, escalate, share, fallback"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
         {"match in block style",
