@@ -76,6 +76,32 @@ json overrides_of(json reply, const std::string &list) {
     return reply;
 }
 
+// The cluster as the dataplane runs it (joined or alone) and as the daemon reaches the store.
+void print_cluster(const json &c, const json &daemon) {
+    if (!c.is_object() || !c.value("configured", false)) return;
+    const bool joined = c.value("state", "") == "joined";
+    std::printf("cluster:   %s, box %s, %s, %llu box(es) live, sync every %llu ms through %s\n",
+                c.value("name", "").c_str(), daemon.value("box", "?").c_str(),
+                joined ? "joined"
+                       : ("ALONE (" + c.value("reason", std::string()) +
+                          "): shared rules at their fallback")
+                             .c_str(),
+                static_cast<unsigned long long>(u64(c, "boxes")),
+                static_cast<unsigned long long>(u64(c, "sync_ms")), c.value("redis", "").c_str());
+    std::printf(
+        "           alone %.1f s in all, %llu changes; %llu syncs, %llu without the store; "
+        "told %llu packets, charged %llu; refused %llu here, %llu from the store\n",
+        c.value("fallback_s", 0.0), static_cast<unsigned long long>(u64(c, "changes")),
+        static_cast<unsigned long long>(u64(c, "syncs")),
+        static_cast<unsigned long long>(u64(c, "failed_syncs")),
+        static_cast<unsigned long long>(u64(c, "told_packets")),
+        static_cast<unsigned long long>(u64(c, "charged_packets")),
+        static_cast<unsigned long long>(u64(c, "refused_charges")),
+        static_cast<unsigned long long>(daemon.value("refused", uint64_t{0})));
+    if (daemon.is_object() && !daemon.value("store_ok", true))
+        std::printf("           store: %s\n", daemon.value("last_error", "").c_str());
+}
+
 }  // namespace
 
 int cmd_status(const Ctl &ctl) {
@@ -110,6 +136,7 @@ int cmd_status(const Ctl &ctl) {
             std::printf("  rule %-20s %s\n", rule.value("name", "").c_str(),
                         rule.value("scope", "").c_str());
     }
+    print_cluster(d["cluster"], r["cluster"]);
     std::printf("reloads:   %llu ok, %llu failed; %llu overrides expired\n",
                 static_cast<unsigned long long>(u64(d["reloads"], "ok")),
                 static_cast<unsigned long long>(u64(d["reloads"], "failed")),

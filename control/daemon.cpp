@@ -412,6 +412,8 @@ std::string Daemon::metrics() {
         std::lock_guard<std::recursive_mutex> guard(link_lock_);
         in.dataplane_connects = connects_;
     }
+    const json cluster = cluster_->status();
+    in.cluster = &cluster;
     return prometheus_text(in);
 }
 

@@ -29,6 +29,66 @@ using exposition::Value;
 
 // ---- The replies, one function each ----
 
+// The cluster (README, "Several boxes"): the dataplane's side from its status, the store's
+// from the daemon's sync.
+void cluster_metrics(const json *status, const json *daemon, std::string &out) {
+    const json *c = member(status, "cluster");
+    if (c == nullptr || !c->is_object() || !c->value("configured", false)) return;
+    const auto name = label_at(c, "name");
+    if (!name) return;
+    const std::initializer_list<exposition::Label> of = {{"cluster", *name}};
+    Family joined("floodgate_cluster_joined", Type::gauge,
+                  "1 while the box counts its shared rules with the cluster, 0 while it is alone "
+                  "(its shared rules at their fallback).");
+    joined.add(of, flag(c->value("state", "") == "joined"));
+    joined.write(out);
+    Family alone("floodgate_cluster_fallback_seconds_total", Type::counter,
+                 "Time the box spent alone, its shared rules at their fallback.");
+    alone.add(of, number_at(c, "fallback_s"));
+    alone.write(out);
+    Family changes("floodgate_cluster_changes_total", Type::counter,
+                   "Times the box joined or left the cluster.");
+    changes.add(of, number_at(c, "changes"));
+    changes.write(out);
+    Family boxes("floodgate_cluster_live_boxes", Type::gauge,
+                 "Boxes live in the cluster as last known (the divisor of a local fallback).");
+    boxes.add(of, number_at(c, "boxes"));
+    boxes.write(out);
+    Family syncs("floodgate_cluster_syncs_total", Type::counter,
+                 "Syncs floodctl delivered to the dataplane, by whether the store answered.");
+    const json *all = member(c, "syncs"), *failed = member(c, "failed_syncs");
+    if (all != nullptr && failed != nullptr && all->is_number_unsigned() &&
+        failed->is_number_unsigned() && all->get<uint64_t>() >= failed->get<uint64_t>()) {
+        syncs.add({{"cluster", *name}, {"result", "ok"}},
+                  Value{all->get<uint64_t>() - failed->get<uint64_t>()});
+        syncs.add({{"cluster", *name}, {"result", "failed"}}, Value{failed->get<uint64_t>()});
+    }
+    syncs.write(out);
+    Family packets("floodgate_cluster_packets_total", Type::counter,
+                   "Packets of shared keys: told the other boxes (told), charged here for the "
+                   "others (charged), admitted alone and never told (alone).");
+    packets.add({{"cluster", *name}, {"kind", "told"}}, number_at(c, "told_packets"));
+    packets.add({{"cluster", *name}, {"kind", "charged"}}, number_at(c, "charged_packets"));
+    packets.add({{"cluster", *name}, {"kind", "alone"}}, number_at(c, "untold_alone_packets"));
+    packets.write(out);
+    Family refused("floodgate_cluster_refused_total", Type::counter,
+                   "Bad data refused: entries and lines from the store (where=store), charges "
+                   "that named no shared rule or key (where=dataplane).");
+    refused.add({{"cluster", *name}, {"where", "dataplane"}}, number_at(c, "refused_charges"));
+    if (daemon != nullptr && daemon->is_object())
+        refused.add({{"cluster", *name}, {"where", "store"}}, number_at(daemon, "refused"));
+    refused.write(out);
+    if (daemon == nullptr || !daemon->is_object()) return;
+    Family up("floodgate_cluster_store_up", Type::gauge,
+              "1 when the store (Redis) answered the daemon's last sync.");
+    up.add(of, flag(daemon->value("store_ok", false)));
+    up.write(out);
+    Family bytes("floodgate_cluster_store_received_bytes_total", Type::counter,
+                 "Bytes the daemon received from the store.");
+    bytes.add(of, number_at(member(daemon, "store"), "bytes"));
+    bytes.write(out);
+}
+
 void status_metrics(const json *status, std::string &out) {
     const json *ruleset = member(status, "ruleset");
     Family version("floodgate_ruleset_version", Type::gauge,
@@ -424,6 +484,7 @@ std::string prometheus_text(const MetricsInput &in) {
     // A reply that did not come, or is not even an object, writes none of its families.
     const auto usable = [](const json *reply) { return reply != nullptr && reply->is_object(); };
     if (usable(in.status)) status_metrics(in.status, out);
+    if (usable(in.status)) cluster_metrics(in.status, in.cluster, out);
     if (usable(in.overrides)) overrides_metrics(in.overrides, out);
     if (usable(in.stats)) stats_metrics(in.stats, out);
     return out;

@@ -29,6 +29,7 @@ struct MetricsInput {
     const nlohmann::json *stats = nullptr;      // the "stats" object of the stats reply, or null
     const nlohmann::json *overrides = nullptr;  // dataplane overrides reply, or null
     uint64_t dataplane_connects = 0;            // daemon's own counter: successful (re)connections
+    const nlohmann::json *cluster = nullptr;    // the daemon's cluster sync (ClusterSync::status)
 };
 
 // The whole scrape body, every line ending in "\n". floodgate_dataplane_up and
