@@ -128,11 +128,14 @@ EscalateOptions ConfigParser::escalate(const Field &field, const Rule &r) const 
                         key_kind_name(r.key_kind));
     EscalateOptions e;
     e.after_ns = 5'000'000'000ull;
-    const Fields f = fields(field, {"after", "min_refused_rate", "ttl"});
+    const Fields f = fields(field, {"after", "min_refused_rate", "ttl", "flowspec"});
     if (const Field *a = f.find("after")) e.after_ns = duration_ns(*a, kMaxEscalateNs);
     if (const Field *m = f.find("min_refused_rate"))
         rate(*m, &e.min_refused_count, &e.min_refused_period_ns);
     if (const Field *t = f.find("ttl")) e.ttl_ns = duration_ns(*t, kMaxEscalateNs);
+    static constexpr std::pair<std::string_view, bool> kYesNo[] = {{"true", true},
+                                                                   {"false", false}};
+    if (const Field *fs = f.find("flowspec")) e.flowspec = choice(*fs, kYesNo);
     return e;
 }
 

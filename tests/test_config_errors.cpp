@@ -513,7 +513,7 @@ TEST(ConfigErrors, Escalate) {
          "rules[0].escalate", "escalate blocks sources: it needs a per-source key, not key dst"},
         {"unknown field", rule("key: { ipv4: 24 }", "{ afterwards: 5s }"), 5,
          "rules[0].escalate.afterwards",
-         "unknown field (expected one of: after, min_refused_rate, ttl)"},
+         "unknown field (expected one of: after, min_refused_rate, ttl, flowspec)"},
         {"ttl over a day", rule("key: { ipv4: 24 }", "{ ttl: 2d }"), 5, "rules[0].escalate.ttl",
          "longer than a day"},
         {"rate without unit", rule("key: { ipv4: 24 }", "{ min_refused_rate: 100 }"), 5,

@@ -103,7 +103,7 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
                                  &error)) {
             ++escalations_;
             if (!renewal) ++entries_[FG_XDP_ORIGIN_escalated];
-            escalated_.push_back({e.key, e.expires_ns});
+            escalated_.push_back({e.key, e.expires_ns, e.rule});
             std::printf(
                 "xdp: escalated %s (rule %s, refused %llu/s) for %s\n",
                 format_prefix(e.key).c_str(), e.rule.c_str(),
@@ -134,6 +134,17 @@ nlohmann::ordered_json XdpFeed::stats() const {
     nlohmann::ordered_json entries = nlohmann::ordered_json::object();
     for (unsigned o = 0; o < FG_XDP_ORIGIN_COUNT; ++o)
         entries[xdp_origin_name(static_cast<fg_xdp_origin>(o))] = entries_[o];
+    // Listed until their TTL ends (entries removed by hand linger here until then: the list is
+    // what was escalated, the counters above what the maps hold).
+    nlohmann::ordered_json escalated = nlohmann::ordered_json::array();
+    const uint64_t now_ns = monotonic_now_ns();
+    for (const Escalated &e : escalated_) {
+        if (escalated.size() == kListedEscalations) break;
+        if (e.expires_ns > now_ns)
+            escalated.push_back({{"prefix", format_prefix(e.key)},
+                                 {"rule", e.rule},
+                                 {"ttl_left_s", (e.expires_ns - now_ns) / 1e9}});
+    }
     return {{"iface", iface_},
             {"pin_dir", pin_dir_},
             {"counters", counters},
@@ -148,7 +159,8 @@ nlohmann::ordered_json XdpFeed::stats() const {
               {"skipped", escalations_skipped_},
               {"failed", escalations_failed_},
               {"expired", escalations_expired_},
-              {"tracked", escalator_.tracked()}}}};
+              {"tracked", escalator_.tracked()},
+              {"escalated", escalated}}}};
 }
 
 }  // namespace floodgate

@@ -22,6 +22,8 @@ namespace floodgate {
 
 class XdpFeed {
   public:
+    static constexpr size_t kListedEscalations = 10000;
+
     XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir);
 
     // Called often (every 100 ms): rewrites the rules and override entries when `version` (the
@@ -32,7 +34,8 @@ class XdpFeed {
     void tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
               const std::function<nlohmann::ordered_json()> &stats);
     // The "xdp" section of the stats: the program's counters, the maps' entries by origin,
-    // what escalation did. Any thread.
+    // what escalation did, and the sources escalated now (the first kListedEscalations, with
+    // their rule and TTL left: floodctl announces them upstream). Any thread.
     nlohmann::ordered_json stats() const;
 
   private:
@@ -51,6 +54,7 @@ class XdpFeed {
     struct Escalated {
         Prefix key;
         uint64_t expires_ns;
+        std::string rule;
     };
     std::vector<Escalated> escalated_;  // ours, to remove on time without walking the maps
     uint64_t entries_[FG_XDP_ORIGIN_COUNT] = {};
