@@ -29,9 +29,12 @@ constexpr CommandUsage kCommands[] = {
     {"daemon",
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
      "         [--box ID] [--redis HOST:PORT]\n"
+     "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]]\n"
      "                         run the control plane (socket /run/floodgate/floodctl.sock);\n"
      "                         with a cluster section, sync shared rules as box ID (default\n"
-     "                         the host name) through Redis (default the rules file's)\n"},
+     "                         the host name) through Redis (default the rules file's);\n"
+     "                         with --flowspec, announce blocks and escalations upstream\n"
+     "                         through the local gobgpd's API (default at most 1000, 20 new/s)\n"},
     {"status", "  status                 dataplane, ruleset, rates, table occupancy\n"},
     {"watch",
      "  watch [--interval SECONDS] [--rule NAME] [-n N] [--count FRAMES]\n"
@@ -232,6 +235,10 @@ void CommandLine::add_daemon() {
     app->add_option("--metrics", daemon_.metrics);
     app->add_option("--box", daemon_.box);
     app->add_option("--redis", daemon_.redis);
+    app->add_option("--flowspec", daemon_.flowspec);
+    app->add_option("--flowspec-max", daemon_.flowspec_max)->check(CLI::Range(1, 2000));
+    app->add_option("--flowspec-rate", daemon_.flowspec_rate)->check(CLI::Range(0.1, 1000.0));
+    app->add_flag("--rtbh", daemon_.rtbh);
     nodes_[app].run = [this, unknown](const std::vector<std::string> &x) {
         if (!x.empty()) return unknown(x[0]);
         // Refused here, before the daemon starts anything, like every other bad value.

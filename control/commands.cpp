@@ -137,6 +137,20 @@ int cmd_status(const Ctl &ctl) {
                         rule.value("scope", "").c_str());
     }
     print_cluster(d["cluster"], r["cluster"]);
+    if (const json &f = r["flowspec"]; f.is_object() && f.value("active", false))
+        std::printf(
+            "upstream:  %llu FlowSpec rules and %llu RTBH routes announced; %llu "
+            "announced, %llu withdrawn, %llu stale withdrawn in all; withheld %llu "
+            "(limit), %llu (rate); %llu failed calls%s%s\n",
+            static_cast<unsigned long long>(u64(f, "in_rib")),
+            static_cast<unsigned long long>(u64(f, "blackholes_in_rib")),
+            static_cast<unsigned long long>(u64(f, "announced")),
+            static_cast<unsigned long long>(u64(f, "withdrawn")),
+            static_cast<unsigned long long>(u64(f, "stale_withdrawn")),
+            static_cast<unsigned long long>(u64(f, "withheld_limit")),
+            static_cast<unsigned long long>(u64(f, "withheld_rate")),
+            static_cast<unsigned long long>(u64(f, "failed_calls")),
+            f.value("last_error", "").empty() ? "" : ": ", f.value("last_error", "").c_str());
     std::printf("reloads:   %llu ok, %llu failed; %llu overrides expired\n",
                 static_cast<unsigned long long>(u64(d["reloads"], "ok")),
                 static_cast<unsigned long long>(u64(d["reloads"], "failed")),

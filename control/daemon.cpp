@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "control/cluster_sync.h"
+#include "control/flowspec_feed.h"
 #include "control/http_server.h"
 #include "control/metrics.h"
 #include "control/rules_diff.h"
@@ -84,8 +85,8 @@ json load_request(const std::string &source, const std::string &text, const json
 
 class Daemon {
   public:
-    Daemon(const DaemonOptions &o, const ClusterSync *cluster)
-        : options_(o), started_unix_s_(now_unix_s()), cluster_(cluster) {}
+    Daemon(const DaemonOptions &o, const ClusterSync *cluster, const FlowspecFeed *flowspec)
+        : options_(o), started_unix_s_(now_unix_s()), cluster_(cluster), flowspec_(flowspec) {}
 
     std::string handle_cli(const std::string &line);
     // handle_cli for the socket's server: a rules load (its patterns compile for up to seconds,
@@ -108,6 +109,7 @@ class Daemon {
     const DaemonOptions options_;
     const double started_unix_s_;
     const ClusterSync *cluster_;
+    const FlowspecFeed *flowspec_;  // null without --flowspec
 
     std::recursive_mutex link_lock_;  // the dataplane connection and what depends on it
     LineClient link_;
@@ -294,6 +296,7 @@ json Daemon::status() {
                            {"dataplane_connects", connects_}};
     }
     reply["cluster"] = cluster_->status();
+    reply["flowspec"] = flowspec_ != nullptr ? flowspec_->status() : json{{"active", false}};
     reply["dataplane_up"] = up;
     reply["dataplane"] = up ? dataplane : json(nullptr);
     if (!up) reply["dataplane_error"] = error;
@@ -414,6 +417,8 @@ std::string Daemon::metrics() {
     }
     const json cluster = cluster_->status();
     in.cluster = &cluster;
+    const json flowspec = flowspec_ != nullptr ? flowspec_->status() : json(nullptr);
+    if (flowspec_ != nullptr) in.flowspec = &flowspec;
     return prometheus_text(in);
 }
 
@@ -447,7 +452,17 @@ int run_daemon(const DaemonOptions &options) {
     if (serve_metrics)
         effective.metrics = http.address();  // as bound: the address, the chosen port
     ClusterSync cluster({options.dataplane, options.box, options.redis});
-    Daemon daemon(effective, &cluster);
+    std::unique_ptr<FlowspecFeed> flowspec;
+    if (!options.flowspec.empty()) {
+        FlowspecOptions fo;
+        fo.api = options.flowspec;
+        fo.max_announced = options.flowspec_max;
+        fo.max_new_per_s = options.flowspec_rate;
+        fo.rtbh = options.rtbh;
+        flowspec = std::make_unique<FlowspecFeed>(options.dataplane, fo);
+        log("announcing blocks upstream through gobgpd at " + options.flowspec);
+    }
+    Daemon daemon(effective, &cluster, flowspec.get());
     log("serving floodctl on " + options.socket +
         (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
         "; dataplane at " + options.dataplane);
@@ -463,6 +478,9 @@ int run_daemon(const DaemonOptions &options) {
         return 1;
     }
     std::thread cluster_thread([&] { cluster.run(g_stop); });
+    std::thread flowspec_thread([&] {
+        if (flowspec) flowspec->run(g_stop);  // withdraws everything once stopped
+    });
     std::thread cli_thread([&] {
         cli.serve(
             g_stop, [&](const std::string &line) { return daemon.answer_cli(line); }, {}, 200);
@@ -479,6 +497,7 @@ int run_daemon(const DaemonOptions &options) {
     http.stop();
     cli_thread.join();
     cluster_thread.join();
+    flowspec_thread.join();
     log("stopped");
     return 0;
 }

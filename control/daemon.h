@@ -32,6 +32,12 @@ struct DaemonOptions {
     // Redis address instead of the rules file's.
     std::string box;
     std::string redis;
+    // Upstream (control/flowspec_feed.h): the local gobgpd's API (empty: nothing announced),
+    // the most rules at once, new ones a second, and the RTBH form beside FlowSpec.
+    std::string flowspec;
+    size_t flowspec_max = 1000;
+    double flowspec_rate = 20;
+    bool rtbh = false;
 };
 
 // Runs until SIGINT or SIGTERM; returns the exit code.

@@ -30,6 +30,7 @@ struct MetricsInput {
     const nlohmann::json *overrides = nullptr;  // dataplane overrides reply, or null
     uint64_t dataplane_connects = 0;            // daemon's own counter: successful (re)connections
     const nlohmann::json *cluster = nullptr;    // the daemon's cluster sync (ClusterSync::status)
+    const nlohmann::json *flowspec = nullptr;   // its FlowSpec feed (FlowspecFeed::status), if any
 };
 
 // The whole scrape body, every line ending in "\n". floodgate_dataplane_up and

@@ -1,0 +1,497 @@
+// The FlowSpec exporter (control/flowspec.h) against a fake gobgp: a shell script that logs
+// each call's argv and prints a canned RIB for -j reads, so every call and count is exact. The
+// real gobgpd speakers are tests/control/test_flowspec_bgp.py's.
+#include "control/flowspec.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace floodgate {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+// argv: --target API [-j] global rib -a FAMILY ...; a file named "fail", "slow" or "big" in its
+// directory makes each call fail, hang or print more than the exporter reads.
+constexpr const char *kFakeGobgp = R"(#!/bin/sh
+d=$(dirname "$0")
+echo "$*" >> "$d/calls"
+[ -e "$d/fail" ] && { echo "error: connection refused" >&2; exit 1; }
+[ -e "$d/slow" ] && exec sleep 10
+[ -e "$d/big" ] && exec head -c 5000000 /dev/zero
+if [ "$3" = "-j" ]; then
+  if [ -e "$d/$7.json" ]; then cat "$d/$7.json"; else echo '{}'; fi
+fi
+exit 0
+)";
+
+class FakeGobgp {
+  public:
+    FakeGobgp() {
+        char dir[] = "/tmp/fg-flowspec-XXXXXX";
+        dir_ = ::mkdtemp(dir);
+        write("gobgp", kFakeGobgp);
+        std::filesystem::permissions(dir_ / "gobgp", std::filesystem::perms::owner_all);
+    }
+    ~FakeGobgp() { std::filesystem::remove_all(dir_); }
+
+    std::string path() const { return dir_ / "gobgp"; }
+    void write(const std::string &name, const std::string &text) {
+        std::ofstream(dir_ / name) << text;
+    }
+    void remove(const std::string &name) { std::filesystem::remove(dir_ / name); }
+    // The calls since the last take, without "--target API".
+    std::vector<std::string> take_calls() {
+        std::vector<std::string> calls;
+        std::ifstream in(dir_ / "calls");
+        for (std::string line; std::getline(in, line);)
+            calls.push_back(line.substr(line.find(' ', sizeof "--target") + 1));
+        remove("calls");
+        return calls;
+    }
+
+  private:
+    std::filesystem::path dir_;
+};
+
+size_t count(const std::vector<std::string> &calls, const std::string &part) {
+    size_t n = 0;
+    for (const std::string &c : calls) n += c.find(part) != std::string::npos;
+    return n;
+}
+
+Prefix prefix(const std::string &text) {
+    std::string why;
+    return parse_prefix(text, &why).value();
+}
+
+FlowspecRule rule(const std::string &source, std::optional<std::string> destination = {},
+                  std::optional<uint8_t> protocol = {},
+                  std::optional<PortRange> port = std::nullopt) {
+    FlowspecRule r;
+    r.source = prefix(source);
+    if (destination) r.destination = prefix(*destination);
+    r.protocol = protocol;
+    r.destination_port = port;
+    r.origin = "test";
+    return r;
+}
+
+// n /32 sources in 198.18.100.0/22, in order.
+std::vector<FlowspecRule> spread(size_t n) {
+    std::vector<FlowspecRule> rules;
+    for (size_t i = 0; i < n; ++i)
+        rules.push_back(rule("198.18." + std::to_string(100 + i / 250) + "." +
+                             std::to_string(i % 250) + "/32"));
+    return rules;
+}
+
+FlowspecOptions options(const FakeGobgp &fake) {
+    FlowspecOptions o;
+    o.gobgp = fake.path();
+    o.max_new_per_s = 1e6;
+    return o;
+}
+
+std::string joined(const std::vector<std::string> &words) {
+    std::string s;
+    for (const std::string &w : words) s += (s.empty() ? "" : " ") + w;
+    return s;
+}
+
+// ---- flowspec_words ----
+
+TEST(FlowspecWords, FullIPv4Rule) {
+    EXPECT_EQ(
+        joined(flowspec_words(rule("198.18.66.6/32", "198.18.1.1/32", 17, PortRange{53, 53}))),
+        "match source 198.18.66.6/32 destination 198.18.1.1/32 protocol ==17 "
+        "destination-port ==53 then discard");
+}
+
+TEST(FlowspecWords, SourceOnlyAndPortRange) {
+    EXPECT_EQ(joined(flowspec_words(rule("198.18.66.0/24"))),
+              "match source 198.18.66.0/24 then discard");
+    EXPECT_EQ(joined(flowspec_words(rule("198.18.66.0/24", {}, {}, PortRange{1000, 2000}))),
+              "match source 198.18.66.0/24 destination-port >=1000&<=2000 then discard");
+    EXPECT_EQ(joined(flowspec_words(rule("198.18.66.6/32", {}, 0))),
+              "match source 198.18.66.6/32 protocol ==0 then discard");
+}
+
+TEST(FlowspecWords, IPv6) {
+    EXPECT_EQ(
+        joined(flowspec_words(rule("2001:db8::1/128", "2001:db8:1::/48", 6, PortRange{80, 443}))),
+        "match source 2001:db8::1/128 destination 2001:db8:1::/48 protocol ==6 "
+        "destination-port >=80&<=443 then discard");
+}
+
+TEST(FlowspecRule, TheMatchIsTheIdentityNotTheOrigin) {
+    FlowspecRule a = rule("198.18.66.6/32", {}, 17), b = a;
+    b.origin = "block";
+    EXPECT_EQ(a, b);
+    b.destination_port = PortRange{53, 53};
+    EXPECT_NE(a, b);
+}
+
+// ---- Limits and rate ----
+
+TEST(FlowspecExporter, FiftyDesiredTenAllowed) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.max_announced = 10;
+    FlowspecExporter e(o);
+    e.reconcile(spread(50), 0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "-j global rib -a "), 4u);  // the first call reads the RIB
+    EXPECT_EQ(count(calls, " add "), 10u);
+    EXPECT_EQ(count(calls, "ipv4-flowspec add match source 198.18.100.0/32 then discard"), 1u);
+    EXPECT_EQ(count(calls, "ipv4-flowspec add match source 198.18.100.9/32 then discard"), 1u);
+    const auto &c = e.counters();
+    EXPECT_EQ(c.announced, 10u);
+    EXPECT_EQ(c.in_rib, 10u);
+    EXPECT_EQ(c.withheld_limit, 40u);
+    EXPECT_EQ(c.withheld_rate, 0u);
+    EXPECT_EQ(c.failed_calls, 0u);
+
+    e.reconcile(spread(50), kSecond);  // nothing changed: no call at all
+    EXPECT_TRUE(fake.take_calls().empty());
+    EXPECT_EQ(e.counters().withheld_limit, 40u);
+}
+
+TEST(FlowspecExporter, NewAnnouncementsWithinTheRate) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.max_new_per_s = 5;  // burst 5
+    FlowspecExporter e(o);
+    const std::vector<FlowspecRule> desired = spread(20);
+    e.reconcile(desired, 100 * kSecond);
+    EXPECT_EQ(e.counters().in_rib, 5u);
+    EXPECT_EQ(e.counters().withheld_rate, 15u);
+    e.reconcile(desired, 100 * kSecond + kSecond / 5);  // 0.2 s: one token
+    EXPECT_EQ(e.counters().in_rib, 6u);
+    e.reconcile(desired, 100 * kSecond + kSecond / 5 + kSecond / 10);  // half a token
+    EXPECT_EQ(e.counters().in_rib, 6u);
+    e.reconcile(desired, 110 * kSecond);  // the bucket holds 5 at most
+    EXPECT_EQ(e.counters().in_rib, 11u);
+    EXPECT_EQ(e.counters().withheld_rate, 9u);
+    EXPECT_EQ(e.counters().announced, 11u);
+    e.reconcile(desired, 109 * kSecond);  // a clock that went back refills nothing
+    EXPECT_EQ(e.counters().in_rib, 11u);
+}
+
+TEST(FlowspecExporter, NotDesiredAnyMoreIsWithdrawn) {
+    FakeGobgp fake;
+    FlowspecExporter e(options(fake));
+    const FlowspecRule v4 = rule("198.18.66.6/32", "198.18.1.1/32", 17, PortRange{53, 53});
+    const FlowspecRule v6 = rule("2001:db8::1/128", {}, 17);
+    e.reconcile({v4, v6}, 0);
+    fake.take_calls();
+    e.reconcile({v6}, kSecond);
+    const std::vector<std::string> calls = fake.take_calls();
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0], "global rib -a ipv4-flowspec del " + joined(flowspec_words(v4)));
+    EXPECT_EQ(e.counters().withdrawn, 1u);
+    EXPECT_EQ(e.counters().in_rib, 1u);
+}
+
+TEST(FlowspecExporter, AMoreImportantRuleTakesTheLeastImportantPlace) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.max_announced = 2;
+    FlowspecExporter e(o);
+    const FlowspecRule a = rule("198.18.66.1/32"), b = rule("198.18.66.2/32"),
+                       c = rule("198.18.66.3/32");
+    e.reconcile({a, b}, 0);
+    fake.take_calls();
+    e.reconcile({c, a, b}, kSecond);
+    const std::vector<std::string> calls = fake.take_calls();
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0], "global rib -a ipv4-flowspec del " + joined(flowspec_words(b)));
+    EXPECT_EQ(calls[1], "global rib -a ipv4-flowspec add " + joined(flowspec_words(c)));
+    EXPECT_EQ(e.counters().in_rib, 2u);
+    EXPECT_EQ(e.counters().withheld_limit, 1u);
+}
+
+TEST(FlowspecExporter, NoTokenNoDisplacement) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.max_announced = 2;
+    o.max_new_per_s = 2;
+    FlowspecExporter e(o);
+    e.reconcile(spread(2), 0);
+    std::vector<FlowspecRule> more = spread(3);
+    std::swap(more[0], more[2]);  // the third first
+    fake.take_calls();
+    e.reconcile(more, 1);  // the bucket is empty: b stays rather than leaving a hole
+    EXPECT_TRUE(fake.take_calls().empty());
+    EXPECT_EQ(e.counters().withheld_rate, 1u);
+    EXPECT_EQ(e.counters().withheld_limit, 0u);
+}
+
+TEST(FlowspecExporter, InvalidAndRepeatedRulesAreSkipped) {
+    FakeGobgp fake;
+    FlowspecExporter e(options(fake));
+    FlowspecRule host_bits = rule("198.18.66.6/32");
+    host_bits.source.len = 24;
+    FlowspecRule families = rule("198.18.66.6/32", "2001:db8::/32");
+    FlowspecRule backwards = rule("198.18.66.6/32", {}, 17, PortRange{2000, 1000});
+    const FlowspecRule ok = rule("198.18.66.7/32");
+    e.reconcile({host_bits, families, backwards, ok, ok}, 0);
+    EXPECT_EQ(e.counters().invalid, 3u);
+    EXPECT_EQ(e.counters().announced, 1u);
+    EXPECT_EQ(e.counters().in_rib, 1u);
+}
+
+// ---- Reading the RIB ----
+
+// gobgp 3.10's -j output (measured): a local path and one received from the router.
+constexpr const char *kFlowspecRib = R"({
+ "[source: 198.18.66.6/32][protocol: ==udp][destination-port: ==53]": [{"nlri": {"value": [
+   {"type": 2, "value": {"prefix": "198.18.66.6/32"}},
+   {"type": 3, "value": [{"op": 129, "value": 17}]},
+   {"type": 5, "value": [{"op": 129, "value": 53}]}]},
+   "age": 1796324981, "best": true, "attrs": [{"type": 1, "value": 2},
+   {"type": 16, "value": [{"type": 128, "subtype": 6, "as": 0, "rate": 0}]}], "stale": false}],
+ "[source: 198.18.66.7/32][destination-port: >=1000&<=2000]": [{"nlri": {"value": [
+   {"type": 2, "value": {"prefix": "198.18.66.7/32"}},
+   {"type": 5, "value": [{"op": 19, "value": 1000}, {"op": 213, "value": 2000}]}]},
+   "attrs": []}],
+ "[source: 198.18.99.1/32]": [{"nlri": {"value": [
+   {"type": 2, "value": {"prefix": "198.18.99.1/32"}}]},
+   "attrs": [], "source-id": "198.18.250.2", "neighbor-ip": "198.18.250.2"}]})";
+
+TEST(FlowspecExporter, AStaleRuleIsWithdrawnAndADesiredOneKept) {
+    FakeGobgp fake;
+    fake.write("ipv4-flowspec.json", kFlowspecRib);
+    FlowspecExporter e(options(fake));
+    const FlowspecRule kept = rule("198.18.66.7/32", {}, {}, PortRange{1000, 2000});
+    e.reconcile({kept}, 0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, " add "), 0u);  // a restart does not announce it again
+    ASSERT_EQ(count(calls, " del "), 1u);
+    EXPECT_EQ(calls.back(),
+              "global rib -a ipv4-flowspec del match source 198.18.66.6/32 "
+              "protocol ==17 destination-port ==53 then discard");
+    EXPECT_EQ(e.counters().stale_withdrawn, 1u);
+    EXPECT_EQ(e.counters().withdrawn, 0u);
+    EXPECT_EQ(e.counters().in_rib, 1u);  // the router's own route is not ours
+}
+
+TEST(FlowspecExporter, AForeignPathClearsItsFamily) {
+    FakeGobgp fake;
+    // A source-port component (type 6): words of ours cannot name it.
+    fake.write("ipv6-flowspec.json", R"({"x": [{"nlri": {"value": [
+        {"type": 2, "value": {"prefix": "2001:db8::1/128"}, "offset": 0},
+        {"type": 6, "value": [{"op": 129, "value": 53}]}]}}]})");
+    FlowspecExporter e(options(fake));
+    e.reconcile({rule("2001:db8::1/128")}, 0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "global rib -a ipv6-flowspec del all"), 1u);
+    EXPECT_EQ(count(calls, "global rib -a ipv6-flowspec add match source 2001:db8::1/128"), 1u);
+    EXPECT_EQ(e.counters().stale_withdrawn, 1u);
+}
+
+TEST(FlowspecExporter, TheRibIsReadAgainAfterAFailureAndEveryResyncInterval) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.resync_interval_ms = 10'000;
+    FlowspecExporter e(o);
+    const std::vector<FlowspecRule> one = {rule("198.18.66.6/32")};
+    e.reconcile(one, 0);
+    EXPECT_EQ(count(fake.take_calls(), "-j global rib"), 4u);
+    e.reconcile(one, 9 * kSecond);
+    EXPECT_EQ(count(fake.take_calls(), "-j global rib"), 0u);
+    e.reconcile(one, 10 * kSecond);  // the read finds the RIB empty (gobgpd restarted)
+    std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "-j global rib"), 4u);
+    EXPECT_EQ(count(calls, " add "), 1u);
+
+    fake.write("fail", "");
+    e.reconcile({}, 11 * kSecond);
+    EXPECT_EQ(e.counters().failed_calls, 1u);
+    EXPECT_NE(e.last_error().find("exit 1: error: connection refused"), std::string::npos)
+        << e.last_error();
+    EXPECT_EQ(fake.take_calls().size(), 1u);  // a failed call ends the reconcile
+    fake.remove("fail");
+    e.reconcile({}, 12 * kSecond);
+    calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "-j global rib"), 4u);
+    EXPECT_EQ(count(calls, " del "), 0u);  // the fake's RIB is empty: nothing to withdraw
+}
+
+TEST(FlowspecExporter, ACallIsKilledPastItsTimeout) {
+    FakeGobgp fake;
+    fake.write("slow", "");
+    FlowspecOptions o = options(fake);
+    o.call_timeout_ms = 300;
+    FlowspecExporter e(o);
+    const auto start = std::chrono::steady_clock::now();
+    e.reconcile({rule("198.18.66.6/32")}, 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(e.counters().failed_calls, 1u);
+    EXPECT_NE(e.last_error().find("timed out"), std::string::npos) << e.last_error();
+}
+
+TEST(FlowspecExporter, OutputPastTheCapFailsTheCall) {
+    FakeGobgp fake;
+    fake.write("big", "");
+    FlowspecExporter e(options(fake));
+    e.reconcile({rule("198.18.66.6/32")}, 0);
+    EXPECT_EQ(e.counters().failed_calls, 1u);
+    EXPECT_NE(e.last_error().find("bytes of output"), std::string::npos) << e.last_error();
+}
+
+TEST(FlowspecExporter, AMissingCliFails) {
+    FlowspecOptions o;
+    o.gobgp = "/nonexistent/gobgp";
+    FlowspecExporter e(o);
+    e.reconcile({rule("198.18.66.6/32")}, 0);
+    EXPECT_EQ(e.counters().failed_calls, 1u);
+    EXPECT_EQ(e.counters().in_rib, 0u);
+    EXPECT_EQ(e.counters().withheld_rate, 1u);
+}
+
+// ---- RTBH ----
+
+TEST(FlowspecExporter, RtbhAnnouncesSingleAddressSourcesOnce) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.rtbh = true;
+    FlowspecExporter e(o);
+    e.reconcile({rule("198.18.66.6/32", {}, 17, PortRange{53, 53}), rule("198.18.66.6/32", {}, 6),
+                 rule("198.18.67.0/24"), rule("2001:db8::1/128")},
+                0);
+    std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls,
+                    "global rib -a ipv4 add 198.18.66.6/32 nexthop 192.0.2.1 community "
+                    "65535:666"),
+              1u);
+    EXPECT_EQ(count(calls,
+                    "global rib -a ipv6 add 2001:db8::1/128 nexthop 100::1 community "
+                    "65535:666"),
+              1u);
+    EXPECT_EQ(count(calls, "-a ipv4 add 198.18.67.0"), 0u);
+    EXPECT_EQ(e.counters().blackholes_in_rib, 2u);
+    EXPECT_EQ(e.counters().announced, 6u);
+
+    // The blackhole stays while one rule with its source does.
+    e.reconcile({rule("198.18.66.6/32", {}, 6)}, kSecond);
+    calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "-a ipv4 del 198.18.66.6/32"), 0u);
+    EXPECT_EQ(count(calls, "-a ipv6 del 2001:db8::1/128"), 1u);
+    EXPECT_EQ(e.counters().blackholes_in_rib, 1u);
+}
+
+// A blackhole of an earlier run is stale when RTBH is off now; other local routes are not ours.
+TEST(FlowspecExporter, StaleBlackholesAreWithdrawnWithRtbhOff) {
+    FakeGobgp fake;
+    fake.write("ipv4.json", R"({
+      "198.18.66.6/32": [{"nlri": {"prefix": "198.18.66.6/32"}, "attrs": [{"type": 1, "value": 2},
+        {"type": 8, "communities": [4294902426]}, {"type": 3, "nexthop": "192.0.2.1"}]}],
+      "198.18.77.0/24": [{"nlri": {"prefix": "198.18.77.0/24"}, "attrs": [{"type": 1, "value": 2},
+        {"type": 3, "nexthop": "198.18.250.2"}]}]})");
+    FlowspecExporter e(options(fake));
+    e.reconcile({rule("198.18.66.6/32")}, 0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, " del "), 1u);
+    EXPECT_EQ(count(calls, "global rib -a ipv4 del 198.18.66.6/32"), 1u);
+    EXPECT_EQ(e.counters().stale_withdrawn, 1u);
+}
+
+TEST(FlowspecExporter, WithdrawAllClearsEachFamilyInOneCall) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.rtbh = true;
+    FlowspecExporter e(o);
+    std::vector<FlowspecRule> desired = spread(30);
+    desired.push_back(rule("2001:db8::/64"));
+    e.reconcile(desired, 0);
+    fake.take_calls();
+    e.withdraw_all();
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, "global rib -a ipv4-flowspec del all"), 1u);
+    EXPECT_EQ(count(calls, "global rib -a ipv6-flowspec del all"), 1u);
+    EXPECT_EQ(count(calls, "global rib -a ipv4 del "), 30u);
+    EXPECT_EQ(calls.size(), 32u);
+    EXPECT_EQ(e.counters().withdrawn, 61u);
+    EXPECT_EQ(e.counters().in_rib, 0u);
+    EXPECT_EQ(e.counters().blackholes_in_rib, 0u);
+}
+
+// ---- parse_rib on what gobgp never prints ----
+
+TEST(ParseRib, ReadsOurShapesAndSkipsReceivedPaths) {
+    RibRead read;
+    std::string error;
+    ASSERT_TRUE(parse_rib(kFlowspecRib, RibFamily::flowspec4, &read, &error)) << error;
+    ASSERT_EQ(read.rules.size(), 2u);
+    EXPECT_EQ(read.rules[0], rule("198.18.66.6/32", {}, 17, PortRange{53, 53}));
+    EXPECT_EQ(read.rules[1], rule("198.18.66.7/32", {}, {}, PortRange{1000, 2000}));
+    EXPECT_EQ(read.foreign, 0u);
+    // An IPv4 path in the IPv6 family's output is not ours.
+    ASSERT_TRUE(parse_rib(kFlowspecRib, RibFamily::flowspec6, &read, &error)) << error;
+    EXPECT_EQ(read.foreign, 2u);
+}
+
+TEST(ParseRib, ShapesNotOursAreForeign) {
+    const char *paths[] = {
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}}, {"type": 3, "value": [{"op": 1, "value": 6}, {"op": 129, "value": 17}]})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}}, {"type": 5, "value": [{"op": 19, "value": 1000}, {"op": 149, "value": 2000}]})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}}, {"type": 5, "value": [{"op": 19, "value": 53}, {"op": 213, "value": 53}]})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}}, {"type": 3, "value": [{"op": 129, "value": 256}]})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}}, {"type": 2, "value": {"prefix": "198.18.66.7/32"}})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/32"}, "offset": 8})",
+        R"({"type": 1, "value": {"prefix": "198.18.66.6/32"}})",
+        R"({"type": 2, "value": {"prefix": "198.18.66.6/24"}})",
+        R"({"type": 2, "value": {"prefix": 7}})",
+        R"({"type": -2, "value": {"prefix": "198.18.66.6/32"}})",
+        R"({"type": 2.0, "value": {"prefix": "198.18.66.6/32"}})",
+        R"("source")",
+    };
+    for (const char *components : paths) {
+        RibRead read;
+        std::string error;
+        const std::string text =
+            std::string(R"({"k": [{"nlri": {"value": [)") + components + "]}}]}";
+        ASSERT_TRUE(parse_rib(text, RibFamily::flowspec4, &read, &error)) << text << error;
+        EXPECT_EQ(read.foreign, 1u) << text;
+        EXPECT_TRUE(read.rules.empty()) << text;
+    }
+}
+
+TEST(ParseRib, MalformedOutputIsRefusedNotTrusted) {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    const std::string deep_path = R"({"k": [)" + deep + "]}";
+    const char *bad[] = {
+        "",           "{",           "[]",       "null",
+        "{\"k\": 1}", "{\"k\": {}}", "\"text\"", "{\"error\": \"context deadline exceeded\"}",
+        "\xff\xfe"};
+    for (const RibFamily f : {RibFamily::flowspec4, RibFamily::unicast6}) {
+        for (const char *text : bad) {
+            RibRead read;
+            std::string error;
+            EXPECT_FALSE(parse_rib(text, f, &read, &error)) << text;
+            EXPECT_FALSE(error.empty());
+        }
+        RibRead read;
+        std::string error;
+        EXPECT_FALSE(parse_rib(deep, f, &read, &error));
+        EXPECT_FALSE(parse_rib(deep_path, f, &read, &error));
+        EXPECT_NE(error.find("nested deeper"), std::string::npos) << error;
+        // Paths that are not objects, or objects of anything: skipped or foreign, never a crash.
+        ASSERT_TRUE(parse_rib(R"({"k": [1, "x", null, [], {}, {"nlri": 3}, {"nlri": {"value": 3}},
+            {"nlri": {"prefix": "2001:db8::1/128"}, "attrs": [{"type": 8, "communities": "x"},
+            {"type": 8, "communities": [-1, 4294902426]}]}]})",
+                              f, &read, &error))
+            << error;
+    }
+}
+
+}  // namespace
+}  // namespace floodgate
