@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <thread>
 
-#include "control/running_rules.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
@@ -24,62 +23,7 @@ uint64_t monotonic_ns() {
                                      .count());
 }
 
-bool covered(const std::vector<Prefix> &allows, const Prefix &p) {
-    for (const Prefix &a : allows)
-        if (a.family == p.family && a.len <= p.len && prefix_contains(a, p.family, p.addr))
-            return true;
-    return false;
-}
-
 }  // namespace
-
-std::vector<FlowspecRule> desired_flowspec(const json &rules_reply, const json &overrides_reply,
-                                           const json &stats) {
-    std::vector<FlowspecRule> out;
-    Config running;
-    try {
-        running = running_rules(rules_reply);
-    } catch (const std::exception &) {
-        return out;  // no rules read: nothing known to announce
-    }
-    std::vector<Prefix> allows = running.allow, blocks = running.block;
-    std::string why;
-    for (const json &o : overrides_reply.value("overrides", json::array())) {
-        if (!o.is_object()) continue;
-        const std::optional<Prefix> p = parse_prefix(o.value("prefix", ""), &why);
-        if (!p) continue;
-        (o.value("list", "") == "allow" ? allows : blocks).push_back(*p);
-    }
-    for (const Prefix &b : blocks)
-        if (!covered(allows, b))
-            out.push_back({b, std::nullopt, std::nullopt, std::nullopt, "block"});
-    const json *xdp = stats.is_object() && stats.contains("xdp") ? &stats["xdp"] : nullptr;
-    const json escalated =
-        xdp != nullptr && xdp->is_object()
-            ? xdp->value("escalations", json::object()).value("escalated", json::array())
-            : json::array();
-    for (const json &e : escalated) {
-        if (!e.is_object()) continue;
-        const std::optional<Prefix> src = parse_prefix(e.value("prefix", ""), &why);
-        const std::string rule_name = e.value("rule", "");
-        const Rule *rule = nullptr;
-        for (const Rule &r : running.rules)
-            if (r.name == rule_name) rule = &r;
-        if (!src || rule == nullptr || !rule->escalate.flowspec || covered(allows, *src)) continue;
-        FlowspecRule f{*src, std::nullopt, rule->match.proto, std::nullopt,
-                       "escalated by " + rule_name};
-        // The rule's match where it names one destination and one port range of the source's
-        // family: the router then drops only what the rule refused.
-        std::vector<Prefix> dsts;
-        for (const Prefix &d : rule->match.dst)
-            if (d.family == src->family) dsts.push_back(d);
-        if (dsts.size() == 1) f.destination = dsts[0];
-        if (rule->match.dst_ports.size() == 1 && f.protocol)
-            f.destination_port = rule->match.dst_ports[0];
-        out.push_back(f);
-    }
-    return out;
-}
 
 FlowspecFeed::FlowspecFeed(std::string dataplane, FlowspecOptions options)
     : dataplane_(std::move(dataplane)), exporter_(std::move(options)) {}

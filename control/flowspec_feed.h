@@ -19,15 +19,10 @@
 #include <vector>
 
 #include "control/flowspec.h"
+#include "control/flowspec_desired.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
-
-// What the dataplane's replies ask to be announced (a pure function, for tests): its rules
-// reply (the document it runs), overrides reply and stats (the xdp section's escalations).
-std::vector<FlowspecRule> desired_flowspec(const nlohmann::json &rules_reply,
-                                           const nlohmann::json &overrides_reply,
-                                           const nlohmann::json &stats);
 
 class FlowspecFeed {
   public:

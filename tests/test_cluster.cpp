@@ -84,14 +84,21 @@ TEST(ClusterState, StartsAloneJoinsAfterTwoGoodSyncsAndLeavesAtTheFirstBadOne) {
     EXPECT_EQ(s.failed_syncs(), 2u);
 }
 
-TEST(ClusterState, NoSyncForThreeIntervalsIsAlone) {
-    ClusterState s(options(2), 0);
+TEST(ClusterState, NoSyncForThreeIntervalsAndTwoSecondsIsAlone) {
+    ClusterState s(options(2), 0);  // 100 ms: three intervals are less than the 2 s floor
     s.on_sync(true, 2, 100 * kMs);
     s.on_sync(true, 2, 200 * kMs);
-    EXPECT_FALSE(s.on_tick(499 * kMs));
-    EXPECT_TRUE(s.on_tick(500 * kMs));
+    EXPECT_FALSE(s.on_tick(2199 * kMs));
+    EXPECT_TRUE(s.on_tick(2200 * kMs));
     EXPECT_EQ(s.reason(), "no sync from floodctl");
-    EXPECT_FALSE(s.on_tick(600 * kMs));  // already alone
+    EXPECT_FALSE(s.on_tick(2300 * kMs));  // already alone
+    ClusterOptions slow = options(2);
+    slow.sync_ns = 1000 * kMs;  // three intervals are more
+    ClusterState t(slow, 0);
+    t.on_sync(true, 2, 1000 * kMs);
+    t.on_sync(true, 2, 2000 * kMs);
+    EXPECT_FALSE(t.on_tick(4999 * kMs));
+    EXPECT_TRUE(t.on_tick(5000 * kMs));
 }
 
 TEST(ClusterState, FallbacksDivideTheLimitOrOpenTheRule) {

@@ -2,6 +2,8 @@
 // each call's argv and prints a canned RIB for -j reads, so every call and count is exact. The
 // real gobgpd speakers are tests/control/test_flowspec_bgp.py's.
 #include "control/flowspec.h"
+#include "control/flowspec_desired.h"
+#include "rules/doc.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -491,6 +493,71 @@ TEST(ParseRib, MalformedOutputIsRefusedNotTrusted) {
                               f, &read, &error))
             << error;
     }
+}
+
+}  // namespace
+}  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// What floodctl daemon asks gobgpd to announce, from the dataplane's replies
+// (control/flowspec_desired.h): blocks first, then escalations of rules that export, as their
+// rule matches; nothing an allow covers.
+TEST(FlowspecDesired, BlocksThenEscalationsOfExportingRulesAndNothingAnAllowCovers) {
+    const std::string text = R"(block: [198.18.77.0/24, 198.18.78.0/24]
+allow: [198.18.78.0/25]
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53, dst: [198.18.1.1/32] }
+    limit: { rate: 10/s, burst: 10 }
+    escalate: { flowspec: true }
+  - name: web
+    match: { proto: tcp, dst_port: [80, 443] }
+    limit: { rate: 10/s, burst: 10 }
+    escalate: { flowspec: true }
+  - name: quiet
+    limit: { rate: 10/s, burst: 10 }
+    escalate: {}
+)";
+    const nlohmann::json rules = {{"source", "rules.yaml"},
+                                  {"text", text},
+                                  {"doc", doc_to_json(yaml_to_doc(text, "rules.yaml"))}};
+    const nlohmann::json overrides = {{"overrides",
+                                       {{{"list", "block"}, {"prefix", "198.18.66.6/32"}},
+                                        {{"list", "block"}, {"prefix", "198.18.66.7/32"}},
+                                        {{"list", "allow"}, {"prefix", "198.18.66.7/32"}},
+                                        {{"list", "allow"}, {"prefix", "198.18.90.0/24"}}}}};
+    const nlohmann::json stats = {
+        {"xdp",
+         {{"escalations",
+           {{"escalated",
+             {{{"prefix", "198.18.5.5/32"}, {"rule", "dns"}, {"ttl_left_s", 30}},
+              {{"prefix", "198.18.6.6/32"}, {"rule", "web"}, {"ttl_left_s", 30}},
+              {{"prefix", "198.18.7.7/32"}, {"rule", "quiet"}, {"ttl_left_s", 30}},
+              {{"prefix", "198.18.90.9/32"}, {"rule", "dns"}, {"ttl_left_s", 30}},
+              {{"prefix", "not a prefix"}, {"rule", "dns"}},
+              {{"prefix", "198.18.8.8/32"}, {"rule", "gone"}}}}}}}}};
+    const std::vector<FlowspecRule> got = desired_flowspec(rules, overrides, stats);
+    std::vector<std::string> words;
+    for (const FlowspecRule &r : got) {
+        std::string line;
+        for (const std::string &w : flowspec_words(r)) line += (line.empty() ? "" : " ") + w;
+        words.push_back(line);
+    }
+    // 198.18.78.0/24 holds an allowed /25, which the router would drop with it; 198.18.66.7/32
+    // has an allow override: neither is announced.
+    const std::vector<std::string> expected = {
+        "match source 198.18.77.0/24 then discard",
+        "match source 198.18.66.6/32 then discard",
+        "match source 198.18.5.5/32 destination 198.18.1.1/32 protocol ==17 destination-port "
+        "==53 then discard",
+        "match source 198.18.6.6/32 protocol ==6 then discard",
+    };
+    EXPECT_EQ(words, expected);
+    // Replies that are not what they should be announce nothing, and throw nothing.
+    EXPECT_TRUE(desired_flowspec(nlohmann::json::object(), overrides, stats).empty());
+    EXPECT_EQ(desired_flowspec(rules, nlohmann::json::array(), nlohmann::json(5)).size(), 1u);
 }
 
 }  // namespace

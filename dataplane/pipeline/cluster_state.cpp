@@ -5,8 +5,11 @@
 namespace floodgate {
 
 namespace {
-// Syncs missed before a box decides floodctl is gone.
+// Syncs missed before a box decides floodctl is gone, and at least this long: one slow round
+// (a worker sharing its CPU is slow to hand its ledger over; the daemon gives the dataplane a
+// second per request) must not flip the box to alone and back.
 constexpr uint64_t kSilentIntervals = 3;
+constexpr uint64_t kMinSilentNs = 2'000'000'000ull;
 }  // namespace
 
 ClusterState::ClusterState(const ClusterOptions &options, uint64_t now_ns)
@@ -43,7 +46,8 @@ bool ClusterState::on_sync(bool store_ok, uint32_t live_boxes, uint64_t now_ns) 
 }
 
 bool ClusterState::on_tick(uint64_t now_ns) {
-    if (!options_.set || now_ns - last_sync_ns_ < kSilentIntervals * options_.sync_ns) return false;
+    const uint64_t silent_ns = std::max(kSilentIntervals * options_.sync_ns, kMinSilentNs);
+    if (!options_.set || now_ns - last_sync_ns_ < silent_ns) return false;
     if (!joined_) reason_ = "no sync from floodctl";
     return fall_back("no sync from floodctl", now_ns);
 }

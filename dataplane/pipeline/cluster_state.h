@@ -1,10 +1,11 @@
 // Whether this box counts its shared rules with the cluster or alone, and what its shared
 // rules are while it is alone (README, "Several boxes"). The control plane delivers a sync
 // every interval, saying whether the store answered and how many boxes are live; the box falls
-// back when the store did not answer, or when no sync came for three intervals (floodctl
-// stopped, or stuck). It rejoins after two good syncs in a row: the first exchanges the
-// consumption of the interval before, so for the whole first interval after a return the box
-// still holds to its share, and the boxes resynchronise without a burst.
+// back when the store did not answer, or when no sync came for three intervals and at least
+// 2 s (floodctl stopped, or stuck). It rejoins after two good syncs in a row, so for the whole
+// first interval after a return the box still holds to its share, while the others' consumption
+// of that interval reaches it: the boxes resynchronise without a burst. (What a box admitted
+// while alone is not told: see dataplane/service/cluster_link.h.)
 //
 // Fallback, per rule: local divides the limit by the last known number of live boxes (before
 // any sync, the rules file's cluster.boxes); fail-open refuses nothing and counts what it would

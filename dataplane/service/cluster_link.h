@@ -61,7 +61,7 @@ class ClusterLink {
     // A sync at now_ns under `rules` (the running set): the charges published; true when the
     // box joined or left.
     bool sync(const RuleSet &rules, const ClusterSyncRequest &request, uint64_t now_ns);
-    // No sync for three intervals: alone. True when that changed it.
+    // No sync for three intervals (2 s at least): alone. True when that changed it.
     bool tick(uint64_t now_ns) { return state_.on_tick(now_ns); }
 
     const ClusterState &state() const { return state_; }
