@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/cluster_store.h"
+#include "dataplane/api/control_protocol.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
@@ -34,6 +35,11 @@ ClusterSyncOptions with_box(ClusterSyncOptions o) {
     return o;
 }
 
+constexpr const char *kEscalated = "!escalated";
+constexpr const char *kAllow = "!allow";
+// An allow without a TTL, told as the longest TTL an override may have.
+constexpr uint64_t kNeverMs = static_cast<uint64_t>(kMaxOverrideTtlSeconds) * 1000;
+
 // A bounded request to the dataplane: its replies are a few KB per thousand shared keys.
 constexpr int kDataplaneTimeoutMs = 1000;
 
@@ -45,6 +51,7 @@ struct ClusterSync::Round {
     std::string store_for;  // address, cluster and timeout the store was made for
     uint64_t syncs = 0, store_failures = 0, refused = 0;
     uint32_t live_boxes = 0;
+    uint64_t allows_added = 0, allows_refused = 0;  // the others' allows, as overrides here
     bool store_ok = false;
     std::string last_error;
     double last_round_ms = 0;
@@ -68,6 +75,15 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
     for (const json &row : reply.at("consumed"))
         mine.push_back({row.at(0).get<std::string>(), row.at(1).get<std::string>(),
                         row.at(2).get<uint64_t>()});
+    for (const json &row : reply.value("escalated", json::array()))
+        mine.push_back({kEscalated, row.at(0).get<std::string>(), row.at(1).get<uint64_t>()});
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (const auto &[prefix, ttl_s] : allows_)
+            mine.push_back(
+                {kAllow, prefix, ttl_s == 0 ? kNeverMs : static_cast<uint64_t>(ttl_s) * 1000});
+        allows_.clear();
+    }
 
     const std::string address =
         options_.redis.empty() ? cluster.value("redis", std::string()) : options_.redis;
@@ -99,14 +115,39 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
     }
     r.refused += got.refused;
 
-    json charges = json::array();
-    for (const ClusterDelta &d : got.remote) charges.push_back({d.rule, d.key, d.packets});
+    json charges = json::array(), escalations = json::array();
+    std::vector<ClusterDelta> allows;
+    for (const ClusterDelta &d : got.remote) {
+        if (d.rule == kEscalated)
+            escalations.push_back({d.key, d.packets});
+        else if (d.rule == kAllow)
+            allows.push_back(d);
+        else
+            charges.push_back({d.rule, d.key, d.packets});
+    }
     json sync = {{"cmd", "cluster_sync"},
                  {"store_ok", got.ok},
                  {"boxes", std::max<uint32_t>(1, r.live_boxes)},
-                 {"charges", std::move(charges)}};
+                 {"charges", std::move(charges)},
+                 {"escalations", std::move(escalations)}};
     if (!r.dataplane.request(sync, &reply, error, kDataplaneTimeoutMs)) return false;
     ++r.syncs;
+    // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
+    for (const ClusterDelta &a : allows) {
+        const long long ttl_s =
+            a.packets >= kNeverMs ? 0 : static_cast<long long>((a.packets + 999) / 1000);
+        json added;
+        std::string why;
+        if (r.dataplane.request(
+                {{"cmd", "override_add"}, {"list", "allow"}, {"prefix", a.key}, {"ttl_s", ttl_s}},
+                &added, &why, kDataplaneTimeoutMs) &&
+            added.value("ok", false)) {
+            ++r.allows_added;
+        } else {
+            ++r.allows_refused;
+            if (!r.dataplane.connected()) return false;
+        }
+    }
     return true;
 }
 
@@ -116,18 +157,26 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
     while (!stop.load()) {
         const auto started = Clock::now();
         std::string error;
-        json cluster;
-        // The cluster section of what runs (it changes with a load): from the status.
+        json cluster = json::object();
+        // The cluster section of what runs (it changes with a load): from the status. A
+        // dataplane away (not started yet, restarting) is tried again next time.
         if (!r.dataplane.connected()) r.dataplane.connect(options_.dataplane, &error);
         json status;
         if (r.dataplane.connected() &&
-            r.dataplane.request({{"cmd", "status"}}, &status, &error, kDataplaneTimeoutMs))
-            cluster = status.value("cluster", json::object());
+            r.dataplane.request({{"cmd", "status"}}, &status, &error, kDataplaneTimeoutMs) &&
+            status.is_object() && status.contains("cluster") && status["cluster"].is_object())
+            cluster = status["cluster"];
         uint64_t sync_ms = 1000;
         const bool active = cluster.value("configured", false);
         if (active) {
             sync_ms = cluster.value("sync_ms", uint64_t{100});
-            if (!round(cluster, &error)) r.dataplane.close();
+            bool done = false;
+            try {
+                done = round(cluster, &error);
+            } catch (const nlohmann::json::exception &e) {  // a reply not of the protocol
+                error = e.what();
+            }
+            if (!done) r.dataplane.close();
         }
         {
             std::lock_guard<std::mutex> guard(lock_);
@@ -138,6 +187,8 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"syncs", r.syncs},
                        {"store_failures", r.store_failures},
                        {"refused", r.refused},
+                       {"allows_added", r.allows_added},
+                       {"allows_refused", r.allows_refused},
                        {"last_error", r.last_error},
                        {"round_ms",
                         std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};
@@ -154,6 +205,11 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
             std::this_thread::sleep_for(
                 std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(50)));
     }
+}
+
+void ClusterSync::tell_allow(const std::string &prefix, long long ttl_s) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (allows_.size() < kMaxOverrides) allows_.emplace_back(prefix, ttl_s);
 }
 
 json ClusterSync::status() const {

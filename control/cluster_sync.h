@@ -9,6 +9,13 @@
 // The dataplane never waits for any of it: a slow or dead store costs this thread its bounded
 // timeouts, and the dataplane, told the store did not answer, or hearing nothing for three
 // intervals, falls back on its own (dataplane/pipeline/cluster_state.h).
+//
+// Escalations and allows ride in the same entries as the consumption, as lines of reserved
+// rule names (a rule name never starts with '!'):
+//   !escalated  PREFIX  TTL_MS   a source this box's XDP tier escalated; the others add it to
+//                                theirs with the TTL left
+//   !allow      PREFIX  TTL_MS   an allow override the operator added here; the others add it
+//                                too (kNeverMs: no TTL), which lifts what it covers everywhere
 #pragma once
 
 #include <atomic>
@@ -17,6 +24,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace floodgate {
 
@@ -35,6 +44,9 @@ class ClusterSync {
     void run(const std::atomic<bool> &stop);
     // For floodctl status and the metrics: the store as this daemon sees it.
     nlohmann::json status() const;
+    // An allow the operator added through this daemon (ttl_s 0: never expires): told to the
+    // other boxes at the next sync, where it lifts the same sources (and their escalations).
+    void tell_allow(const std::string &prefix, long long ttl_s);
 
   private:
     struct Round;
@@ -42,8 +54,9 @@ class ClusterSync {
 
     const ClusterSyncOptions options_;
     std::unique_ptr<Round> state_;  // the store and the dataplane link, this thread's only
-    mutable std::mutex lock_;       // guards what status() reads
+    mutable std::mutex lock_;       // guards what status() reads, and allows_
     nlohmann::json status_ = {{"active", false}};
+    std::vector<std::pair<std::string, long long>> allows_;  // to tell at the next sync
 };
 
 }  // namespace floodgate

@@ -85,7 +85,7 @@ json load_request(const std::string &source, const std::string &text, const json
 
 class Daemon {
   public:
-    Daemon(const DaemonOptions &o, const ClusterSync *cluster, const FlowspecFeed *flowspec)
+    Daemon(const DaemonOptions &o, ClusterSync *cluster, const FlowspecFeed *flowspec)
         : options_(o), started_unix_s_(now_unix_s()), cluster_(cluster), flowspec_(flowspec) {}
 
     std::string handle_cli(const std::string &line);
@@ -108,7 +108,7 @@ class Daemon {
 
     const DaemonOptions options_;
     const double started_unix_s_;
-    const ClusterSync *cluster_;
+    ClusterSync *cluster_;
     const FlowspecFeed *flowspec_;  // null without --flowspec
 
     std::recursive_mutex link_lock_;  // the dataplane connection and what depends on it
@@ -375,6 +375,10 @@ std::string Daemon::handle_cli(const std::string &line) {
                        cmd != "overrides") {
                 std::lock_guard<std::recursive_mutex> guard(link_lock_);
                 adopt();
+                // An allow lifts the same sources on every box of a cluster.
+                if (cmd == "override_add" && request.value("list", "") == "allow")
+                    cluster_->tell_allow(get_string(request, "prefix"),
+                                         request.value("ttl_s", 0ll));
             }
         } else {
             throw MessageError("unknown command \"" + cmd + "\"");

@@ -59,7 +59,12 @@ void FlowspecFeed::once() {
 void FlowspecFeed::run(const std::atomic<bool> &stop) {
     auto next = std::chrono::steady_clock::now();
     while (!stop.load()) {
-        once();
+        try {
+            once();
+        } catch (const nlohmann::json::exception &e) {  // a reply not of the protocol
+            log(std::string("flowspec: the dataplane's reply was not read: ") + e.what());
+            link_.close();
+        }
         next += std::chrono::seconds(1);
         if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now();
         while (!stop.load() && std::chrono::steady_clock::now() < next)

@@ -442,5 +442,46 @@ TEST_F(XdpFeedTest, ListsOverridesAndEscalationsReachTheMapsAndLeaveThem) {
     EXPECT_EQ(feed_->stats()["counters"]["packets"], 0u);  // no frame ran the program
 }
 
+// A cluster's shared escalations (dataplane/service/cluster_link.h): what this box escalated is
+// taken once, with its TTL; what another box escalated is added with the TTL it was told,
+// listed, and expires as any escalation; never under a live allow.
+TEST_F(XdpFeedTest, EscalationsAreToldOnceAndTheOthersAreAddedWithTheirTtl) {
+    RunningRules r;
+    r.version = 1;
+    r.allow = {p("198.18.1.0/24")};
+    Rule dns;
+    dns.name = "dns";
+    dns.escalate.after_ns = 1'000'000'000ull;
+    dns.escalate.min_refused_count = 100;
+    dns.escalate.ttl_ns = 10'000'000'000ull;
+    r.rules = {dns};
+    tick(10, 1, r, 0);
+    tick(11, 1, r, 150);
+    tick(12, 1, r, 350);  // escalated at 12 s for 10 s
+    std::vector<XdpFeed::Told> told = feed_->take_escalations();
+    ASSERT_EQ(told.size(), 1u);
+    EXPECT_EQ(format_prefix(told[0].key), "198.18.66.6/32");
+    EXPECT_EQ(told[0].ttl_ns, 10'000'000'000ull);
+    EXPECT_TRUE(feed_->take_escalations().empty());  // told once
+
+    const uint64_t at = 13'000'000'000ull;
+    EXPECT_TRUE(feed_->add_told({p("198.18.77.7/32"), 5'000'000'000ull}, at));
+    EXPECT_FALSE(feed_->add_told({p("198.18.1.5/32"), 5'000'000'000ull}, at));  // allowed
+    EXPECT_EQ(entries("escalated"), 2u);
+    EXPECT_EQ(escalations("from_cluster"), 1u);
+    EXPECT_EQ(escalations("from_cluster_skipped"), 1u);
+    EXPECT_TRUE(feed_->take_escalations().empty());  // another box's is not told again
+    tick(13, 1, r, 350);
+    const nlohmann::ordered_json listed = feed_->stats()["escalations"]["escalated"];
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0]["rule"], "dns");
+    EXPECT_EQ(listed[1]["prefix"], "198.18.77.7/32");
+    EXPECT_EQ(listed[1]["rule"], "cluster");
+    EXPECT_DOUBLE_EQ(listed[1]["ttl_left_s"].get<double>(), 5.0);
+    tick(18, 1, r, 350);  // the told one expires at 18 s, the box's own at 22 s
+    EXPECT_EQ(entries("escalated"), 1u);
+    EXPECT_EQ(escalations("expired"), 1u);
+}
+
 }  // namespace
 }  // namespace floodgate

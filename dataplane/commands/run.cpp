@@ -104,6 +104,15 @@ class XdpFeedHandle {
             });
     }
     nlohmann::ordered_json stats() const { return feed_->stats(); }
+    // The cluster's shared escalations (XdpFeed::take_escalations, add_told).
+    std::vector<std::pair<Prefix, uint64_t>> take_escalations() {
+        std::vector<std::pair<Prefix, uint64_t>> out;
+        for (const XdpFeed::Told &t : feed_->take_escalations()) out.emplace_back(t.key, t.ttl_ns);
+        return out;
+    }
+    bool escalate(const Prefix &p, uint64_t ttl_ns) {
+        return feed_->add_told({p, ttl_ns}, monotonic_now_ns());
+    }
 
   private:
     std::unique_ptr<XdpFeed> feed_;
@@ -144,6 +153,8 @@ class XdpFeedHandle {
   public:
     void tick(Service &, const LiveRuleSet &, const LiveView &) {}
     nlohmann::ordered_json stats() const { return {}; }
+    std::vector<std::pair<Prefix, uint64_t>> take_escalations() { return {}; }
+    bool escalate(const Prefix &, uint64_t) { return false; }
 };
 bool open_xdp_tier(uint16_t port, const RunOptions &, const Config &config,
                    std::unique_ptr<XdpFeedHandle> *, std::string *) {
@@ -264,10 +275,17 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         if (xdp) j["xdp"] = xdp->stats();
         return j;
     });
-    service.attach_cluster(ClusterHooks{
+    ClusterHooks cluster{
         [&](std::vector<SharedRecord> *out) { return dataplane.take_shared(out); },
         [&](const std::vector<Consumption> &charges) { dataplane.charge_cluster(charges); },
-        &dataplane.first_table()});
+        &dataplane.first_table(), nullptr, nullptr};
+    if (xdp) {  // escalations are shared only where there is a tier to put them in
+        cluster.take_escalations = [xdp] { return xdp->take_escalations(); };
+        cluster.escalate = [xdp](const Prefix &p, uint64_t ttl_ns) {
+            return xdp->escalate(p, ttl_ns);
+        };
+    }
+    service.attach_cluster(std::move(cluster));
     StatsSaver saver(opt, rules, view, xdp);
     const auto housekeeping = [&] {
         service.expire_overrides();

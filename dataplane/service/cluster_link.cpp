@@ -1,5 +1,7 @@
 #include "dataplane/service/cluster_link.h"
 
+#include <algorithm>
+
 namespace floodgate {
 
 void ClusterLink::configure(const ClusterOptions &options, uint64_t now_ns) {
@@ -27,6 +29,13 @@ void ClusterLink::take(const RuleSet &rules, nlohmann::ordered_json *reply) {
         told_packets_ += packets;
     }
     (*reply)["consumed"] = std::move(consumed);
+    nlohmann::ordered_json escalated = nlohmann::ordered_json::array();
+    if (hooks_.take_escalations)
+        for (const auto &[prefix, ttl_ns] : hooks_.take_escalations()) {
+            escalated.push_back({format_prefix(prefix), std::max<uint64_t>(1, ttl_ns / 1'000'000)});
+            ++escalations_told_;
+        }
+    (*reply)["escalated"] = std::move(escalated);
 }
 
 bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, uint64_t now_ns) {
@@ -43,6 +52,17 @@ bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, 
         }
     }
     if (!charges_.empty()) hooks_.charge(charges_);
+    for (const auto &[text, ttl_ms] : request.escalations) {
+        const std::optional<Prefix> p = parse_prefix(text, &why);
+        if (!p || ttl_ms == 0 || ttl_ms > kMaxEscalateNs / 1'000'000) {
+            ++escalations_refused_;
+            last_refusal_ = "an escalation of '" + text.substr(0, 64) + "'";
+        } else if (hooks_.escalate && hooks_.escalate(*p, ttl_ms * 1'000'000)) {
+            ++escalations_added_;
+        } else {
+            ++escalations_skipped_;
+        }
+    }
     return state_.on_sync(request.store_ok, request.boxes, now_ns);
 }
 
@@ -67,7 +87,13 @@ nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
             {"charged_packets", charged_packets_},
             {"refused_charges", refused_charges_},
             {"last_refusal", last_refusal_},
-            {"take_timeouts", take_timeouts_}};
+            {"take_timeouts", take_timeouts_},
+            {"escalations",
+             {{"told", escalations_told_},
+              {"added", escalations_added_},
+              {"skipped", escalations_skipped_},
+              {"refused", escalations_refused_},
+              {"xdp", hooks_.escalate != nullptr}}}};
 }
 
 std::string ClusterLink::change_line() const {

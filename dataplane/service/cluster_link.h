@@ -35,6 +35,10 @@ struct ClusterHooks {
     std::function<void(const std::vector<Consumption> &)> charge;
     // A table of this box, for its hash seed (every core has the same).
     const LimitTable *hasher = nullptr;
+    // The XDP tier's escalations, when there is one (else empty): those this box made since
+    // the last call, with their TTL, to tell the others; and adding one another box made.
+    std::function<std::vector<std::pair<Prefix, uint64_t>>()> take_escalations;
+    std::function<bool(const Prefix &, uint64_t ttl_ns)> escalate;
 };
 
 // One `cluster_sync` request (dataplane/service/request.h decodes it).
@@ -42,7 +46,11 @@ struct ClusterSyncRequest {
     bool store_ok = false;
     uint32_t boxes = 1;
     SharedTotals charges;  // the other boxes' packets per (rule, key)
+    // Sources the other boxes escalated: the prefix as they wrote it, and the TTL left.
+    std::vector<std::pair<std::string, uint64_t>> escalations;
 };
+// Most escalations one sync may carry.
+inline constexpr size_t kMaxClusterEscalations = 1u << 16;
 // Most (rule, key) charges one sync may carry.
 inline constexpr size_t kMaxClusterCharges = 1u << 18;
 
@@ -56,7 +64,7 @@ class ClusterLink {
     bool attached() const { return hooks_.take != nullptr; }
 
     // This box's consumption since the last take, in (*reply)["consumed"] as [rule, key,
-    // packets] rows.
+    // packets] rows, and its escalations, in (*reply)["escalated"] as [prefix, ttl_ms] rows.
     void take(const RuleSet &rules, nlohmann::ordered_json *reply);
     // A sync at now_ns under `rules` (the running set): the charges published; true when the
     // box joined or left.
@@ -84,6 +92,10 @@ class ClusterLink {
     uint64_t refused_charges_ = 0;  // unknown rule, not a key of it, bad count
     std::string last_refusal_;
     uint64_t take_timeouts_ = 0;
+    uint64_t escalations_told_ = 0;
+    uint64_t escalations_added_ = 0;    // the others', added to the XDP tier here
+    uint64_t escalations_skipped_ = 0;  // ... not: under an allow, held already, or no tier
+    uint64_t escalations_refused_ = 0;  // ... not a prefix
 };
 
 }  // namespace floodgate

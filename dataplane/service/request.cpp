@@ -83,6 +83,16 @@ ClusterSyncRequest cluster_sync(const nlohmann::json &request) {
     ClusterSyncRequest out;
     out.store_ok = get_bool(request, "store_ok", false);
     out.boxes = static_cast<uint32_t>(get_int(request, "boxes", 1, kMaxClusterBoxes, 1));
+    if (const auto esc = request.find("escalations"); esc != request.end()) {
+        if (!esc->is_array() || esc->size() > kMaxClusterEscalations)
+            throw MessageError("field \"escalations\" must be an array of at most " +
+                               std::to_string(kMaxClusterEscalations) + " [prefix, ttl_ms]");
+        for (const nlohmann::json &e : *esc) {
+            if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number_unsigned())
+                throw MessageError("field \"escalations\": each entry is [prefix, ttl_ms]");
+            out.escalations.emplace_back(e[0].get<std::string>(), e[1].get<uint64_t>());
+        }
+    }
     const auto charges = request.find("charges");
     if (charges == request.end()) return out;
     if (!charges->is_array() || charges->size() > kMaxClusterCharges)

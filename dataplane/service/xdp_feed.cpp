@@ -39,6 +39,7 @@ void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<Runnin
     const RunningRules rules = changed ? running() : RunningRules{};
     const nlohmann::ordered_json live = due ? stats() : nlohmann::ordered_json{};
     std::lock_guard<std::mutex> guard(lock_);
+    now_ns_ = now_ns;
     if (changed) reconcile(rules, now_ns);
     if (!due) return;
     next_ns_ = now_ns + kSecondNs;
@@ -104,6 +105,10 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
             ++escalations_;
             if (!renewal) ++entries_[FG_XDP_ORIGIN_escalated];
             escalated_.push_back({e.key, e.expires_ns, e.rule});
+            if (told_.size() < kMaxTold)
+                told_.push_back({e.key, e.expires_ns - now_ns});
+            else
+                ++told_lost_;
             std::printf(
                 "xdp: escalated %s (rule %s, refused %llu/s) for %s\n",
                 format_prefix(e.key).c_str(), e.rule.c_str(),
@@ -119,6 +124,33 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
             error.clear();
         }
     }
+}
+
+std::vector<XdpFeed::Told> XdpFeed::take_escalations() {
+    std::lock_guard<std::mutex> guard(lock_);
+    std::vector<Told> out;
+    out.swap(told_);
+    return out;
+}
+
+bool XdpFeed::add_told(const Told &t, uint64_t now_ns) {
+    std::lock_guard<std::mutex> guard(lock_);
+    std::string error;
+    XdpEntry before;
+    const bool renewal = tier_->find(t.key, &before) && before.origin == FG_XDP_ORIGIN_escalated;
+    const uint64_t expires_ns = now_ns + t.ttl_ns;
+    if (!tier_->add_escalated({t.key, FG_XDP_ORIGIN_escalated, false, expires_ns}, now_ns,
+                              &error)) {
+        ++cluster_skipped_;
+        if (!error.empty())
+            std::fprintf(stderr, "floodgate run: xdp: cannot add %s from the cluster: %s\n",
+                         format_prefix(t.key).c_str(), error.c_str());
+        return false;
+    }
+    ++cluster_added_;
+    if (!renewal) ++entries_[FG_XDP_ORIGIN_escalated];
+    escalated_.push_back({t.key, expires_ns, "cluster"});
+    return true;
 }
 
 void XdpFeed::count_entries() {
@@ -137,7 +169,7 @@ nlohmann::ordered_json XdpFeed::stats() const {
     // Listed until their TTL ends (entries removed by hand linger here until then: the list is
     // what was escalated, the counters above what the maps hold).
     nlohmann::ordered_json escalated = nlohmann::ordered_json::array();
-    const uint64_t now_ns = monotonic_now_ns();
+    const uint64_t now_ns = now_ns_;
     for (const Escalated &e : escalated_) {
         if (escalated.size() == kListedEscalations) break;
         if (e.expires_ns > now_ns)
@@ -160,6 +192,9 @@ nlohmann::ordered_json XdpFeed::stats() const {
               {"failed", escalations_failed_},
               {"expired", escalations_expired_},
               {"tracked", escalator_.tracked()},
+              {"told_lost", told_lost_},
+              {"from_cluster", cluster_added_},
+              {"from_cluster_skipped", cluster_skipped_},
               {"escalated", escalated}}}};
 }
 

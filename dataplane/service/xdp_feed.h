@@ -33,6 +33,17 @@ class XdpFeed {
     // lock (they take the service's and the ruleset's).
     void tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
               const std::function<nlohmann::ordered_json()> &stats);
+    // The cluster's shared escalations (dataplane/service/cluster_link.h): the sources this
+    // box escalated since the last take, with their TTL, to tell the other boxes; and a source
+    // another box escalated, added here with its TTL left (refused under a live allow, or when
+    // the source is held already, as any escalation). Any thread.
+    struct Told {
+        Prefix key;
+        uint64_t ttl_ns = 0;
+    };
+    std::vector<Told> take_escalations();
+    bool add_told(const Told &t, uint64_t now_ns);
+
     // The "xdp" section of the stats: the program's counters, the maps' entries by origin,
     // what escalation did, and the sources escalated now (the first kListedEscalations, with
     // their rule and TTL left: floodctl announces them upstream). Any thread.
@@ -51,12 +62,20 @@ class XdpFeed {
     uint64_t version_ = 0;  // of the running rules last written (0: none yet)
     uint64_t next_ns_ = 0;
     uint64_t next_sweep_ns_ = 0;
+    uint64_t now_ns_ = 0;  // of the last tick: the TTLs stats() lists are left as of then
     struct Escalated {
         Prefix key;
         uint64_t expires_ns;
         std::string rule;
     };
     std::vector<Escalated> escalated_;  // ours, to remove on time without walking the maps
+    // Escalated here since the last take, for the cluster: at most kMaxTold (a flood of new
+    // sources is told in the next take, the rest counted lost).
+    static constexpr size_t kMaxTold = 4096;
+    std::vector<Told> told_;
+    uint64_t told_lost_ = 0;
+    uint64_t cluster_added_ = 0;    // escalations of other boxes added here
+    uint64_t cluster_skipped_ = 0;  // ... refused: under an allow, or held already
     uint64_t entries_[FG_XDP_ORIGIN_COUNT] = {};
     XdpReconciled last_reconcile_;
     uint64_t reconcile_failed_ = 0;

@@ -544,6 +544,29 @@ def scenario(redis, a, b):
           "stayed joined" % (entry, before[0], counted[0]["refused"], before[1],
                              counted[1]["refused"]), views)
 
+    # 6b. Shared allows and escalations. An allow added on A is told to B, which adds it too.
+    a.ctl.run("allow", "add", "198.18.66.0/24", "--ttl", "60s")
+    allowed, took = timed_wait(lambda: (lambda o: o if any(
+        x["list"] == "allow" and x["prefix"] == "198.18.66.0/24" for x in o["overrides"])
+        else None)(b.ask("overrides")), "B to hold A's allow", 5)
+    row = [x for x in allowed["overrides"] if x["prefix"] == "198.18.66.0/24"][0]
+    check(0 < row["ttl_left_s"] <= 60 and b.store()["allows_added"] == 1,
+          "an allow added on A (198.18.66.0/24, 60 s) is an allow on B within %.2f s, TTL left "
+          "%.1f s" % (took, row["ttl_left_s"]), (row, b.store()))
+    # An escalation told by a third box (written to the stream as a box would): both boxes take
+    # it; without an XDP tier (net_pcap) they count it skipped, and refuse one that is no
+    # prefix.
+    told = [box.cluster()["escalations"] for box in both]
+    redis_command(redis.port, "XADD", log_key, "*", "b", "C", "d",
+                  "!escalated\t198.18.99.9/32\t60000\n!escalated\tnot-a-prefix\t60000\n")
+    seen = wait_until(lambda: (lambda e: e if all(
+        x["skipped"] == t["skipped"] + 1 and x["refused"] == t["refused"] + 1
+        for x, t in zip(e, told)) else None)([box.cluster()["escalations"] for box in both]),
+        "both boxes to take the escalations", 5)
+    check(all(not e["xdp"] and e["added"] == 0 for e in seen),
+          "an escalation told by another box reaches both dataplanes (no XDP tier here: skipped "
+          "1 each), a malformed one is refused (1 each)", seen)
+
     # 8. Prometheus, while both daemons still run.
     for box in both:
         prometheus(box)

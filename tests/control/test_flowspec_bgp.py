@@ -1,22 +1,21 @@
 #!/usr/bin/python3
-"""FlowSpec announced to a real BGP peer (control/flowspec.h). Two gobgpd speakers, each in a
-network namespace, over a veth pair:
+"""FlowSpec announced to a real BGP peer, in the lab of bgp_lab.py: floodctl's gobgpd F and a
+"router" R, each in a network namespace.
 
-  F  198.18.250.1/30  AS 64512  floodctl's gobgpd, driven by tests/flowspec_driver (the exporter)
-  R  198.18.250.2/30  AS 64513  the "router", whose global RIB shows what it received
+Checks 1-13 drive control/flowspec.h's exporter alone through tests/flowspec_driver. Checks 14
+on are the operator's path: `floodgate run` on virtual ports and `floodctl daemon --flowspec` in
+F's namespace, driven by `floodctl block|allow` as an operator would, each state read on the
+router: the rules file's block and allow list, an override and its TTL, an allow lifting a
+block, the most at once, a clean stop, a crash whose leftovers the next daemon withdraws, and a
+restart of the dataplane under a running daemon.
 
-Both take ipv4-unicast, ipv4-flowspec and ipv6-flowspec; each one's gRPC API is 127.0.0.1:50051
-inside its namespace. What the router received is read with
-`gobgp -j global rib -a FAMILY` and decoded here from the NLRI's components and operator bytes
-(RFC 8955 section 4.2: 1 destination, 2 source, 3 protocol, 5 destination port; op 0x81
-"==" last, 0x13 ">=" two bytes, 0xd5 "&<=" two bytes last), independently of the exporter's
-reader; the action is the traffic-rate extended community (type 0x80, subtype 6) at rate 0.
-
-Prints TAP; needs root (namespaces) and gobgpd, else skips. Usage: test_flowspec_bgp.py BUILD_DIR
+Prints TAP; needs root (namespaces, DPDK) and gobgpd, else skips; builds nothing. Usage:
+test_flowspec_bgp.py BUILD_DIR
 """
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -26,30 +25,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from control_lib import BUILD, check, results  # noqa: E402
+import frames  # noqa: E402
+from bgp_lab import API, WAIT_S, Box, Topology, settle  # noqa: E402
+from control_lib import BUILD, DataplaneLink, check, results, wait_until  # noqa: E402
 
 DRIVER = os.path.join(BUILD, "tests", "flowspec_driver")
-API = "127.0.0.1:50051"
-F_ADDR, R_ADDR = "198.18.250.1", "198.18.250.2"
-WAIT_S = 30  # longest any one state is waited for
-BLACKHOLE = 0xFFFF029A  # 65535:666
-
-CONFIG = """\
-[global.config]
-  as = {as_}
-  router-id = "{addr}"
-  local-address-list = ["{addr}"]
-[[neighbors]]
-  [neighbors.config]
-    neighbor-address = "{peer}"
-    peer-as = {peer_as}
-  [neighbors.transport.config]
-    local-address = "{addr}"
-{afi_safis}"""
-AFI_SAFI = """  [[neighbors.afi-safis]]
-    [neighbors.afi-safis.config]
-      afi-safi-name = "{0}"
-"""
 
 DNS = {"source": "198.18.66.6/32", "destination": "198.18.1.1/32", "protocol": 17,
        "destination_port": [53, 53], "origin": "escalated by dns"}
@@ -59,111 +39,6 @@ V6 = {"source": "2001:db8:66::/48", "destination": "2001:db8:1::1/128", "protoco
       "destination_port": [1000, 2000], "origin": "block"}
 V6_SEEN = ("2001:db8:66::/48", "2001:db8:1::1/128", ((0x81, 6),), ((0x13, 1000), (0xD5, 2000)),
            True)
-
-
-def sh(*args, ns=None, check_rc=True):
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    if check_rc and p.returncode != 0:
-        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr + p.stdout))
-    return p.stdout
-
-
-def settle(read, want, timeout=WAIT_S):
-    """Polls read() until it equals want or the deadline; (held, last value, seconds)."""
-    start = time.monotonic()
-    while True:
-        value = read()
-        if value == want or time.monotonic() - start > timeout:
-            return value == want, value, time.monotonic() - start
-        time.sleep(0.005)
-
-
-def ops(parts, component):
-    """A numeric component's (operator byte, value) pairs."""
-    return tuple((o["op"], o["value"]) for o in parts.get(component, []))
-
-
-class Topology:
-    def __init__(self, work):
-        self.tag = "fgfs%d" % os.getpid()
-        self.work = work
-        self.f, self.r = self.tag + "-f", self.tag + "-r"
-        self.gobgpd = {}
-
-    def setup(self):
-        tag = self.tag
-        for ns in (self.f, self.r):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "link", "add", tag + "f", "type", "veth", "peer", "name", tag + "r")
-        for ns, dev, addr in ((self.f, tag + "f", F_ADDR), (self.r, tag + "r", R_ADDR)):
-            sh("ip", "link", "set", dev, "netns", ns)
-            sh("ip", "-n", ns, "addr", "add", addr + "/30", "dev", dev)
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        afi_safis = "".join(AFI_SAFI.format(a)
-                            for a in ("ipv4-unicast", "ipv4-flowspec", "ipv6-flowspec"))
-        for ns, as_, addr, peer_as, peer in ((self.f, 64512, F_ADDR, 64513, R_ADDR),
-                                             (self.r, 64513, R_ADDR, 64512, F_ADDR)):
-            with open(os.path.join(self.work, ns + ".toml"), "w") as f:
-                f.write(CONFIG.format(as_=as_, addr=addr, peer_as=peer_as, peer=peer,
-                                      afi_safis=afi_safis))
-            self.start_gobgpd(ns)
-
-    def start_gobgpd(self, ns):
-        log = open(os.path.join(self.work, ns + ".log"), "a")
-        # ip netns exec execs gobgpd: the process is gobgpd itself.
-        self.gobgpd[ns] = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "gobgpd", "-f", os.path.join(self.work, ns + ".toml"),
-             "--api-hosts", API, "--pprof-disable", "-p"], stdout=log, stderr=subprocess.STDOUT)
-
-    def kill_gobgpd(self, ns):
-        p = self.gobgpd.pop(ns)
-        p.kill()
-        p.wait(timeout=WAIT_S)
-
-    def established(self):
-        try:
-            peers = json.loads(sh("gobgp", "-j", "neighbor", ns=self.r))
-            return [p["state"].get("session_state") for p in peers] == [6]  # ESTABLISHED
-        except (RuntimeError, ValueError, KeyError, TypeError):
-            return False
-
-    def received(self, family):
-        """The flowspec routes R received from F, as (source, destination, protocol ops,
-        port ops, discard) tuples."""
-        routes = set()
-        for paths in json.loads(sh("gobgp", "-j", "global", "rib", "-a", family,
-                                   ns=self.r)).values():
-            for path in paths:
-                if path.get("neighbor-ip") != F_ADDR:
-                    continue
-                parts = {c["type"]: c["value"] for c in path["nlri"]["value"]}
-                discard = any(e.get("type") == 0x80 and e.get("subtype") == 6
-                              and e.get("rate") == 0
-                              for a in path["attrs"] if a["type"] == 16 for e in a["value"])
-                routes.add((parts.get(2, {}).get("prefix"), parts.get(1, {}).get("prefix"),
-                            ops(parts, 3), ops(parts, 5), discard))
-        return routes
-
-    def blackholes(self):
-        """The unicast routes R received from F with the BLACKHOLE community."""
-        out = set()
-        for prefix, paths in json.loads(sh("gobgp", "-j", "global", "rib", "-a", "ipv4",
-                                           ns=self.r)).items():
-            for path in paths:
-                if path.get("neighbor-ip") == F_ADDR and any(
-                        BLACKHOLE in a.get("communities", []) for a in path["attrs"]):
-                    out.add(prefix)
-        return out
-
-    def close(self):
-        for ns in list(self.gobgpd):
-            self.kill_gobgpd(ns)
-        # Whatever setup reached: the pair, if it never left this namespace, and both.
-        subprocess.run(["ip", "link", "del", self.tag + "f"], capture_output=True)
-        for ns in (self.f, self.r):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 class Driver:
@@ -313,6 +188,187 @@ def scenario(topo, drivers):
           "13. gobgpd F restarted (empty): the next reconcile reads its RIB and announces again",
           "router: %s\ndriver: %s" % (seen, reply))
     d.send("withdraw_all")
+    d.close()
+
+
+# The operator's box: the rules file blocks 198.18.77.0/24, allows 198.18.55.0/24 and has one
+# rule.
+RULES = """\
+table: { entries_per_core: 65536 }
+block: [198.18.77.0/24]
+allow: [198.18.55.0/24]
+rules:
+  - name: dns
+    match: { proto: udp, dst_port: 53 }
+    limit: { rate: 1/h, burst: 10 }
+"""
+TRACE = [frames.udp4("198.18.1.1", "198.18.255.1", 4000, 53)] * 4 + [
+    frames.udp4("198.18.77.1", "198.18.255.1", 4000, 53)]  # the file's block drops it
+TTL_S = 4
+
+
+def blocked(prefix):
+    """What the router holds for a block of prefix: that source, nothing else, discard."""
+    return (prefix, None, (), (), True)
+
+
+FILE_BLOCK = blocked("198.18.77.0/24")
+STATUS_KEYS = {"active", "in_rib", "blackholes_in_rib", "announced", "withdrawn",
+               "stale_withdrawn", "withheld_limit", "withheld_rate", "invalid", "failed_calls",
+               "last_error"}
+
+
+def metric(text, name, labels):
+    m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def operator_path(topo, box):
+    ok, _, _ = settle(topo.established, True)
+    if not check(ok and both(topo) == set(),
+                 "14. before the box starts, the session is up and the router holds nothing",
+                 both(topo)):
+        return
+    box.start_dataplane(RULES, TRACE)
+    start = time.monotonic()
+    box.start_daemon("--flowspec", API)
+    box.wait_up()
+
+    def router_then_status(want, in_rib, timeout=WAIT_S):
+        """Waits for the router to hold exactly want, then for the daemon's status to say
+        in_rib rules; (both held, router, status's flowspec, when the router held it)."""
+        ok, seen, _ = settle(lambda: both(topo), want, timeout)
+        reached = time.monotonic()
+        held, _, _ = settle(lambda: box.flowspec()["in_rib"], in_rib, 5)
+        return ok and held, seen, box.flowspec(), reached
+
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK}, 1)
+    check(ok and set(fs) == STATUS_KEYS and fs["active"] and fs["announced"] == 1
+          and fs["stale_withdrawn"] == 0 and fs["failed_calls"] == 0,
+          "15. floodctl daemon --flowspec: the router holds exactly the rules file's block "
+          "(source 198.18.77.0/24, discard); status in_rib 1", "router: %s\nstatus: %s"
+          % (seen, fs))
+    print("#   on the router %.0f ms after the daemon started" % ((reached - start) * 1000))
+
+    # The allowed block first: once the second is on the router, the feed has read both.
+    allowed = box.ctl.run("block", "add", "198.18.55.5/32")
+    start = time.monotonic()
+    code, out, err = box.ctl.run("block", "add", "198.18.66.6/32", "--ttl", "%ds" % TTL_S)
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK, blocked("198.18.66.6/32")}, 2)
+    check(allowed[0] == 0 and code == 0 and ok, "16. block add 198.18.55.5/32 (the file's allow "
+          "covers it), then 198.18.66.6/32 --ttl %ds: the router holds the second, never the "
+          "first" % TTL_S, "floodctl: %s, %d %s%s\nrouter: %s\nstatus: %s"
+          % (allowed, code, out, err, seen, fs))
+    print("#   on the router %.0f ms after the command" % ((reached - start) * 1000))
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK}, 1,
+                                               timeout=start + 10 - time.monotonic())
+    listed = box.ctl.json("block", "list")
+    check(ok and fs["withdrawn"] == 1 and "198.18.66.6/32" not in json.dumps(listed),
+          "17. after its TTL the override is gone from the router (within 10 s of the command) "
+          "and from status", "router: %s\nstatus: %s\nblock list: %s" % (seen, fs, listed))
+    print("#   gone from the router %.0f ms after the TTL ran out"
+          % ((reached - start - TTL_S) * 1000))
+
+    box.ctl.run("block", "add", "198.18.66.7/32")
+    settle(lambda: both(topo), {FILE_BLOCK, blocked("198.18.66.7/32")})
+    start = time.monotonic()
+    code, out, err = box.ctl.run("allow", "add", "198.18.66.0/24")
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK}, 1)
+    check(code == 0 and ok, "18. block add 198.18.66.7/32, then allow add 198.18.66.0/24: the "
+          "block the allow covers is withdrawn from the router", "floodctl: %d %s%s\nrouter: "
+          "%s\nstatus: %s" % (code, out, err, seen, fs))
+    print("#   withdrawn from the router %.0f ms after the allow" % ((reached - start) * 1000))
+    start = time.monotonic()
+    code, out, err = box.ctl.run("allow", "del", "198.18.66.0/24")
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK, blocked("198.18.66.7/32")}, 2)
+    check(code == 0 and ok, "19. allow del 198.18.66.0/24: the block is announced again",
+          "floodctl: %d %s%s\nrouter: %s\nstatus: %s" % (code, out, err, seen, fs))
+    print("#   on the router again %.0f ms after the allow went" % ((reached - start) * 1000))
+
+    start = time.monotonic()
+    rc = box.stop_daemon(signal.SIGTERM)
+    ok, seen, _ = settle(lambda: both(topo), set(), timeout=5)
+    took = time.monotonic() - start
+    with open(os.path.join(box.work, "daemon.log")) as f:
+        said = [line for line in f if "withdrew every announcement" in line]
+    check(ok and rc == 0 and said[-1:] == ["floodctl daemon: flowspec: withdrew every "
+                                           "announcement (0 left)\n"],
+          "20. SIGTERM: the daemon withdraws everything and exits 0; the router holds nothing "
+          "within 5 s", "exit %s, router: %s, log: %s" % (rc, seen, said))
+    print("#   the router empty %.0f ms after the SIGTERM" % (took * 1000))
+
+    # The file's block, then the overrides in the order they were added: the first two are
+    # the file's and 198.18.66.7/32's, the other four (66.8 to 66.11) wait.
+    box.start_daemon("--flowspec", API, "--flowspec-max", "2")
+    box.wait_up()
+    for i in range(8, 12):
+        box.ctl.run("block", "add", "198.18.66.%d/32" % i)
+    held, fs, _ = settle(lambda: (lambda f: (f["withheld_limit"], f["in_rib"]))(box.flowspec()),
+                         (4, 2))
+    seen = both(topo)
+    text = box.metrics()
+    limit = metric(text, "floodgate_flowspec_withheld", 'reason="limit"')
+    rules = metric(text, "floodgate_flowspec_rules", 'form="flowspec"')
+    check(held and seen == {FILE_BLOCK, blocked("198.18.66.7/32")},
+          "21. --flowspec-max 2, the file's block and block overrides 198.18.66.7 to .11: the "
+          "router holds exactly the first 2; status withheld_limit 4",
+          "router: %s\nstatus (withheld_limit, in_rib): %s" % (seen, fs))
+    announced = metric(text, "floodgate_flowspec_changes_total", 'change="announced"')
+    failed = re.search(r"^floodgate_flowspec_failed_calls_total 0$", text, re.M)
+    code, out, err = box.ctl.run("status")
+    check(limit == 4 and rules == 2 and announced == 2 and failed and "upstream:  2 FlowSpec "
+          "rules and 0 RTBH routes announced; 2 announced, 0 withdrawn, 0 stale withdrawn in "
+          "all; withheld 4 (limit), 0 (rate); 0 failed calls\n" in out,
+          "22. /metrics says floodgate_flowspec_withheld{reason=\"limit\"} 4, "
+          "floodgate_flowspec_rules{form=\"flowspec\"} 2, 2 announced, 0 failed calls; "
+          "floodctl status says the same", "\n".join(
+              line for line in (text + out).splitlines() if "flowspec" in line or "upstream" in
+              line))
+
+    rc = box.stop_daemon(signal.SIGKILL)
+    seen = both(topo)
+    check(rc == -signal.SIGKILL and seen == {FILE_BLOCK, blocked("198.18.66.7/32")},
+          "23. SIGKILL: the daemon's 2 rules stay in gobgpd, and on the router", seen)
+    # The overrides go while no daemon runs, through the dataplane's own socket.
+    link = DataplaneLink(box.dp_sock)
+    replies = [link.ask({"cmd": "override_del", "list": "block", "prefix": "198.18.66.%d/32" % i})
+               for i in range(7, 12)]
+    link.close()
+    start = time.monotonic()
+    box.start_daemon("--flowspec", API)
+    box.wait_up()
+    ok, seen, fs, reached = router_then_status({FILE_BLOCK}, 1)
+    check(ok and all(r["ok"] for r in replies) and fs["stale_withdrawn"] == 1
+          and fs["announced"] == 0 and fs["withdrawn"] == 0,
+          "24. overrides deleted meanwhile, a new daemon withdraws the stale rule on start "
+          "(stale_withdrawn 1) and keeps the file's block as it is (announced 0)",
+          "override_del: %s\nrouter: %s\nstatus: %s" % (replies, seen, fs))
+    print("#   the stale rule gone from the router %.0f ms after the daemon started"
+          % ((reached - start) * 1000))
+
+    # An upgrade of the dataplane: the daemon reconnects, and what the router holds stays as it
+    # is meanwhile (the feed leaves the RIB alone while the dataplane does not answer).
+    connects = box.status()["daemon"]["dataplane_connects"]
+    box.stop_dataplane()
+    held = {frozenset(both(topo))}
+    box.start_dataplane(RULES, TRACE)
+
+    def reconnected():
+        held.add(frozenset(both(topo)))
+        return box.daemon.poll() is not None or box.status()["daemon"][
+            "dataplane_connects"] > connects
+    wait_until(reconnected, "the daemon to reconnect or exit", timeout=WAIT_S)
+    check(box.daemon.poll() is None and held == {frozenset({FILE_BLOCK})},
+          "25. floodgate run restarted: the daemon carries on and reconnects; the router holds "
+          "the file's block throughout", "daemon exit %s, router states seen: %s"
+          % (box.daemon.poll(), held))
+    if box.daemon.poll() is not None:  # for the check below
+        box.start_daemon("--flowspec", API)
+        box.wait_up()
+    rc = box.stop_daemon(signal.SIGTERM)
+    ok, seen, _ = settle(lambda: both(topo), set(), timeout=5)
+    check(ok and rc == 0, "26. its SIGTERM leaves the router empty too", "exit %s, router: %s"
+          % (rc, seen))
 
 
 def main():
@@ -325,11 +381,13 @@ def main():
     # meson's timeout sends SIGTERM: leave through the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     work = tempfile.mkdtemp(prefix="fg-flowspec-")
-    topo, drivers = None, []
+    topo, drivers, box = None, [], None
     try:
         topo = Topology(work)
         topo.setup()
         scenario(topo, drivers)
+        box = Box(topo)
+        operator_path(topo, box)
     except Exception as e:  # a failed command or reply ends the run, counted
         check(False, "scenario ran to the end", repr(e))
     finally:
@@ -337,6 +395,8 @@ def main():
             if d.p.poll() is None:
                 d.p.kill()
                 d.p.wait()
+        if box is not None:  # before the namespace it runs in
+            box.close()
         if topo is not None:
             topo.close()
     if not all(results):
