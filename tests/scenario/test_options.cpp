@@ -84,6 +84,13 @@ const BadValue kReplayBad[] = {
     {"--merge-interval-us", "18446744073709552", "from 1 to 10000000"},  // x 1000 wraps
     {"--spread", "round-robin", "steering, hash or rr"},
     {"--spread", "", "steering, hash or rr"},
+    {"--boxes", "0", "from 1 to 64"},
+    {"--boxes", "65", "from 1 to 64"},
+    {"--sync-ms", "5", "from 10 to 10000"},
+    {"--sync-ms", "100ms", "from 10 to 10000"},
+    {"--store-down", "5", "is not FROM-TO"},
+    {"--store-down", "10-5", "5"},
+    {"--store-down", "a-5", "a"},
 };
 
 TEST_F(Options, ReplayRefusesLooseNumbers) {
