@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/cluster_store.h"
+#include "control/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/unix_socket.h"
 
@@ -18,11 +19,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-void log(const std::string &line) {
-    std::fprintf(stderr, "floodctl daemon: %s\n", line.c_str());
-    std::fflush(stderr);
-}
 
 std::string host_name() {
     char name[256] = {};
@@ -101,12 +97,13 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
             std::clamp<uint64_t>(cluster.value("sync_ms", uint64_t{100}) / 2, 5, 200));
         r.store = std::make_unique<ClusterStore>(o);
         r.store_for = store_for;
-        log("cluster " + name + ": box " + options_.box + " syncs through Redis at " + address);
+        daemon_log("cluster " + name + ": box " + options_.box + " syncs through Redis at " +
+                   address);
     }
     const ClusterSyncResult got = r.store->sync(mine);
     if (got.ok != r.store_ok || r.syncs == 0)
-        log("cluster " + name + ": the store " +
-            (got.ok ? "answers" : "does not answer: " + got.error));
+        daemon_log("cluster " + name + ": the store " +
+                   (got.ok ? "answers" : "does not answer: " + got.error));
     r.store_ok = got.ok;
     if (got.ok) r.live_boxes = got.live_boxes;
     if (!got.ok) {

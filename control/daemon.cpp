@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "control/cluster_sync.h"
+#include "control/daemon_log.h"
 #include "control/flowspec_feed.h"
 #include "control/http_server.h"
 #include "control/metrics.h"
@@ -40,11 +41,6 @@ void on_signal(int) {
 double now_unix_s() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
         .count();
-}
-
-void log(const std::string &line) {
-    std::fprintf(stderr, "floodctl daemon: %s\n", line.c_str());
-    std::fflush(stderr);
 }
 
 // What the operator applied through the daemon, to apply again if the dataplane restarts.
@@ -163,7 +159,7 @@ void Daemon::reconcile() {
     json status, running;
     std::string error;
     if (!raw({{"cmd", "status"}}, &status, &error) || !raw({{"cmd", "rules"}}, &running, &error)) {
-        log("cannot read the dataplane's state: " + error);
+        daemon_log("cannot read the dataplane's state: " + error);
         link_.close();
         return;
     }
@@ -172,8 +168,8 @@ void Daemon::reconcile() {
     const bool first = instance_.empty();
     const json &ruleset = status["ruleset"];
     const std::string origin = ruleset.value("origin", "");
-    log("connected to dataplane " + instance + " (ruleset version " +
-        std::to_string(ruleset.value("version", 0)) + ", " + origin + ")");
+    daemon_log("connected to dataplane " + instance + " (ruleset version " +
+               std::to_string(ruleset.value("version", 0)) + ", " + origin + ")");
     // Mode switches and overrides keep the origin: "startup" with either is not a fresh start.
     const bool untouched = origin == "startup" && running.value("modes", json::object()).empty() &&
                            ruleset.value("overrides", 0) == 0;
@@ -186,14 +182,14 @@ void Daemon::reconcile() {
             if (file.text != running.value("text", "")) {
                 if (raw(load_request(file.name, file.text, file.doc, &file.config), &reply, &error,
                         kLoadTimeoutMs))
-                    log("loaded " + options_.config);
+                    daemon_log("loaded " + options_.config);
                 else if (!link_.connected())
                     return;
                 else
-                    log("cannot load " + options_.config + ": " + error);
+                    daemon_log("cannot load " + options_.config + ": " + error);
             }
         } catch (const ConfigError &e) {
-            log(std::string("--config refused, keeping the running rules: ") + e.what());
+            daemon_log(std::string("--config refused, keeping the running rules: ") + e.what());
         }
     }
     if (!adopt()) return;
@@ -209,11 +205,11 @@ bool Daemon::reapply(const Remembered &r, const json &running) {
     auto send = [&](const json &request, const std::string &what, int timeout_ms = 10000) {
         if (raw(request, &reply, &error, timeout_ms)) return true;
         if (!link_.connected()) return false;
-        log("cannot apply " + what + " again: " + error);
+        daemon_log("cannot apply " + what + " again: " + error);
         return true;
     };
     if (r.origin == "floodctl" && r.text != running.value("text", "")) {
-        log("the dataplane restarted: loading " + r.source + " again");
+        daemon_log("the dataplane restarted: loading " + r.source + " again");
         if (!send(load_request(r.source, r.text, r.doc), r.source, kLoadTimeoutMs)) return false;
     }
     for (const auto &[rule, mode] : r.modes.items())
@@ -232,8 +228,8 @@ bool Daemon::reapply(const Remembered &r, const json &running) {
         if (!send(request, "override " + o["prefix"].get<std::string>())) return false;
     }
     if (!r.modes.empty() || !r.overrides.empty())
-        log("the dataplane restarted: applied " + std::to_string(r.modes.size()) +
-            " mode switches and " + std::to_string(r.overrides.size()) + " overrides again");
+        daemon_log("the dataplane restarted: applied " + std::to_string(r.modes.size()) +
+                   " mode switches and " + std::to_string(r.overrides.size()) + " overrides again");
     return true;
 }
 
@@ -243,7 +239,7 @@ bool Daemon::adopt() {
     std::string error;
     if (!raw({{"cmd", "rules"}}, &rules, &error) ||
         !raw({{"cmd", "overrides"}}, &overrides, &error)) {
-        log("cannot read the dataplane's rules: " + error);
+        daemon_log("cannot read the dataplane's rules: " + error);
         link_.close();
         return false;
     }
@@ -384,7 +380,7 @@ std::string Daemon::handle_cli(const std::string &line) {
             throw MessageError("unknown command \"" + cmd + "\"");
         }
     } catch (const std::exception &e) {
-        log(std::string("CLI request refused: ") + e.what());
+        daemon_log(std::string("CLI request refused: ") + e.what());
         reply = error_reply(e.what());
     }
     return reply.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -396,7 +392,7 @@ LineServer::Answer Daemon::answer_cli(const std::string &line) {
         loading_.start([this, line] { return handle_cli(line); },
                        [](std::future<std::string> &reply) { return reply.get(); });
     if (later) return std::move(*later);
-    log("CLI request refused: another rules load is being compiled");
+    daemon_log("CLI request refused: another rules load is being compiled");
     return error_reply(
                "busy: another rules load is being compiled; send it again when that one "
                "is answered")
@@ -436,7 +432,7 @@ int run_daemon(const DaemonOptions &options) {
         try {
             load_config(options.config);
         } catch (const ConfigError &e) {
-            log(std::string("--config: ") + e.what());
+            daemon_log(std::string("--config: ") + e.what());
             return 1;
         }
     }
@@ -444,12 +440,12 @@ int run_daemon(const DaemonOptions &options) {
     HttpServer http;
     const bool serve_metrics = options.metrics != "none";
     if (serve_metrics && !http.listen(options.metrics, &error)) {
-        log("--metrics " + error);
+        daemon_log("--metrics " + error);
         return 1;
     }
     LineServer cli;
     if (!cli.listen(options.socket, &error)) {
-        log(error);
+        daemon_log(error);
         return 1;
     }
     DaemonOptions effective = options;
@@ -464,21 +460,21 @@ int run_daemon(const DaemonOptions &options) {
         fo.max_new_per_s = options.flowspec_rate;
         fo.rtbh = options.rtbh;
         flowspec = std::make_unique<FlowspecFeed>(options.dataplane, fo);
-        log("announcing blocks upstream through gobgpd at " + options.flowspec);
+        daemon_log("announcing blocks upstream through gobgpd at " + options.flowspec);
     }
     Daemon daemon(effective, &cluster, flowspec.get());
-    log("serving floodctl on " + options.socket +
-        (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
-        "; dataplane at " + options.dataplane);
+    daemon_log("serving floodctl on " + options.socket +
+               (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
+               "; dataplane at " + options.dataplane);
     // No authentication on the endpoint: serving it beyond this machine is the operator's
     // explicit choice (--metrics with a non-loopback address), and said so.
     if (serve_metrics && !http.loopback())
-        log("warning: the metrics endpoint " + effective.metrics +
-            " is reachable from other hosts (--metrics " + options.metrics +
-            " is not a loopback address)");
+        daemon_log("warning: the metrics endpoint " + effective.metrics +
+                   " is reachable from other hosts (--metrics " + options.metrics +
+                   " is not a loopback address)");
 
     if (serve_metrics && !http.start([&] { return daemon.metrics(); }, &error)) {
-        log(error);
+        daemon_log(error);
         return 1;
     }
     std::thread cluster_thread([&] { cluster.run(g_stop); });
@@ -502,7 +498,7 @@ int run_daemon(const DaemonOptions &options) {
     cli_thread.join();
     cluster_thread.join();
     flowspec_thread.join();
-    log("stopped");
+    daemon_log("stopped");
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "control/daemon_log.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
@@ -11,11 +12,6 @@ namespace floodgate {
 namespace {
 
 using nlohmann::json;
-
-void log(const std::string &line) {
-    std::fprintf(stderr, "floodctl daemon: %s\n", line.c_str());
-    std::fflush(stderr);
-}
 
 uint64_t monotonic_ns() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -40,7 +36,7 @@ void FlowspecFeed::once() {
     exporter_.reconcile(desired_flowspec(rules, overrides, stats.value("stats", json::object())),
                         monotonic_ns());
     if (exporter_.last_error() != before && !exporter_.last_error().empty())
-        log("flowspec: " + exporter_.last_error());
+        daemon_log("flowspec: " + exporter_.last_error());
     const FlowspecExporter::Counters &c = exporter_.counters();
     std::lock_guard<std::mutex> guard(lock_);
     status_ = {{"active", true},
@@ -62,7 +58,7 @@ void FlowspecFeed::run(const std::atomic<bool> &stop) {
         try {
             once();
         } catch (const nlohmann::json::exception &e) {  // a reply not of the protocol
-            log(std::string("flowspec: the dataplane's reply was not read: ") + e.what());
+            daemon_log(std::string("flowspec: the dataplane's reply was not read: ") + e.what());
             link_.close();
         }
         next += std::chrono::seconds(1);
@@ -71,8 +67,8 @@ void FlowspecFeed::run(const std::atomic<bool> &stop) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     exporter_.withdraw_all();
-    log("flowspec: withdrew every announcement (" + std::to_string(exporter_.counters().in_rib) +
-        " left)");
+    daemon_log("flowspec: withdrew every announcement (" +
+               std::to_string(exporter_.counters().in_rib) + " left)");
 }
 
 json FlowspecFeed::status() const {
