@@ -210,6 +210,7 @@ rules:
     }
     // What is not a key of the rule is refused, with why.
     std::vector<Consumption> out;
+    const std::string overlong(200, '1');
     const std::pair<const char *, const char *> bad[] = {{"dst24", "198.19.1.0/25"},
                                                          {"dst24", "198.19.1.1/24"},
                                                          {"dst24", "*"},
@@ -217,7 +218,7 @@ rules:
                                                          {"pair", "198.18.0.0/16"},
                                                          {"pair", "198.18.0.0/16>2001:db8::1/64"},
                                                          {"nosuch", "*"},
-                                                         {"dst24", std::string(200, '1').c_str()}};
+                                                         {"dst24", overlong.c_str()}};
     for (const auto &[rule, key] : bad) {
         SCOPED_TRACE(std::string(rule) + " " + key);
         std::string why;
