@@ -50,6 +50,14 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"marks_over_budget",
      "Source marks (established, known) not written because the core's mark budget (a quarter "
      "of the limit table over the established TTL) was spent."},
+    {"delayed", "Packets a shape rule held to send at its rate (counted passed when decided)."},
+    {"shaped", "Held packets sent at their release time."},
+    {"shape_flushed",
+     "Held packets dropped before their time: their rule was removed or changed, or the "
+     "dataplane stopped."},
+    {"shape_pool_full",
+     "Packets a shape rule refused because the core's share of the mbuf pool for held packets "
+     "was spent."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {
@@ -92,6 +100,14 @@ constexpr CounterHelp kRuleCounterHelp[] = {
      "Aggregate keys: packets of verified sources admitted from their class's reserve."},
     {"reserve_known",
      "Aggregate keys: packets of known sources admitted from their class's reserve."},
+    {"delayed", "Shape rules: packets held to leave when the limit admits them."},
+    {"shaped", "Shape rules: held packets sent at their release time."},
+    {"shape_flushed",
+     "Shape rules: held packets dropped before their time (the rule changed or was removed, or "
+     "the dataplane stopped)."},
+    {"shape_dropped",
+     "Shape rules: packets refused because the key's queue (or the core's held share) was "
+     "full."},
 };
 
 template <size_t N>

@@ -207,6 +207,9 @@ void core_metrics(const json *stats, std::string &out) {
         bool ns;            // nanoseconds, exported as seconds
     };
     static constexpr Field kFields[] = {
+        {"floodgate_held_packets", Type::gauge,
+         "Packets waiting in the core's shape queues (action: shape) for their release time.",
+         "held", nullptr, false},
         {"floodgate_table_occupancy", Type::gauge,
          "Limit-table slots holding a TAT (live, reserved, or expired not yet swept).", "occupancy",
          "table", false},
@@ -268,6 +271,18 @@ void rule_metrics(const json *stats, std::string &out) {
     for (const auto &[rule, r] : named)
         if (auto mode = label_at(r, "mode")) shadow.add({{"rule", rule}}, flag(*mode == "shadow"));
     shadow.write(out);
+
+    Family held("floodgate_rule_held_packets", Type::gauge,
+                "Shape rules: packets waiting in the rule's queues now, summed over the cores.");
+    Family wait("floodgate_rule_longest_wait_seconds", Type::gauge,
+                "Shape rules: the longest a packet sent so far waited in the rule's queue.");
+    for (const auto &[rule, r] : named)
+        if (auto action = label_at(r, "action"); action && *action == "shape") {
+            held.add({{"rule", rule}}, number_at(r, "held"));
+            wait.add({{"rule", rule}}, seconds_from_ns(number_at(r, "longest_wait_ns")));
+        }
+    held.write(out);
+    wait.write(out);
 
     Family top("floodgate_rule_top_refused_packets", Type::gauge,
                "Packets the rule refused from each of its top refused sources (prefixes of the "

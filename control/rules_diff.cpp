@@ -128,6 +128,13 @@ std::string describe_limit(const Rule &r) {
     return std::string(rule_algorithm_name(r.algorithm)) + " " + rate;
 }
 
+// "100 packets" or "200ms" (a shape rule's queue bound, per key).
+std::string describe_queue(const ShapeQueue &q) {
+    if (q.packets != 0) return std::to_string(q.packets) + " packets";
+    return q.delay_ns % 1'000'000'000ull == 0 ? std::to_string(q.delay_ns / 1'000'000'000ull) + "s"
+                                              : std::to_string(q.delay_ns / 1'000'000ull) + "ms";
+}
+
 // The action with the settings it takes: "syn-auth verified_ttl 10m", "dns-truncate slip 2".
 std::string describe_action(const Rule &r) {
     std::string s = rule_action_name(r.action);
@@ -135,6 +142,7 @@ std::string describe_action(const Rule &r) {
         s += " verified_ttl " +
              format_duration_s(static_cast<long long>(r.verified_ttl_ns / 1'000'000'000ull));
     if (r.action == RuleAction::dns_truncate) s += " slip " + std::to_string(r.slip);
+    if (r.action == RuleAction::shape) s += " queue " + describe_queue(r.queue);
     return s;
 }
 
@@ -223,6 +231,12 @@ nlohmann::json rule_json(const Rule &r) {
     json action = {{"kind", rule_action_name(r.action)}};
     if (r.action == RuleAction::syn_auth) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
     if (r.action == RuleAction::dns_truncate) action["slip"] = r.slip;
+    if (r.action == RuleAction::shape) {
+        if (r.queue.packets != 0)
+            action["queue"] = {{"packets", r.queue.packets}};
+        else
+            action["queue"] = {{"delay_ns", r.queue.delay_ns}};
+    }
     json j = {{"name", r.name},
               {"mode", mode_text(r.mode)},
               {"match", match},

@@ -174,6 +174,13 @@ std::string sparkline(const std::deque<double> &values, size_t width, bool unico
     return s;
 }
 
+// "0.250 s"
+std::string seconds_text(uint64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+    return buf;
+}
+
 // What the view keeps between frames: the last reading and each rule's history.
 struct WatchState {
     json last;                                          // the previous stats (with sampled_ns)
@@ -268,6 +275,12 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                            rpad(pps(x, "answered"), num_w + 1) + "  ";
         if (spark_w > 0 && h != state.refused.end()) line += sparkline(h->second, spark_w, unicode);
         lines.push_back(line);
+        // A shape rule's queue under its row: what leaves, what waits, what finds it full.
+        if (r.value("action", "") == "shape")
+            lines.push_back("  shaped " + pps(x, "shaped") + "/s, queue full " +
+                            pps(x, "shape_dropped") + "/s, held " +
+                            std::to_string(r.value("held", uint64_t{0})) + ", longest wait " +
+                            seconds_text(r.value("longest_wait_ns", uint64_t{0})));
     }
     if (rule_rows < shown.size())
         lines.push_back("... " + std::to_string(shown.size() - rule_rows) +

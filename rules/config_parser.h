@@ -30,6 +30,7 @@ class ConfigParser : DocReader {
     void refuse_in_both(const Config &cfg, const std::vector<Field> &allow_items,
                         const std::vector<Field> &block_items) const;
     void check_action(const Field &action, const Rule &r) const;
+    ShapeQueue shape_queue(const Field &field) const;
     std::string rule_name(const Field &field) const;
     Rule rule(const Field &field, const std::vector<Rule> &earlier,
               const ClusterOptions &cluster) const;
@@ -58,6 +59,7 @@ class ConfigParser : DocReader {
     ClusterOptions cluster(const Field &field) const;
     EscalateOptions escalate(const Field &field, const Rule &r) const;
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const;
+    uint64_t short_duration_ns(const Field &field, uint64_t max_ns) const;
     AnswerCaps answer_caps(const Field &field) const;
 
     // A rule's key and its classes' reserves (validate_key.cpp).

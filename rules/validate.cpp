@@ -24,6 +24,7 @@ constexpr std::pair<std::string_view, RuleAction> kActions[] = {
     {"dns-truncate", RuleAction::dns_truncate},
     {"tcp-rst", RuleAction::tcp_rst},
     {"icmp-unreachable", RuleAction::icmp_unreachable},
+    {"shape", RuleAction::shape},
 };
 constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
@@ -147,10 +148,33 @@ void ConfigParser::check_action(const Field &action, const Rule &r) const {
             if (!m.proto || *m.proto != kProtoTcp)
                 fail(action, "tcp-rst needs match.proto tcp (or tcp_flags)");
             break;
+        case RuleAction::shape:
+            // A packet can wait only for a TAT: a window's count says nothing of when.
+            if (is_window(r.algorithm))
+                fail(action, std::string("shape releases packets at the rule's rate: it needs "
+                                         "gcra or token-bucket, not ") +
+                                 rule_algorithm_name(r.algorithm));
+            break;
         case RuleAction::drop:
         case RuleAction::icmp_unreachable:
             break;
     }
+}
+
+// queue: { packets: N } or { delay: D }: how much of a key's excess a shape rule holds.
+ShapeQueue ConfigParser::shape_queue(const Field &field) const {
+    const Fields f = fields(field, {"packets", "delay"});
+    const Field *packets = f.find("packets");
+    const Field *delay = f.find("delay");
+    if ((packets == nullptr) == (delay == nullptr))
+        fail(field,
+             "queue needs one of packets (how many may wait per key) or delay (how long "
+             "one may wait)");
+    ShapeQueue q;
+    if (packets != nullptr)
+        q.packets = static_cast<uint32_t>(integer(*packets, 1, kMaxShapePackets));
+    if (delay != nullptr) q.delay_ns = short_duration_ns(*delay, kMaxShapeDelayNs);
+    return q;
 }
 
 // Names appear in metrics labels and CLI output, hence the plain character set.
@@ -170,7 +194,7 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
                         const ClusterOptions &cluster) const {
     const Fields f = fields(
         field, {"name", "match", "key", "algorithm", "limit", "action", "slip", "verified_ttl",
-                "mode", "on_table_full", "reserve", "escalate", "share", "fallback"});
+                "mode", "on_table_full", "reserve", "escalate", "share", "fallback", "queue"});
     Rule r;
     r.line = field.line;
     const Field &name = require(f, "name");
@@ -201,6 +225,12 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
     if (const Field *ttl = f.find("verified_ttl")) {
         if (r.action != RuleAction::syn_auth) fail(*ttl, "verified_ttl needs action syn-auth");
         r.verified_ttl_ns = duration_ns(*ttl, kMaxVerifiedTtlNs);
+    }
+    if (const Field *q = f.find("queue")) {
+        if (r.action != RuleAction::shape) fail(*q, "queue needs action shape");
+        r.queue = shape_queue(*q);
+    } else if (r.action == RuleAction::shape) {
+        fail(*f.find("action"), "action shape needs a queue: { packets: N } or { delay: D }");
     }
     if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
     if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);

@@ -150,6 +150,23 @@ uint64_t ConfigParser::duration_ns(const Field &field, uint64_t max_ns) const {
     return ns;
 }
 
+// A short time, in whole milliseconds or seconds ("200ms", "2s"), from 1 ms to max_ns: a shape
+// queue's wait, an adaptive limit's latency target.
+uint64_t ConfigParser::short_duration_ns(const Field &field, uint64_t max_ns) const {
+    const std::string &text = scalar(field);
+    const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+    const std::string_view unit = std::string_view(text).substr(digits);
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, n);
+    const uint64_t unit_ns = unit == "ms" ? 1'000'000ull : unit == "s" ? 1'000'000'000ull : 0;
+    if (digits == 0 || ec != std::errc() || unit_ns == 0)
+        fail(field, "'" + text + "' is not a time in whole ms or s (like 200ms, 2s)");
+    if (n == 0 || n > max_ns / unit_ns)
+        fail(field,
+             "'" + text + "' must be from 1ms to " + std::to_string(max_ns / 1'000'000) + "ms");
+    return n * unit_ns;
+}
+
 AnswerCaps ConfigParser::answer_caps(const Field &field) const {
     AnswerCaps caps;
     const Fields f = fields(field, {"per_destination", "per_core"});

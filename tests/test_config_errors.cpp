@@ -322,6 +322,30 @@ TEST(ConfigErrors, BadBurst) {
     });
 }
 
+TEST(ConfigErrors, BadShapeQueue) {
+    auto with = [](const std::string &lines) {
+        return "rules:\n  - name: a\n    " + kLimit + "\n    " + lines + "\n";
+    };
+    expect_errors({
+        {"shape without a queue", with("action: shape"), 4, "rules[0].action",
+         "action shape needs a queue"},
+        {"a queue without shape", with("queue: { packets: 10 }"), 4, "rules[0].queue",
+         "queue needs action shape"},
+        {"both bounds", with("action: shape\n    queue: { packets: 10, delay: 200ms }"), 5,
+         "rules[0].queue", "queue needs one of packets"},
+        {"no packets", with("action: shape\n    queue: { packets: 0 }"), 5,
+         "rules[0].queue.packets", "out of range (1-1048576)"},
+        {"a delay without a unit", with("action: shape\n    queue: { delay: 200 }"), 5,
+         "rules[0].queue.delay", "not a time in whole ms or s"},
+        {"a delay past a minute", with("action: shape\n    queue: { delay: 61s }"), 5,
+         "rules[0].queue.delay", "must be from 1ms to 60000ms"},
+        {"a window cannot shape",
+         "rules:\n  - name: a\n    algorithm: fixed-window\n    limit: { rate: 10/s }\n"
+         "    action: shape\n    queue: { packets: 5 }\n",
+         5, "rules[0].action", "shape releases packets at the rule's rate: it needs gcra"},
+    });
+}
+
 TEST(ConfigErrors, BadEnumValue) {
     auto with = [](const std::string &line) {
         return "rules:\n  - name: a\n    " + kLimit + "\n    " + line + "\n";
@@ -332,7 +356,7 @@ TEST(ConfigErrors, BadEnumValue) {
         {"mode is case-sensitive", with("mode: Enforce"), 4, "rules[0].mode", "unknown value"},
         {"action", with("action: pass"), 4, "rules[0].action",
          "unknown value 'pass' (expected one of: drop, syn-auth, dns-truncate, tcp-rst, "
-         "icmp-unreachable)"},
+         "icmp-unreachable, shape)"},
         {"on_table_full", with("on_table_full: bucket"), 4, "rules[0].on_table_full",
          "(expected one of: shared, pass, drop)"},
         {"proto name", rule_with_match("{ proto: sctp }"), 3, "rules[0].match.proto",

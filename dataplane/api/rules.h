@@ -62,8 +62,9 @@ struct RuleMatch {
 enum class RuleMode : uint8_t { enforce, shadow };
 enum class TableFullPolicy : uint8_t { shared, pass, drop };
 // What happens to a packet the rule does not admit (for syn_auth, also to a SYN from a source
-// that has not proven itself yet): dropped, or dropped and answered (dataplane/answer/answer.h).
-enum class RuleAction : uint8_t { drop, syn_auth, dns_truncate, tcp_rst, icmp_unreachable };
+// that has not proven itself yet): dropped, dropped and answered (dataplane/answer/answer.h),
+// or (shape) held and sent when the limit admits it, dropped only when its key's queue is full.
+enum class RuleAction : uint8_t { drop, syn_auth, dns_truncate, tcp_rst, icmp_unreachable, shape };
 // As the rules file spells it.
 inline const char *rule_action_name(RuleAction a) {
     switch (a) {
@@ -75,6 +76,8 @@ inline const char *rule_action_name(RuleAction a) {
             return "tcp-rst";
         case RuleAction::icmp_unreachable:
             return "icmp-unreachable";
+        case RuleAction::shape:
+            return "shape";
         case RuleAction::drop:
         default:
             return "drop";
@@ -230,6 +233,16 @@ inline const char *cluster_fallback_name(ClusterFallback f) {
     return f == ClusterFallback::fail_open ? "fail-open" : "local";
 }
 
+// action: shape: how much of a key's excess may wait, as packets or as the longest wait (one
+// of them is set). A key whose queue would pass the bound drops the packet instead.
+struct ShapeQueue {
+    uint32_t packets = 0;
+    uint64_t delay_ns = 0;
+    bool operator==(const ShapeQueue &) const = default;
+};
+inline constexpr uint32_t kMaxShapePackets = 1u << 20;
+inline constexpr uint64_t kMaxShapeDelayNs = 60'000'000'000ull;  // a minute
+
 struct Rule {
     std::string name;
     int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
@@ -251,6 +264,7 @@ struct Rule {
     uint32_t slip = 2;
     // syn_auth: how long a source that answered a cookie stays verified.
     uint64_t verified_ttl_ns = 600'000'000'000ull;
+    ShapeQueue queue;  // shape
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
     EscalateOptions escalate;

@@ -14,6 +14,9 @@
 //   per rule: refused = answered + answer_capped + answer_skipped + unanswered
 //   per aggregate rule (key dst or none): refused = refused_established + refused_verified +
 //     refused_known + refused_new (other rules: those are 0)
+//   shaping, per core and per rule: delayed = shaped + shape_flushed + held (a delayed packet
+//     is counted passed when it is decided; held is how many wait now)
+//   per rule: shape_dropped <= unanswered (a shape rule's refusals are never answered)
 #pragma once
 
 #include <cstdint>
@@ -24,26 +27,30 @@
 namespace floodgate {
 
 // Per worker core.
-#define FG_WORKER_COUNTERS(X)                                                                   \
-    X(packets)               /* frames decided */                                               \
-    X(passed)                /* frames passed, for any reason */                                \
-    X(dropped)               /* frames dropped, for any reason */                               \
-    X(malformed)             /* bad L3/L4 headers: dropped */                                   \
-    X(non_ip)                /* not IPv4/IPv6: passed unjudged */                               \
-    X(allow_hits)            /* source in an allow prefix: passed, no rule checked */           \
-    X(block_hits)            /* source in a block prefix: dropped */                            \
-    X(rate_limited)          /* dropped because an enforcing rule refused */                    \
-    X(answered)              /* ... of which answered (the answer sent in their place) */       \
-    X(answered_bytes)        /* bytes of those answers */                                       \
-    X(answer_capped)         /* refused, would have been answered: over an answer cap */        \
-    X(syn_auth_replies)      /* RSTs carrying a valid cookie: source verified, dropped */       \
-    X(cookie_failed)         /* bare RSTs to a syn-auth rule without a valid cookie */          \
-    X(merge_unshared_keys)   /* admitted packets not shared: the publish list was full */       \
-    X(merge_table_full)      /* another core's consumption found this table full */             \
-    X(cluster_unshared_keys) /* admitted for a shared key, not told the cluster: ledger full */ \
-    X(established_marked)    /* replies going out that (re)marked their destination */          \
-    X(established_full)      /* source marks (established, known) that found no room */         \
-    X(marks_over_budget)     /* ... not written: the core's mark budget was spent */
+#define FG_WORKER_COUNTERS(X)                                                                    \
+    X(packets)               /* frames decided */                                                \
+    X(passed)                /* frames passed, for any reason */                                 \
+    X(dropped)               /* frames dropped, for any reason */                                \
+    X(malformed)             /* bad L3/L4 headers: dropped */                                    \
+    X(non_ip)                /* not IPv4/IPv6: passed unjudged */                                \
+    X(allow_hits)            /* source in an allow prefix: passed, no rule checked */            \
+    X(block_hits)            /* source in a block prefix: dropped */                             \
+    X(rate_limited)          /* dropped because an enforcing rule refused */                     \
+    X(answered)              /* ... of which answered (the answer sent in their place) */        \
+    X(answered_bytes)        /* bytes of those answers */                                        \
+    X(answer_capped)         /* refused, would have been answered: over an answer cap */         \
+    X(syn_auth_replies)      /* RSTs carrying a valid cookie: source verified, dropped */        \
+    X(cookie_failed)         /* bare RSTs to a syn-auth rule without a valid cookie */           \
+    X(merge_unshared_keys)   /* admitted packets not shared: the publish list was full */        \
+    X(merge_table_full)      /* another core's consumption found this table full */              \
+    X(cluster_unshared_keys) /* admitted for a shared key, not told the cluster: ledger full */  \
+    X(established_marked)    /* replies going out that (re)marked their destination */           \
+    X(established_full)      /* source marks (established, known) that found no room */          \
+    X(marks_over_budget)     /* ... not written: the core's mark budget was spent */             \
+    X(delayed)               /* passed, held by a shape rule to leave at its release time */     \
+    X(shaped)                /* ... of which sent, at their time */                              \
+    X(shape_flushed)         /* ... of which dropped: their rule changed, or the core stopped */ \
+    X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */
 
 // Per rule, per worker core.
 #define FG_RULE_COUNTERS(X)                                                                   \
@@ -69,12 +76,17 @@ namespace floodgate {
     X(refused_new)                                                                            \
     X(reserve_established) /* aggregate keys: admitted from their class's reserve (a new */   \
     X(reserve_verified)    /* source would have been refused), by class */                    \
-    X(reserve_known)
+    X(reserve_known)                                                                          \
+    X(delayed)       /* shape: passed, held to leave when the limit admits it */              \
+    X(shaped)        /* shape: ... of which sent, at their time */                            \
+    X(shape_flushed) /* shape: ... of which dropped (rule changed, core stopped) */           \
+    X(shape_dropped) /* shape: refused, the key's queue (or the core's share) full */
 
 struct alignas(64) WorkerCounters {
 #define FG_X(name) uint64_t name = 0;
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
+    uint64_t held = 0;  // gauge: packets waiting in the core's shape queues
     uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
     uint64_t answers_by_kind[static_cast<unsigned>(AnswerKind::count)] = {};
 };
@@ -91,6 +103,10 @@ struct alignas(64) RuleCounters {
 #define FG_X(name) uint64_t name = 0;
     FG_RULE_COUNTERS(FG_X)
 #undef FG_X
+    // Shape rules' gauges: packets waiting now, and the longest wait of one sent so far (summed
+    // over cores: held adds up, longest_wait_ns takes the largest).
+    uint64_t held = 0;
+    uint64_t longest_wait_ns = 0;
 };
 
 }  // namespace floodgate

@@ -34,7 +34,8 @@ const json *find_named(const json &doc, const char *list, const char *key, const
 
 const char *const kTotals[] = {"packets",    "passed",    "dropped", "rate_limited",
                                "block_hits", "malformed", "answered"};
-const char *const kRule[] = {"matched", "passed", "refused", "answered", "shadow_refused"};
+const char *const kRule[] = {"matched",        "passed", "refused",      "answered",
+                             "shadow_refused", "shaped", "shape_dropped"};
 const char *const kDirection[] = {"rx", "tx", "tx_failed"};
 
 }  // namespace

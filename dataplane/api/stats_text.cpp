@@ -145,6 +145,19 @@ std::string stats_text(const json &s) {
                  str(x, "action").c_str(), (ull)u64(x, "answered"), (ull)u64(x, "answer_capped"),
                  (ull)u64(x, "answer_skipped"), (ull)u64(x, "unanswered"), (ull)u64(x, "verified"));
     }
+    // Shape rules: delayed = shaped + flushed + held; dropped (a full queue) is of refused.
+    header = false;
+    for (const json &x : rules) {
+        if (x.value("action", "drop") != "shape") continue;
+        if (!header)
+            o += fmt("%-20s %14s %14s %14s %14s %10s %14s\n", "rule", "delayed", "shaped",
+                     "flushed", "queue-full", "held", "longest-wait");
+        header = true;
+        o += fmt("%-20s %14llu %14llu %14llu %14llu %10llu %12.3f s\n", str(x, "name").c_str(),
+                 (ull)u64(x, "delayed"), (ull)u64(x, "shaped"), (ull)u64(x, "shape_flushed"),
+                 (ull)u64(x, "shape_dropped"), (ull)u64(x, "held"),
+                 static_cast<double>(u64(x, "longest_wait_ns")) / 1e9);
+    }
     // Aggregate rules: refused = the four classes' refusals; the reserve's admissions beside.
     header = false;
     for (const json &x : rules) {

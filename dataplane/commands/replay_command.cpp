@@ -20,7 +20,7 @@ constexpr const char *kReplayUsage =
     "usage: floodgate replay --config RULES.yaml --in TRACE.pcap --pass PASS.pcap\n"
     "                        [--drop DROP.pcap] [--answers ANSWERS.pcap]\n"
     "                        [--stats STATS.json] [--report REPORT.html] [--quiet]\n"
-    "                        [--inside PREFIX,...]\n"
+    "                        [--inside PREFIX,...] [--shape-hold N]\n"
     "                        [--workers N [--spread steering|hash|rr]\n"
     "                         [--merge-interval-us US]]\n"
     "                        [--boxes N [--sync-ms MS] [--store-down FROM-TO]]\n"
@@ -37,6 +37,9 @@ constexpr const char *kReplayUsage =
     "address (as ECMP), their `share: cluster` rules synced every --sync-ms of packet\n"
     "time (default: the rules file's cluster.sync_ms) through a model of the store,\n"
     "which --store-down takes away from FROM to TO seconds after the first frame.\n"
+    "Frames a shape rule holds are written to PASS at their release time; those still held\n"
+    "when the capture ends leave at their times after it. --shape-hold caps the frames held\n"
+    "per core (65536), as the live path's share of its mbuf pool does.\n"
     "--report writes one self-contained HTML page: per rule, matched, passed, refused and\n"
     "answered per bin of packet time (at most 60 bins, of the 1-2-5 series' smallest width\n"
     "that covers the capture), the totals, the top refused sources and the rules file.\n";
@@ -82,6 +85,8 @@ int replay_main(int argc, char **argv) {
     // As floodgate run's: up to 10 s, so that microseconds times 1000 cannot wrap.
     cli.number("--merge-interval-us", 1, 10000000,
                [&](uint64_t n) { o.merge_interval_ns = n * 1000; });
+    cli.number("--shape-hold", 0, 1u << 24,
+               [&](uint64_t n) { o.shape_hold = static_cast<uint32_t>(n); });
     cli.number("--boxes", 1, 64, [&](uint64_t n) { o.boxes = static_cast<unsigned>(n); });
     cli.number("--sync-ms", kMinClusterSyncNs / 1'000'000, kMaxClusterSyncNs / 1'000'000,
                [&](uint64_t n) { o.cluster_sync_ns = n * 1'000'000; });

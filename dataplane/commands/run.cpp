@@ -379,6 +379,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     setup.workers = n_workers;
     setup.mbufs = opt.mbufs;
     setup.mbuf_size = opt.mbuf_size;
+    setup.shape_share = opt.shape_share;
     setup.merge_interval_ns = opt.merge_interval_ns;
     setup.steering = opt.steering;
     setup.steering_prefix = steering_prefix(config);

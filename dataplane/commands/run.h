@@ -25,7 +25,8 @@ struct RunOptions {
     double stats_interval_s = 0;
     uint64_t merge_interval_ns = 1000000;
     SteeringMode steering = SteeringMode::automatic;
-    unsigned mbufs = 0;  // 0: enough for every RX ring, computed from the workers
+    unsigned mbufs = 0;         // 0: enough for every RX ring, computed from the workers
+    unsigned shape_share = 25;  // percent of the pool for packets shape rules hold
     unsigned mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
     std::string xdp_pin_dir;  // empty: the default (bpf/xdp_tier.h)
 };

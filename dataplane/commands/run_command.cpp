@@ -22,7 +22,7 @@ constexpr const char *kRunUsage =
     "           [--outside PORT] [--inside PORT] [--stats-interval SECONDS]\n"
     "           [--stats STATS.json] [--merge-interval-us US] [--control SOCKET|none]\n"
     "           [--steering auto|nic|software|none]\n"
-    "           [--mbufs N] [--mbuf-size BYTES] [--xdp-pin-dir DIR]\n"
+    "           [--mbufs N] [--mbuf-size BYTES] [--shape-share PERCENT] [--xdp-pin-dir DIR]\n"
     "Filters frames received on the outside port and sends the passed ones out of the inside\n"
     "port unchanged; frames from the inside go out of the outside port unfiltered. With one\n"
     "port (or --inside equal to --outside) passed frames leave by the port they came in on.\n"
@@ -37,7 +37,8 @@ constexpr const char *kRunUsage =
     "floodctl's daemon changes rules and overrides through --control (default\n"
     "/run/floodgate/dataplane.sock, mode 0600); filtering never waits for it.\n"
     "--mbufs and --mbuf-size (data room, headroom included, like testpmd's) size the mbuf\n"
-    "pool; by default it holds every RX ring full with 2176-byte mbufs.\n"
+    "pool; by default it holds every RX ring full with 2176-byte mbufs, plus --shape-share\n"
+    "percent (25) for the packets shape rules hold, split evenly between the workers.\n"
     "On net_af_xdp with xdp_prog=.../floodgate_xdp.bpf.o, the XDP tier: its maps (pinned\n"
     "in --xdp-pin-dir, /sys/fs/bpf/floodgate) hold the allow and block lists and overrides,\n"
     "and the sources that rules with `escalate` keep refusing.\n";
@@ -84,6 +85,8 @@ void define_options(CommandLine &cli, RunOptions *o) {
                [o](uint64_t n) { o->mbufs = static_cast<unsigned>(n); });
     cli.number("--mbuf-size", RTE_PKTMBUF_HEADROOM + 64, 65535,
                [o](uint64_t n) { o->mbuf_size = static_cast<unsigned>(n); });
+    cli.number("--shape-share", 0, 90,
+               [o](uint64_t n) { o->shape_share = static_cast<unsigned>(n); });
     cli.text("--xdp-pin-dir", &o->xdp_pin_dir);
 }
 

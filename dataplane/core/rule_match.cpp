@@ -81,6 +81,11 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
         case RuleAction::icmp_unreachable:
             c.answer = AnswerKind::icmp_unreachable;
             break;
+        case RuleAction::shape:
+            c.shape_lead_ns = r.queue.delay_ns != 0
+                                  ? r.queue.delay_ns
+                                  : tat_charge(0, r.queue.packets, r.interval_ns());
+            break;
         case RuleAction::drop:
             break;
     }

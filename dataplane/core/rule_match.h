@@ -68,7 +68,10 @@ struct CompiledRule {
     // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
     RuleAction action = RuleAction::drop;
     AnswerKind answer = AnswerKind::count;
-    uint32_t slip = 1;             // dns_truncate: answer one refused query in slip (0: none)
+    uint32_t slip = 1;  // dns_truncate: answer one refused query in slip (0: none)
+    // shape: how far ahead of now a held packet's release may be (its queue: packets x T, or
+    // the delay), and T itself for the check that the queue carries over a reload.
+    uint64_t shape_lead_ns = 0;
     uint64_t verified_ttl_ns = 0;  // syn_auth
     bool shadow = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;

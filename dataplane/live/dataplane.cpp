@@ -69,9 +69,12 @@ bool Dataplane::create_pool(std::string *error) {
                                       setup_.steering != SteeringMode::nic
                                   ? setup_.workers * SteeringRings::kRingSize
                                   : 0;
-    const unsigned n_mbufs =
-        setup_.mbufs != 0 ? setup_.mbufs
-                          : 2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024 + steering;
+    const uint64_t receiving =
+        2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024 + steering;
+    const auto n_mbufs = static_cast<unsigned>(
+        setup_.mbufs != 0 ? setup_.mbufs : receiving * 100 / (100 - setup_.shape_share));
+    hold_per_worker_ =
+        static_cast<uint32_t>(uint64_t{n_mbufs} * setup_.shape_share / 100 / setup_.workers);
     pool_.reset(rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, 256, 0,
                                         static_cast<uint16_t>(setup_.mbuf_size),
                                         static_cast<int>(rte_socket_id())));
@@ -173,6 +176,7 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
         pipelines_.push_back(
             std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
         pipelines_.back()->set_cookie_key(cookie_key);
+        pipelines_.back()->set_hold_capacity(hold_per_worker_);
         workers_.push_back(std::make_unique<Worker>(
             WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_},
             pipelines_.back().get(), rules_, stop_, merger_.get(), setup_.merge_interval_ns,

@@ -58,6 +58,9 @@ struct DataplaneSetup {
     unsigned workers = 1;  // one per worker lcore
     unsigned mbufs = 0;    // 0: enough for every RX ring (and a burst and a cache per worker)
     unsigned mbuf_size = 0;
+    // Percent of the pool that packets held by shape rules may take, split evenly between the
+    // workers; the default pool grows by it, so that receiving keeps every RX ring full.
+    unsigned shape_share = 25;
     uint64_t merge_interval_ns = 1000000;
     SteeringMode steering = SteeringMode::automatic;
     SteeringOptions steering_prefix;  // steering_prefix(config): what the rules want
@@ -138,6 +141,7 @@ class Dataplane {
     uint8_t steering_key_bits_[kMaxSteeringKeyBytes];  // random, for every port's RSS key
     // Released in reverse order of declaration: each after everything that uses it.
     std::unique_ptr<rte_mempool, PoolFree> pool_;
+    uint32_t hold_per_worker_ = 0;  // packets a worker's shape rules may hold (shape_share)
     StartedPorts started_;
     std::unique_ptr<PortWatch> port_watch_;
     std::vector<std::unique_ptr<LimitTable>> tables_;

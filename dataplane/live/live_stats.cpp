@@ -44,8 +44,10 @@ WorkerReading read_worker(const Worker &w) {
 // by other cores; those its owner's ring had no room for are steering.ring_full, never decided)
 // and tx the frames passed, all handed to the TX queue (one reading of the pipeline gives
 // both); inside to outside is forwarded as it comes.
+// Passed frames are handed to the TX queue when decided, or, held by a shape rule, when sent.
 PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
-    return {r.stats.counters.packets, r.stats.counters.passed, w.filtered_tx_failed};
+    const WorkerCounters &c = r.stats.counters;
+    return {c.packets, c.passed - c.held - c.shape_flushed, w.filtered_tx_failed};
 }
 PortCounters returning(const WorkerReading &w) {
     return {w.returning_rx, w.returning_rx, w.returning_tx_failed};

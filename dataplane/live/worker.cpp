@@ -166,6 +166,8 @@ void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
     for (uint16_t i = 0; i < n; ++i) {
         if (verdicts[i] == Verdict::pass) {
             rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
+        } else if (verdicts[i] == Verdict::delay) {
+            pipeline_->hold(i, reinterpret_cast<uintptr_t>(pkts[i]));  // sent by release_held
         } else if (verdicts[i] == Verdict::answer) {
             // Sent back out of the port it came in on. The pipeline planned it for a frame
             // whose bytes were all in the first segment; a chain (even of empty segments) is
@@ -197,6 +199,29 @@ void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
     rte_pktmbuf_free_bulk(dropped, n_dropped);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
     if (n_answers > 0) rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
+}
+
+// Sends the frames shape rules held whose time has come (up to four bursts a pass, so that
+// receiving goes on), and frees those a reload dropped. stopping: frees every frame held.
+void Worker::release_held(uint64_t now, bool stopping) {
+    Pipeline::Released out[kMaxBurst];
+    rte_mbuf *dropped[kMaxBurst];
+    for (unsigned round = 0; round < 4 && pipeline_->holding() > 0; ++round) {
+        const unsigned n = stopping ? pipeline_->drop_held(out, kMaxBurst)
+                                    : pipeline_->release(now, true, out, kMaxBurst);
+        unsigned n_dropped = 0;
+        for (unsigned i = 0; i < n; ++i) {
+            auto *m = reinterpret_cast<rte_mbuf *>(static_cast<uintptr_t>(out[i].handle));
+            if (out[i].sent)
+                rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+            else
+                dropped[n_dropped++] = m;
+        }
+        rte_pktmbuf_free_bulk(dropped, n_dropped);
+        if (n < kMaxBurst) break;
+        if (stopping) round = 0;  // every one, however many
+    }
+    rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
 }
 
 // Decides the oldest burst prepared, at now: a packet is judged at the time of its decision,
@@ -259,6 +284,7 @@ void Worker::run(uint64_t tsc0) {
             waiting ^= 1;
             worked = true;
         }
+        if (pipeline_->holding() > 0) release_held(now, false);
         if (worked) busy_tsc_ += rte_rdtsc() - tsc;
 
         if (ports_.inside != ports_.outside) {
@@ -283,6 +309,7 @@ void Worker::run(uint64_t tsc0) {
         pipeline_->set_rules(rules_->current());
         decide_waiting(bursts[waiting], epoch_ns + clock.ns(rte_rdtsc() - tsc0));
     }
+    release_held(0, true);  // held frames are dropped, counted (shape_flushed)
     pipeline_->stop_serving_reads();
     rules_->offline(ports_.queue);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);

@@ -109,6 +109,7 @@ class Worker {
     };
     void decide_waiting(Received &b, uint64_t now);
     void send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts);
+    void release_held(uint64_t now, bool stopping);
     void publish_consumption(uint64_t now_ns);
     void apply_consumption(uint64_t now_ns);
 };

@@ -27,9 +27,11 @@ Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
 }
 
 void Pipeline::adopt(const RuleSet *rules) {
+    const RuleSet *old = rules_;
     rules_ = rules;
     serial_ = rules->serial();
     for (const CompiledRule &r : rules->rules()) mine_[r.index] = &r.state->per_core[core_];
+    if (old != nullptr && held_.size() > 0) keep_held(*old);
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
@@ -152,8 +154,11 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                 break;
         }
         verdicts[i] = v;
+        if (v == Verdict::delay) [[unlikely]]
+            b.held_item[i] = last_held_;
         ++counters_.packets;
-        ++(v == Verdict::pass ? counters_.passed : counters_.dropped);  // answered: dropped
+        // answered: dropped; delayed: passed, later
+        ++(v == Verdict::pass || v == Verdict::delay ? counters_.passed : counters_.dropped);
     }
     if (ahead != nullptr) prefetch_checks(*ahead, ahead_done);  // any left (n == 0)
     if (n > 0) table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);

@@ -34,6 +34,7 @@
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/remembered_filter.h"
 #include "dataplane/core/ruleset.h"
+#include "dataplane/core/shape_wheel.h"
 #include "dataplane/pipeline/cluster_ledger.h"
 #include "dataplane/pipeline/merge.h"
 
@@ -53,7 +54,9 @@ inline constexpr unsigned kPrefetchAhead = 32;
 
 // answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
 // (build_answer, dataplane/answer/answer.h), out of the port it came in on.
-enum class Verdict : uint8_t { pass, drop, answer };
+// delay: a shape rule holds it; the caller hands it over (hold()) and sends it on when
+// release() gives it back, at its time.
+enum class Verdict : uint8_t { pass, drop, answer, delay };
 
 class Pipeline {
   public:
@@ -107,6 +110,26 @@ class Pipeline {
     // what (until the next prepare() or decide()).
     const AnswerPlan &answer_plan(uint16_t i) const { return bursts_[decided_].plans[i]; }
     const PacketInfo &packet_info(uint16_t i) const { return bursts_[decided_].infos[i]; }
+
+    // Shaping (action: shape; shaping.cpp). A packet a shape rule would refuse waits, if its
+    // key's queue has room and fewer than capacity packets wait on this core (else it is
+    // refused, shape_dropped): the verdict is delay, and the caller hands it over with hold()
+    // before the next prepare() or decide(). release() gives back, in order, those whose time
+    // has come by now_ns, and those a reload dropped (sent false): whole_slots as
+    // ShapeWheel::pop_due. drop_held() gives back everything, dropped (a stopping core). Set
+    // the capacity before the core runs (0, the default: a shape rule drops its excess).
+    struct Released {
+        uint64_t handle;
+        uint64_t release_ns;
+        bool sent;
+    };
+    void set_hold_capacity(uint32_t packets);
+    void hold(uint16_t i, uint64_t handle) {
+        held_.item(bursts_[decided_].held_item[i]).handle = handle;
+    }
+    uint32_t holding() const { return held_.size() + static_cast<uint32_t>(flushed_.size()); }
+    unsigned release(uint64_t now_ns, bool whole_slots, Released *out, unsigned max);
+    unsigned drop_held(Released *out, unsigned max);
 
     // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
     void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
@@ -211,6 +234,7 @@ class Pipeline {
         PrefixClass source[kMaxBurst];
         const RuleBits *dst_rules[kMaxBurst];
         AnswerPlan plans[kMaxBurst];
+        uint32_t held_item[kMaxBurst];  // delay: the ShapeWheel item holding it
         void take(const uint8_t *const *in_frames, const uint32_t *in_lens, uint16_t count,
                   const uint64_t *times, const uint32_t *captured_lens) {
             frames = in_frames;
@@ -238,6 +262,11 @@ class Pipeline {
     // refusal's place among the rule's top offenders.
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     void note_refusal(const PacketInfo &info, const Check &c);
+
+    // A shape rule's refusal (shaping.cpp): whether the packet waits (its TAT is then
+    // committed as an admission's; last_held_ is its wheel item) or is refused.
+    bool shape_hold(const CompiledRule &r, const Check &c, uint64_t now_ns);
+    [[gnu::cold]] void keep_held(const RuleSet &old);
 
     // The refusal's answer and the answer caps (answer_refusal.cpp).
     Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
@@ -302,6 +331,10 @@ class Pipeline {
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
+    ShapeWheel held_;
+    uint32_t last_held_ = 0;
+    // Held packets a reload dropped, given back by the next release() (capacity reserved).
+    std::vector<uint64_t> flushed_;
     // Two bursts: a prepared one waiting, and the one being decided or last decided (whose
     // plans the caller reads until the next burst is prepared in its place).
     Burst bursts_[2];

@@ -85,6 +85,12 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
             }
             return Verdict::pass;
         }
+        if (r.action == RuleAction::shape && shape_hold(r, c, now_ns)) [[unlikely]] {
+            ++state.counters.passed;
+            LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
+            if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
+            return Verdict::delay;
+        }
         if (c.reserved) table_->release(c.entry, c.hash);
         note_refusal(info, c);
         ++state.counters.refused;
@@ -92,6 +98,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         return answer_refusal(info, frame, c, now_ns, plan);
     }
     int blamed = -1;
+    unsigned refusers = 0;  // enforcing rules that refused
     // Check every matching rule first; nothing is stored until the verdict is known, so a
     // refused packet spends no rule's budget. Aggregate rules after the others: whether a
     // source is known comes from its per-source rules. The first refusing rule in file order
@@ -109,10 +116,22 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
             if (r.shadow) {
                 ++rc.shadow_refused;
                 note_refusal(info, c);
-            } else if (blamed < 0 || static_cast<int>(i) < blamed) {
-                blamed = static_cast<int>(i);
+            } else {
+                ++refusers;
+                if (blamed < 0 || static_cast<int>(i) < blamed) blamed = static_cast<int>(i);
             }
         }
+    }
+
+    // A shape rule alone refusing may hold the packet: then it passes, later, and every rule's
+    // TAT is committed as for a pass.
+    bool delayed = false;
+    if (blamed >= 0 && refusers == 1 && rules[checks[blamed].rule].action == RuleAction::shape)
+        [[unlikely]] {
+        Check &b = checks[blamed];
+        delayed = shape_hold(rules[b.rule], b, now_ns);
+        b.admitted = delayed;
+        if (delayed) blamed = -1;
     }
 
     if (blamed >= 0) {
@@ -160,7 +179,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
                                      est.known_published[info.family == 6]) == Remembered::no_room)
         [[unlikely]]
         ++counters_.established_full;
-    return Verdict::pass;
+    return delayed ? Verdict::delay : Verdict::pass;
 }
 
 }  // namespace floodgate

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +45,7 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
             total.malformed_by_reason[i] += c.malformed_by_reason[i];
         for (unsigned i = 0; i < static_cast<unsigned>(AnswerKind::count); ++i)
             total.answers_by_kind[i] += c.answers_by_kind[i];
+        total.held += c.held;
         table.occupancy += core.stats.table.occupancy;
         table.reclaims += core.stats.table.reclaims;
         table.full_events += core.stats.table.full_events;
@@ -55,6 +57,7 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #define FG_X(name) j[#name] = total.name;
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
+    j["held"] = total.held;
     // Every reason, zeros included, so that a reader sees the same keys from the start.
     ordered_json reasons = ordered_json::object();
     for (unsigned i = 1; i < static_cast<unsigned>(MalformedReason::count); ++i)
@@ -80,6 +83,9 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #define FG_X(name) sum.name += core.stats.rules[r.index].name;
             FG_RULE_COUNTERS(FG_X)
 #undef FG_X
+            sum.held += core.stats.rules[r.index].held;
+            sum.longest_wait_ns =
+                std::max(sum.longest_wait_ns, core.stats.rules[r.index].longest_wait_ns);
             top.merge(core.stats.top_refused[r.index]);
         }
         ordered_json rule;
@@ -94,6 +100,8 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #define FG_X(name) rule[#name] = sum.name;
         FG_RULE_COUNTERS(FG_X)
 #undef FG_X
+        rule["held"] = sum.held;
+        rule["longest_wait_ns"] = sum.longest_wait_ns;
         ordered_json offenders = ordered_json::array();
         for (const HeavyHitter &h : top.top(top_n))
             offenders.push_back(

@@ -192,7 +192,7 @@ bool PcapReader::next(PcapRecord *r) {
 
 PcapWriter::PcapWriter(std::FILE *file, const std::string &path, bool nanosecond, uint32_t linktype,
                        uint32_t snaplen)
-    : file_(file), path_(path) {
+    : file_(file), path_(path), nanosecond_(nanosecond) {
     FileHeader h{nanosecond ? kMagicNano : kMagicMicro, 2, 4, 0, 0, snaplen, linktype};
     if (std::fwrite(&h, sizeof h, 1, file_) != 1) error_ = path + ": write failed";
 }
@@ -204,6 +204,17 @@ PcapWriter::~PcapWriter() {
 void PcapWriter::write(const PcapRecord &r) {
     if (!ok()) return;
     RecordHeader h{r.ts_sec, r.ts_frac, static_cast<uint32_t>(r.data.size()), r.orig_len};
+    if (std::fwrite(&h, sizeof h, 1, file_) != 1 ||
+        (!r.data.empty() && std::fwrite(r.data.data(), r.data.size(), 1, file_) != 1))
+        error_ = path_ + ": " + std::strerror(errno);
+}
+
+void PcapWriter::write_at(const PcapRecord &r, uint64_t ts_ns) {
+    if (!ok()) return;
+    const uint64_t frac = ts_ns % 1'000'000'000ull;
+    RecordHeader h{static_cast<uint32_t>(ts_ns / 1'000'000'000ull),
+                   static_cast<uint32_t>(nanosecond_ ? frac : frac / 1000),
+                   static_cast<uint32_t>(r.data.size()), r.orig_len};
     if (std::fwrite(&h, sizeof h, 1, file_) != 1 ||
         (!r.data.empty() && std::fwrite(r.data.data(), r.data.size(), 1, file_) != 1))
         error_ = path_ + ": " + std::strerror(errno);

@@ -94,6 +94,8 @@ class PcapWriter {
     bool ok() const { return file_ != nullptr && error_.empty(); }
     const std::string &error() const { return error_; }
     void write(const PcapRecord &r);
+    // The same frame stamped ts_ns (a shaped frame's release time), in the file's unit.
+    void write_at(const PcapRecord &r, uint64_t ts_ns);
     // Flushes and closes; false (with error()) if anything failed to reach the file.
     bool close();
 
@@ -101,6 +103,7 @@ class PcapWriter {
     std::FILE *file_ = nullptr;
     std::string path_;
     std::string error_;
+    bool nanosecond_ = false;
 };
 
 }  // namespace floodgate

@@ -206,6 +206,7 @@ class TraceRun {
             if (n_ == window_.size()) decide_window();
         }
         decide_window();
+        release_until(UINT64_MAX);  // what is still held leaves at its time, after the capture
         *error = in.error();
         return error->empty();
     }
@@ -297,6 +298,7 @@ class TraceRun {
         for (uint16_t i = 0; i < n; ++i) {
             Slot &s = window_[slots[i]];
             s.verdict = verdicts[i];
+            if (s.verdict == Verdict::delay) core.hold(i, keep(s.rec));
             // The answer is built now: the plan lasts until the core's next burst.
             s.answered = verdicts[i] == Verdict::answer && out_.answers != nullptr &&
                          build_answer_record(core, i, s.rec, &s.answer);
@@ -314,13 +316,53 @@ class TraceRun {
         return true;
     }
 
-    void write(const Slot &s) const {
+    void write(const Slot &s) {
+        release_until(s.now_ns);
+        if (s.verdict == Verdict::delay) return;  // written when released
         if (s.verdict == Verdict::pass) {
             out_.pass->write(s.rec);
             return;
         }
         if (out_.drop != nullptr) out_.drop->write(s.rec);
         if (s.answered) out_.answers->write(s.answer);
+    }
+
+    // A frame a shape rule holds, kept until it is released: its handle.
+    uint64_t keep(const PcapRecord &r) {
+        if (free_held_.empty()) {
+            held_.push_back(r);
+            return held_.size() - 1;
+        }
+        const uint64_t h = free_held_.back();
+        free_held_.pop_back();
+        held_[h] = r;
+        return h;
+    }
+
+    // Writes the held frames every core releases by now_ns, in order of their release times
+    // (a core's come in slot order, two keys' in one slot in the order they were held), each
+    // stamped with its time.
+    void release_until(uint64_t now_ns) {
+        leaving_.clear();
+        Pipeline::Released out[kMaxBurst];
+        for (Pipeline *core : cores_) {
+            if (core->holding() == 0) continue;
+            unsigned n;
+            while ((n = core->release(now_ns, false, out, kMaxBurst)) > 0)
+                for (unsigned i = 0; i < n; ++i)
+                    leaving_.push_back({out[i].release_ns, out[i].handle, out[i].sent});
+        }
+        if (leaving_.empty()) return;
+        std::stable_sort(leaving_.begin(), leaving_.end(),
+                         [](const auto &a, const auto &b) { return a.release_ns < b.release_ns; });
+        for (const auto &l : leaving_) {
+            PcapRecord &r = held_[l.handle];
+            if (l.sent)
+                out_.pass->write_at(r, l.release_ns);
+            else if (out_.drop != nullptr)
+                out_.drop->write(r);
+            free_held_.push_back(l.handle);
+        }
     }
 
     const std::vector<Pipeline *> &cores_;
@@ -331,6 +373,14 @@ class TraceRun {
     std::vector<Slot> window_;
     size_t n_ = 0;                                // slots in the window
     std::vector<std::vector<uint32_t>> by_core_;  // each core's slots, in capture order
+    std::vector<PcapRecord> held_;                // frames shape rules hold, by handle
+    std::vector<uint64_t> free_held_;
+    struct Leaving {
+        uint64_t release_ns;
+        uint64_t handle;
+        bool sent;
+    };
+    std::vector<Leaving> leaving_;
 };
 
 }  // namespace
@@ -437,6 +487,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             pipelines.push_back(std::make_unique<Pipeline>(rules, tables.back().get(), w));
             cores.push_back(pipelines.back().get());
             cores.back()->set_cookie_key(kReplayCookieKey);
+            cores.back()->set_hold_capacity(opt.shape_hold);
             if (opt.workers > 1) cores.back()->enable_merge();
         }
 

@@ -42,6 +42,8 @@ struct ReplayOptions {
     // forwarded unjudged, as the live path does (written to pass), and a reply among them
     // marks its destination established (Pipeline::observe_returning).
     std::vector<Prefix> inside;
+    // Packets shape rules may hold per core (the live path's share of its mbuf pool).
+    uint32_t shape_hold = 65536;
 };
 
 // Where the replay's failures are told, one message at a time, without the command's name.

@@ -436,6 +436,12 @@ std::string report_html(const ReportInput &in) {
              html_escape(str(r, "action")) + ", key " + html_escape(key) + ": matched " +
              grouped(u64(r, "matched")) + ", passed " + grouped(u64(r, "passed")) + ", refused " +
              grouped(u64(r, "refused")) + ", answered " + grouped(u64(r, "answered")) + "</p>\n";
+        if (str(r, "action") == "shape")
+            o += "<p class=\"meta shape\">Shaped: delayed " + grouped(u64(r, "delayed")) +
+                 " (sent at their time " + grouped(u64(r, "shaped")) + ", dropped held " +
+                 grouped(u64(r, "shape_flushed")) + "), queue full " +
+                 grouped(u64(r, "shape_dropped")) + ", longest wait " +
+                 fixed2(static_cast<double>(u64(r, "longest_wait_ns")) / 1e6) + " ms</p>\n";
         auto at = [&](uint64_t i) -> const RuleBinCounts & {
             static const RuleBinCounts none;
             return ri < in.bins[i].rules.size() ? in.bins[i].rules[ri] : none;
