@@ -58,6 +58,12 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"shape_pool_full",
      "Packets a shape rule refused because the core's share of the mbuf pool for held packets "
      "was spent."},
+    {"adaptive_samples",
+     "Adaptive rules: response times of the protected server sampled on this core (request to "
+     "first response, on connections whose handshake completed)."},
+    {"adaptive_slots_busy",
+     "Adaptive rules: admitted connections not sampled because their sample slot was busy (a "
+     "spoofed SYN flood keeps them busy: fewer samples, never false ones)."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {

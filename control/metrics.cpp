@@ -284,6 +284,41 @@ void rule_metrics(const json *stats, std::string &out) {
     held.write(out);
     wait.write(out);
 
+    Family limit("floodgate_rule_limit_packets_per_second", Type::gauge,
+                 "The rate the rule holds each of its keys to now: as configured, or for an "
+                 "adaptive rule as learned.");
+    for (const auto &[rule, r] : named)
+        if (const json *v = member(r, "limit_per_s"); v != nullptr && v->is_number())
+            limit.add({{"rule", rule}}, Value{v->get<double>()});
+    limit.write(out);
+    Family stale("floodgate_rule_adaptive_stale", Type::gauge,
+                 "1 when an adaptive rule has had no response sample for 5 s (its rate stays "
+                 "where it is), else 0.");
+    Family response("floodgate_rule_adaptive_response_seconds", Type::gauge,
+                    "An adaptive rule's last sample: the protected server's time from a request "
+                    "to its first response.");
+    Family samples("floodgate_rule_adaptive_samples_total", Type::counter,
+                   "An adaptive rule's response samples.");
+    Family late("floodgate_rule_adaptive_late_total", Type::counter,
+                "An adaptive rule's response samples over its target.");
+    Family cuts("floodgate_rule_adaptive_decreases_total", Type::counter,
+                "Times an adaptive rule's rate was cut (multiplicative decrease).");
+    for (const auto &[rule, r] : named) {
+        const json *a = member(r, "adaptive");
+        if (a == nullptr || !a->is_object()) continue;
+        const json *s = member(a, "stale");
+        stale.add({{"rule", rule}}, flag(s != nullptr && s->is_boolean() && s->get<bool>()));
+        response.add({{"rule", rule}}, seconds_from_ns(number_at(a, "last_response_ns")));
+        samples.add({{"rule", rule}}, number_at(a, "samples"));
+        late.add({{"rule", rule}}, number_at(a, "late"));
+        cuts.add({{"rule", rule}}, number_at(a, "decreases"));
+    }
+    stale.write(out);
+    response.write(out);
+    samples.write(out);
+    late.write(out);
+    cuts.write(out);
+
     Family top("floodgate_rule_top_refused_packets", Type::gauge,
                "Packets the rule refused from each of its top refused sources (prefixes of the "
                "rule's key length), summed over the worker cores. A Space-Saving estimate: an "

@@ -123,7 +123,15 @@ std::string describe_limit(const Rule &r) {
     if (is_window(r.algorithm))
         return std::string(rule_algorithm_name(r.algorithm)) + " " +
                format_rate(r.rate_count, r.rate_period_ns);
-    const std::string rate = describe_rate(r.rate_count, r.rate_period_ns, r.burst_pkts);
+    std::string rate = describe_rate(r.rate_count, r.rate_period_ns, r.burst_pkts);
+    if (r.adaptive.enabled) {
+        const AdaptiveOptions &a = r.adaptive;
+        rate += " adaptive " + format_rate(a.min_count, a.min_period_ns) + " to " +
+                format_rate(a.max_count, a.max_period_ns) + " target " +
+                std::to_string(a.target_ns / 1'000'000) + "ms window " + std::to_string(a.window) +
+                " decrease " + std::to_string(a.decrease_pct) + "% increase " +
+                std::to_string(a.increase_pct) + "%";
+    }
     if (r.algorithm == RuleAlgorithm::gcra) return rate;
     return std::string(rule_algorithm_name(r.algorithm)) + " " + rate;
 }
@@ -228,6 +236,13 @@ nlohmann::json rule_json(const Rule &r) {
                   {"count", r.rate_count},
                   {"period_ns", r.rate_period_ns}};
     if (!is_window(r.algorithm)) limit["burst"] = r.burst_pkts;
+    if (r.adaptive.enabled)
+        limit["adaptive"] = {{"min", format_rate(r.adaptive.min_count, r.adaptive.min_period_ns)},
+                             {"max", format_rate(r.adaptive.max_count, r.adaptive.max_period_ns)},
+                             {"target_ns", r.adaptive.target_ns},
+                             {"window", r.adaptive.window},
+                             {"decrease_pct", r.adaptive.decrease_pct},
+                             {"increase_pct", r.adaptive.increase_pct}};
     json action = {{"kind", rule_action_name(r.action)}};
     if (r.action == RuleAction::syn_auth) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
     if (r.action == RuleAction::dns_truncate) action["slip"] = r.slip;

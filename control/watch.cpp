@@ -275,6 +275,16 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
                            rpad(pps(x, "answered"), num_w + 1) + "  ";
         if (spark_w > 0 && h != state.refused.end()) line += sparkline(h->second, spark_w, unicode);
         lines.push_back(line);
+        // An adaptive rule's learned limit under its row.
+        if (const auto a = r.find("adaptive"); a != r.end() && a->is_object()) {
+            char buf[160];
+            std::snprintf(
+                buf, sizeof buf, "  limit %.1f/s (adaptive %.1f-%.1f/s), last response %.1f ms%s",
+                r.value("limit_per_s", 0.0), a->value("min_per_s", 0.0), a->value("max_per_s", 0.0),
+                static_cast<double>(a->value("last_response_ns", uint64_t{0})) / 1e6,
+                a->value("stale", false) ? ", STALE" : "");
+            lines.push_back(buf);
+        }
         // A shape rule's queue under its row: what leaves, what waits, what finds it full.
         if (r.value("action", "") == "shape")
             lines.push_back("  shaped " + pps(x, "shaped") + "/s, queue full " +

@@ -60,6 +60,9 @@ class ConfigParser : DocReader {
     EscalateOptions escalate(const Field &field, const Rule &r) const;
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const;
     uint64_t short_duration_ns(const Field &field, uint64_t max_ns) const;
+    AdaptiveOptions adaptive(const Field &field, const Rule &r) const;
+    uint64_t percent(const Field &field, uint64_t lo, uint64_t hi) const;
+    void check_adaptive(const Field &limit, const Rule &r) const;
     AnswerCaps answer_caps(const Field &field) const;
 
     // A rule's key and its classes' reserves (validate_key.cpp).

@@ -161,6 +161,25 @@ void ConfigParser::check_action(const Field &action, const Rule &r) const {
     }
 }
 
+// An adaptive limit learns from the connections it admits (Pipeline's response samples): a
+// TCP connection-attempt rule kept per destination (or as one bucket), whose admitted SYNs'
+// handshakes and first responses floodgate sees both ways.
+void ConfigParser::check_adaptive(const Field &limit, const Rule &r) const {
+    const Field at{limit.node, limit.path + ".adaptive", limit.line};
+    const RuleMatch &m = r.match;
+    if (!is_aggregate(r.key_kind))
+        fail(at, std::string("adaptive follows one server's health: it needs key dst (or none), "
+                             "not ") +
+                     key_kind_name(r.key_kind));
+    if ((m.tcp_flags.must_set & kTcpSyn) == 0 || (m.tcp_flags.must_clear & kTcpAck) == 0)
+        fail(at,
+             "adaptive learns from the connections it admits: it needs match.tcp_flags "
+             "\"syn !ack\"");
+    if (r.action == RuleAction::shape || r.action == RuleAction::syn_auth)
+        fail(at,
+             std::string("adaptive does not combine with action ") + rule_action_name(r.action));
+}
+
 // queue: { packets: N } or { delay: D }: how much of a key's excess a shape rule holds.
 ShapeQueue ConfigParser::shape_queue(const Field &field) const {
     const Fields f = fields(field, {"packets", "delay"});
@@ -218,6 +237,7 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
         r.action = choice(*a, kActions);
         check_action(*a, r);
     }
+    if (r.adaptive.enabled) check_adaptive(limit_field, r);
     if (const Field *slip = f.find("slip")) {
         if (r.action != RuleAction::dns_truncate) fail(*slip, "slip needs action dns-truncate");
         r.slip = static_cast<uint32_t>(integer(*slip, 0, kMaxSlip));

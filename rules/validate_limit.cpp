@@ -68,14 +68,18 @@ RateLimit ConfigParser::rate_limit(const Field &field, const Fields &f) const {
 }
 
 void ConfigParser::limit(const Field &field, Rule *r) const {
-    const Fields f = fields(field, {"rate", "burst"});
+    const Fields f = fields(field, {"rate", "burst", "adaptive"});
     if (!is_window(r->algorithm)) {  // gcra, token-bucket: a rate and a burst
         const RateLimit l = rate_limit(field, f);
         r->rate_count = l.count;
         r->rate_period_ns = l.period_ns;
         r->burst_pkts = l.burst;
+        if (const Field *a = f.find("adaptive")) r->adaptive = adaptive(*a, *r);
         return;
     }
+    if (const Field *a = f.find("adaptive"))
+        fail(*a, std::string("adaptive moves a rate: it needs gcra or token-bucket, not ") +
+                     rule_algorithm_name(r->algorithm));
     // A window: the rate's count is the window's limit N, its period the window W.
     const char *algorithm = rule_algorithm_name(r->algorithm);
     if (const Field *burst = f.find("burst"))
@@ -148,6 +152,47 @@ uint64_t ConfigParser::duration_ns(const Field &field, uint64_t max_ns) const {
     if (ns > max_ns) fail(field, "'" + scalar(field) + "' is longer than a day");
     if (ns == 0) fail(field, "'" + scalar(field) + "' is no time at all");
     return ns;
+}
+
+// adaptive: { min, max, target, window, decrease, increase }: where the learned rate may go,
+// the response time it keeps, and how it moves (rules.h, AdaptiveOptions).
+AdaptiveOptions ConfigParser::adaptive(const Field &field, const Rule &r) const {
+    const Fields f = fields(field, {"min", "max", "target", "window", "decrease", "increase"});
+    AdaptiveOptions a;
+    a.enabled = true;
+    rate(require(f, "min"), &a.min_count, &a.min_period_ns);
+    rate(require(f, "max"), &a.max_count, &a.max_period_ns);
+    a.target_ns = short_duration_ns(require(f, "target"), kMaxAdaptiveTargetNs);
+    if (const Field *w = f.find("window"))
+        a.window = static_cast<uint32_t>(integer(*w, 1, kMaxAdaptiveWindow));
+    if (const Field *d = f.find("decrease"))
+        a.decrease_pct = static_cast<uint32_t>(percent(*d, 1, 90));
+    if (const Field *i = f.find("increase"))
+        a.increase_pct = static_cast<uint32_t>(percent(*i, 1, 100));
+    // count / period compared as fractions: a * d <= c * b.
+    const auto at_most = [](uint64_t a_count, uint64_t a_period, uint64_t b_count,
+                            uint64_t b_period) {
+        return static_cast<unsigned __int128>(a_count) * b_period <=
+               static_cast<unsigned __int128>(b_count) * a_period;
+    };
+    if (!at_most(a.min_count, a.min_period_ns, a.max_count, a.max_period_ns))
+        fail(field, "adaptive.min is above adaptive.max");
+    if (!at_most(a.min_count, a.min_period_ns, r.rate_count, r.rate_period_ns) ||
+        !at_most(r.rate_count, r.rate_period_ns, a.max_count, a.max_period_ns))
+        fail(field, "the rate (where the limit starts) must lie between adaptive.min and max");
+    return a;
+}
+
+// "20%" or "20": a whole percentage from lo to hi.
+uint64_t ConfigParser::percent(const Field &field, uint64_t lo, uint64_t hi) const {
+    std::string text = scalar(field);
+    if (!text.empty() && text.back() == '%') text.pop_back();
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n < lo || n > hi)
+        fail(field, "'" + scalar(field) + "' must be a whole percentage from " +
+                        std::to_string(lo) + "% to " + std::to_string(hi) + "%");
+    return n;
 }
 
 // A short time, in whole milliseconds or seconds ("200ms", "2s"), from 1 ms to max_ns: a shape

@@ -233,6 +233,24 @@ inline const char *cluster_fallback_name(ClusterFallback f) {
     return f == ClusterFallback::fail_open ? "fail-open" : "local";
 }
 
+// limit.adaptive: the rule's rate is learned, between min and max, from how fast the protected
+// server answers the connections the rule admits, measured inline (dataplane/core/
+// adaptive_limit.h; README, "Adaptive limits"): additive increase while a response comes
+// within target, multiplicative decrease (at most once per window of samples) when one does
+// not. It starts at the rule's rate.
+struct AdaptiveOptions {
+    bool enabled = false;
+    uint64_t min_count = 0, min_period_ns = 0;  // rates as written
+    uint64_t max_count = 0, max_period_ns = 0;
+    uint64_t target_ns = 0;
+    uint32_t window = 10;        // samples between two decreases, at least
+    uint32_t decrease_pct = 20;  // a decrease takes this share off the rate
+    uint32_t increase_pct = 5;   // a window of timely samples adds this share of max
+    bool operator==(const AdaptiveOptions &) const = default;
+};
+inline constexpr uint64_t kMaxAdaptiveTargetNs = 60'000'000'000ull;
+inline constexpr uint32_t kMaxAdaptiveWindow = 10000;
+
 // action: shape: how much of a key's excess may wait, as packets or as the longest wait (one
 // of them is set). A key whose queue would pass the bound drops the packet instead.
 struct ShapeQueue {
@@ -259,6 +277,7 @@ struct Rule {
     uint64_t rate_count = 0;
     uint64_t rate_period_ns = 0;
     uint32_t burst_pkts = 0;
+    AdaptiveOptions adaptive;
     RuleAction action = RuleAction::drop;
     // dns_truncate: one refused query in slip is answered, the others dropped (0: none).
     uint32_t slip = 2;

@@ -50,7 +50,9 @@ namespace floodgate {
     X(delayed)               /* passed, held by a shape rule to leave at its release time */     \
     X(shaped)                /* ... of which sent, at their time */                              \
     X(shape_flushed)         /* ... of which dropped: their rule changed, or the core stopped */ \
-    X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */
+    X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */      \
+    X(adaptive_samples)      /* adaptive rules: server response times sampled on this core */    \
+    X(adaptive_slots_busy)   /* ... connections not sampled: their sample slot was busy */
 
 // Per rule, per worker core.
 #define FG_RULE_COUNTERS(X)                                                                   \

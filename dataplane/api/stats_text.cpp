@@ -158,6 +158,22 @@ std::string stats_text(const json &s) {
                  (ull)u64(x, "shape_dropped"), (ull)u64(x, "held"),
                  static_cast<double>(u64(x, "longest_wait_ns")) / 1e9);
     }
+    // Adaptive rules: the rate learned now, its bounds, and the samples that moved it.
+    header = false;
+    for (const json &x : rules) {
+        const auto a = x.find("adaptive");
+        if (a == x.end() || !a->is_object()) continue;
+        if (!header)
+            o += fmt("%-20s %12s %21s %10s %10s %10s %10s %12s %s\n", "rule", "limit/s",
+                     "adaptive min-max/s", "target", "samples", "late", "cuts", "response", "");
+        header = true;
+        o += fmt("%-20s %12.1f %10.1f-%-10.1f %7.1f ms %10llu %10llu %10llu %9.1f ms %s\n",
+                 str(x, "name").c_str(), x.value("limit_per_s", 0.0), a->value("min_per_s", 0.0),
+                 a->value("max_per_s", 0.0), static_cast<double>(u64(*a, "target_ns")) / 1e6,
+                 (ull)u64(*a, "samples"), (ull)u64(*a, "late"), (ull)u64(*a, "decreases"),
+                 static_cast<double>(u64(*a, "last_response_ns")) / 1e6,
+                 a->value("stale", false) ? "STALE (no samples: the rate holds)" : "");
+    }
     // Aggregate rules: refused = the four classes' refusals; the reserve's admissions beside.
     header = false;
     for (const json &x : rules) {

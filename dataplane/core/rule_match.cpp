@@ -63,10 +63,18 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     const uint64_t whole = c.limit.allowance();
     const unsigned above[kTrustClasses] = {
         0, reserve.established, unsigned{reserve.established} + reserve.verified, reserve.total()};
-    for (unsigned k = 0; k < kTrustClasses; ++k)
+    for (unsigned k = 0; k < kTrustClasses; ++k) {
+        c.class_reserved_pct[k] = above[k];
         c.class_allowance[k] =
             whole - static_cast<uint64_t>(static_cast<unsigned __int128>(whole) * above[k] / 100);
+    }
     c.classes = reserve.total() > 0;
+    c.adaptive = r.adaptive.enabled;
+    if (c.adaptive) {
+        c.adaptive_profile = adaptive_profile(r.adaptive);
+        c.adaptive_initial_milli = rate_milli(r.rate_count, r.rate_period_ns);
+    }
+    c.burst_pkts = r.burst_pkts;
     c.action = r.action;
     switch (r.action) {
         case RuleAction::syn_auth:

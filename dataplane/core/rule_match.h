@@ -12,6 +12,7 @@
 
 #include "dataplane/api/answers.h"
 #include "dataplane/api/rules.h"
+#include "dataplane/core/adaptive_limit.h"
 #include "dataplane/core/limit_admit.h"
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/parse.h"
@@ -64,6 +65,15 @@ struct CompiledRule {
     LimitProfile limit;
     bool classes = false;  // an aggregate rule with a reserve
     uint64_t class_allowance[kTrustClasses] = {};
+    // The percent of the allowance kept above each class (from its reserve), for an adaptive
+    // rule's allowances, which follow its learned rate.
+    unsigned class_reserved_pct[kTrustClasses] = {};
+    // limit.adaptive: the rate is learned (RuleState::adaptive), from adaptive_initial_milli,
+    // with burst_pkts packets of tolerance at whatever rate it is.
+    bool adaptive = false;
+    AdaptiveProfile adaptive_profile;
+    uint64_t adaptive_initial_milli = 0;
+    uint32_t burst_pkts = 0;
     uint64_t allowance() const { return class_allowance[static_cast<unsigned>(TrustClass::fresh)]; }
     // What a refused packet gets: RuleAction::drop (answer count) or an answer of this kind.
     RuleAction action = RuleAction::drop;

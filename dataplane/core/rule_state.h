@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "dataplane/api/stats.h"
+#include "dataplane/core/adaptive_limit.h"
 #include "dataplane/core/heavy_hitters.h"
+#include "dataplane/core/limit_admit.h"
 
 namespace floodgate {
 
@@ -20,6 +22,11 @@ struct alignas(64) RuleCoreState {
     bool top_refused_changed = false;
     uint64_t overflow_tat_ns = 0;  // the shared bucket for keys with no room in the table
     uint32_t slip_count = 0;       // dns-truncate: refusals since the last one answered
+    // An adaptive rule's limit as this core holds it: the learned rate it was made from
+    // (RuleState::adaptive, read once a burst), its GCRA profile and each class's allowance.
+    uint64_t adapted_milli = 0;
+    LimitProfile adapted;
+    uint64_t adapted_allowance[kTrustClasses] = {};
 };
 
 struct RuleState {
@@ -28,6 +35,7 @@ struct RuleState {
     // TATs left by a removed one.
     const uint32_t key_id;
     std::vector<RuleCoreState> per_core;
+    AdaptiveRate adaptive;  // limit.adaptive: the learned rate, shared by the cores
 };
 
 }  // namespace floodgate

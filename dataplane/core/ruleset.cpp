@@ -82,11 +82,16 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
     for (size_t i = 0; i < rs->config_.rules.size(); ++i) {
         const Rule &r = rs->config_.rules[i];
         std::shared_ptr<RuleState> state;
+        bool same_limit = false;  // and the same limit: an adaptive rule keeps what it learned
         if (options.previous != nullptr && options.previous->cores_ == options.cores) {
             const CompiledRule *old = options.previous->find_rule(r.name);
             if (old != nullptr && same_key(*old, compile_rule(r, 0)) &&
-                limit_state_compatible(options.previous->config_.rules[old->index], r))
+                limit_state_compatible(options.previous->config_.rules[old->index], r)) {
                 state = options.previous->states_[old->index];
+                const Rule &o = options.previous->config_.rules[old->index];
+                same_limit = o.rate_count == r.rate_count && o.rate_period_ns == r.rate_period_ns &&
+                             o.burst_pkts == r.burst_pkts && o.adaptive == r.adaptive;
+            }
         }
         rs->kept_state_.push_back(state != nullptr);
         if (state == nullptr) {
@@ -98,6 +103,13 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
             state = std::make_shared<RuleState>(options.cores, id);
         }
         rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
+        if (r.adaptive.enabled) {
+            rs->adaptive_rules_.push_back(static_cast<uint16_t>(i));
+            if (!same_limit || state->adaptive.rate() == 0)
+                state->adaptive.word.store(
+                    adaptive_word(rs->rules_.back().adaptive_initial_milli, 0),
+                    std::memory_order_relaxed);
+        }
         if (r.key_kind == KeyKind::src || r.key_kind == KeyKind::src_dst)
             steer.published(r.key_ipv4_len, r.key_ipv6_len, rs->rules_.back().published);
         rs->states_.push_back(std::move(state));
@@ -105,6 +117,7 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         if (r.action == RuleAction::syn_auth)
             rs->syn_auth_rules_.push_back(static_cast<uint16_t>(i));
         rs->has_aggregate_ |= is_aggregate(r.key_kind);
+        rs->has_shape_ |= r.action == RuleAction::shape;
     }
     rs->index_ = RuleIndex(rs->rules_);
     rs->established_.ttl_ns = config.established.ttl_ns;

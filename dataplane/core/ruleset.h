@@ -120,6 +120,10 @@ class RuleSet {
     const EstablishedProfile &established() const { return established_; }
     // The indices of the syn-auth rules (whose verifications make a source's class verified).
     const std::vector<uint16_t> &syn_auth_rules() const { return syn_auth_rules_; }
+    // The indices of the rules with an adaptive limit (limit.adaptive).
+    const std::vector<uint16_t> &adaptive_rules() const { return adaptive_rules_; }
+    bool has_adaptive() const { return !adaptive_rules_.empty(); }
+    bool has_shape() const { return has_shape_; }
     const std::vector<PrefixOverride> &overrides() const { return overrides_; }
     uint64_t version() const { return version_; }
     // Unique among every RuleSet this process built (addresses may be reused; this is not).
@@ -139,8 +143,10 @@ class RuleSet {
     AnswerCapProfiles answer_caps_;
     bool has_syn_auth_ = false;
     bool has_aggregate_ = false;
+    bool has_shape_ = false;
     EstablishedProfile established_;
     std::vector<uint16_t> syn_auth_rules_;
+    std::vector<uint16_t> adaptive_rules_;
     std::vector<std::shared_ptr<RuleState>> states_;  // one per rule, shared with successors
     std::vector<bool> kept_state_;
     std::vector<PrefixOverride> overrides_;

@@ -285,6 +285,7 @@ void Worker::run(uint64_t tsc0) {
             worked = true;
         }
         if (pipeline_->holding() > 0) release_held(now, false);
+        pipeline_->tick(now);
         if (worked) busy_tsc_ += rte_rdtsc() - tsc;
 
         if (ports_.inside != ports_.outside) {

@@ -114,6 +114,8 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
 // this burst's packets.
 void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
     const uint16_t n = b.n;
+    if (rules_->has_adaptive() && n > 0) [[unlikely]]
+        refresh_adaptive(b.now_ns[0]);
     // n_checks / n of the ahead burst's checks a packet, without a division: each packet adds
     // n_checks to the budget, each prefetch takes n.
     unsigned ahead_done = 0, budget = 0;
@@ -156,12 +158,19 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         verdicts[i] = v;
         if (v == Verdict::delay) [[unlikely]]
             b.held_item[i] = last_held_;
+        // An adaptive rule's sampled connection: the client's handshake end and request.
+        if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip)
+            [[unlikely]]
+            client_segment(info, Frame{b.frames[i], b.lens[i], b.captured[i]}, now_ns);
         ++counters_.packets;
         // answered: dropped; delayed: passed, later
         ++(v == Verdict::pass || v == Verdict::delay ? counters_.passed : counters_.dropped);
     }
     if (ahead != nullptr) prefetch_checks(*ahead, ahead_done);  // any left (n == 0)
-    if (n > 0) table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);
+    if (n > 0) {
+        table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);
+        clock_ns_ = b.now_ns[n - 1];
+    }
 }
 
 // A check's table buckets: its key's, and its source's verified or established and known

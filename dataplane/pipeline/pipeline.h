@@ -33,6 +33,7 @@
 #include "dataplane/core/heavy_hitters.h"
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/remembered_filter.h"
+#include "dataplane/core/response_samples.h"
 #include "dataplane/core/ruleset.h"
 #include "dataplane/core/shape_wheel.h"
 #include "dataplane/pipeline/cluster_ledger.h"
@@ -131,6 +132,16 @@ class Pipeline {
     unsigned release(uint64_t now_ns, bool whole_slots, Released *out, unsigned max);
     unsigned drop_held(Released *out, unsigned max);
 
+    // Adaptive limits (limit.adaptive; adaptive.cpp). The worker calls tick() once a loop
+    // pass, busy or not: it keeps the core's clock (for readings: whether a learned rate is
+    // stale) and ends response samples that waited past their target, also when no packet
+    // comes. Replay needs no tick: its bursts do the same.
+    void tick(uint64_t now_ns) {
+        clock_ns_ = now_ns;
+        if (samples_.active() > 0) [[unlikely]]
+            sweep_samples(now_ns, 4);
+    }
+
     // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
     void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
     // Whether the port answers leave by computes IPv4, TCP and UDP checksums itself
@@ -151,6 +162,7 @@ class Pipeline {
     // From a serving core, the top offenders of rules past the first kSummariesPerPass that
     // changed may be a loop pass or a few newer than the counters (no invariant joins them).
     struct Stats {
+        uint64_t clock_ns = 0;  // the core's clock when it was read (its last tick or burst)
         WorkerCounters counters;
         LimitTableStats table;
         std::vector<RuleCounters> rules;
@@ -258,6 +270,25 @@ class Pipeline {
     [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
                                       Check &c, uint64_t now_ns);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
+    // The limit a rule holds packets to on this core: its own, or an adaptive rule's learned
+    // one (refresh_adaptive), and a class's allowance of it.
+    const LimitProfile &limit_of(const CompiledRule &r) const {
+        return r.adaptive ? mine(r).adapted : r.limit;
+    }
+    uint64_t allowance_of(const CompiledRule &r, TrustClass c) const {
+        const unsigned k = static_cast<unsigned>(c);
+        return r.adaptive ? mine(r).adapted_allowance[k] : r.class_allowance[k];
+    }
+    // Adaptive limits (adaptive.cpp): each adaptive rule's learned rate read into this core's
+    // profile, once a burst; the connections they admit sampled, and the samples fed back.
+    [[gnu::cold]] void refresh_adaptive(uint64_t now_ns);
+    [[gnu::cold]] void note_connection(const CompiledRule &r, const PacketInfo &info,
+                                       uint64_t now_ns);
+    [[gnu::cold]] void client_segment(const PacketInfo &info, const Frame &frame, uint64_t now_ns);
+    void server_segment(const PacketInfo &info, const uint8_t *frame, uint32_t captured,
+                        uint64_t now_ns);
+    void sweep_samples(uint64_t now_ns, unsigned slots);
+    void feed(const ResponseSamples::Sample &s, uint64_t now_ns);
     // What the checks call out of line (rule_checks.cpp): a key meeting a full table, and a
     // refusal's place among the rule's top offenders.
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
@@ -331,6 +362,8 @@ class Pipeline {
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
+    ResponseSamples samples_;
+    uint64_t clock_ns_ = 0;
     ShapeWheel held_;
     uint32_t last_held_ = 0;
     // Held packets a reload dropped, given back by the next release() (capacity reserved).
@@ -350,6 +383,7 @@ class Pipeline {
         uint64_t asked = 0;       // the reading being served
         uint64_t serial = 0;      // of the ruleset it is served from
         size_t next_summary = 0;  // rules whose top offenders are done, of n_rules
+        uint64_t clock_ns = 0;
         WorkerCounters counters;
         LimitTableStats table;
         size_t n_rules = 0;

@@ -56,7 +56,8 @@ inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_ch
             c.cls = trust_class(info, c, checks, n_checks, now_ns);
         return;
     }
-    c.admitted = limit_admit(r.limit, tat_ns, now_ns, r.allowance(), &c.new_tat_ns);
+    c.admitted =
+        limit_admit(limit_of(r), tat_ns, now_ns, allowance_of(r, TrustClass::fresh), &c.new_tat_ns);
     if (!c.admitted && is_aggregate(r.key_kind)) [[unlikely]]
         admit_by_class(r, info, checks, n_checks, tat_ns, now_ns, &c);
 }
@@ -162,7 +163,9 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
                 mine(r).overflow_tat_ns = c.new_tat_ns;
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
-            if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
+            if (merging_ && r.publishes(info)) note_admitted(e, c.hash, limit_of(r));
+            if (r.adaptive) [[unlikely]]
+                note_connection(r, info, now_ns);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
         }

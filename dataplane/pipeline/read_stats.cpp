@@ -22,6 +22,7 @@ void Pipeline::serve_read() {
         copy_.asked = asked;
         copy_.serial = rules_->serial();
         copy_.counters = counters_;
+        copy_.clock_ns = clock_ns_;
         copy_.table = table_->stats();
         copy_.n_rules = rules_->rules().size();
         for (const CompiledRule &r : rules_->rules()) copy_.rules[r.index] = mine(r).counters;
@@ -67,6 +68,7 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
             // The core's rules may be older than the reader's: a rule it has not adopted yet
             // has counted nothing on it; a rule kept across a swap shares its state.
             out->counters = copy_.counters;
+            out->clock_ns = copy_.clock_ns;
             out->table = copy_.table;
             for (size_t i = 0; i < copy_.n_rules; ++i)
                 for (const CompiledRule &r : rules.rules())
@@ -78,6 +80,7 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
         }
     }
     out->counters = counters_;
+    out->clock_ns = clock_ns_;
     out->table = table_->stats();
     for (const CompiledRule &r : rules.rules()) {
         out->rules[r.index] = r.state->per_core[core_].counters;

@@ -21,7 +21,8 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
     // Every key without room shares one bucket with the rule's own rate and burst: a
     // table-filling flood is held to one source's allowance instead of running unlimited.
     ++rc.table_full_shared;
-    return limit_admit(r.limit, state.overflow_tat_ns, now_ns, r.allowance(), &c->new_tat_ns);
+    return limit_admit(limit_of(r), state.overflow_tat_ns, now_ns,
+                       allowance_of(r, TrustClass::fresh), &c->new_tat_ns);
 }
 
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {

@@ -13,6 +13,28 @@
 namespace floodgate {
 
 namespace {
+// What an adaptive rule learned, and from what: its bounds, its samples and whether they are
+// stale (none for kAdaptiveStaleNs: the rate then stays where it is).
+nlohmann::ordered_json adaptive_json(const CompiledRule &r, const AdaptiveOptions &a,
+                                     uint64_t clock_ns) {
+    const AdaptiveRate &learned = r.state->adaptive;
+    const uint64_t samples = learned.samples.load(std::memory_order_relaxed);
+    const uint64_t last = learned.last_sample_ns.load(std::memory_order_relaxed);
+    const uint64_t age = samples > 0 && clock_ns > last ? clock_ns - last : 0;
+    const auto per_s = [](uint64_t count, uint64_t period_ns) {
+        return static_cast<double>(count) * 1e9 / static_cast<double>(period_ns);
+    };
+    return {{"min_per_s", per_s(a.min_count, a.min_period_ns)},
+            {"max_per_s", per_s(a.max_count, a.max_period_ns)},
+            {"target_ns", a.target_ns},
+            {"samples", samples},
+            {"late", learned.late.load(std::memory_order_relaxed)},
+            {"decreases", learned.decreases.load(std::memory_order_relaxed)},
+            {"last_response_ns", learned.last_signal_ns.load(std::memory_order_relaxed)},
+            {"last_sample_age_ns", age},
+            {"stale", samples == 0 || age > kAdaptiveStaleNs}};
+}
+
 std::string key_prefix(const HeavyHitter &h) {
     IpAddr a{};
     std::memcpy(a.data(), &h.addr_hi, 8);
@@ -35,8 +57,9 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
     using nlohmann::ordered_json;
     WorkerCounters total;
     LimitTableStats table;
-    uint64_t capacity = 0, memory_bytes = 0;
+    uint64_t capacity = 0, memory_bytes = 0, clock_ns = 0;
     for (const CoreReading &core : cores) {
+        clock_ns = std::max(clock_ns, core.stats.clock_ns);
         const WorkerCounters &c = core.stats.counters;
 #define FG_X(name) total.name += c.name;
         FG_WORKER_COUNTERS(FG_X)
@@ -102,6 +125,12 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #undef FG_X
         rule["held"] = sum.held;
         rule["longest_wait_ns"] = sum.longest_wait_ns;
+        // The rate the rule holds each key to now: the configured one, or what it learned.
+        const Rule &written = ruleset.config().rules[r.index];
+        rule["limit_per_s"] = r.adaptive ? static_cast<double>(r.state->adaptive.rate()) / 1000.0
+                                         : static_cast<double>(written.rate_count) * 1e9 /
+                                               static_cast<double>(written.rate_period_ns);
+        if (r.adaptive) rule["adaptive"] = adaptive_json(r, written.adaptive, clock_ns);
         ordered_json offenders = ordered_json::array();
         for (const HeavyHitter &h : top.top(top_n))
             offenders.push_back(

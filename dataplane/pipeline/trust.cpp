@@ -13,8 +13,7 @@ void Pipeline::admit_by_class(const CompiledRule &r, const PacketInfo &info, con
                               unsigned n_checks, uint64_t tat_ns, uint64_t now_ns, Check *c) {
     c->cls = trust_class(info, *c, checks, n_checks, now_ns);
     if (!r.classes || c->cls == TrustClass::fresh) return;
-    c->admitted = limit_admit(r.limit, tat_ns, now_ns,
-                              r.class_allowance[static_cast<unsigned>(c->cls)], &c->new_tat_ns);
+    c->admitted = limit_admit(limit_of(r), tat_ns, now_ns, allowance_of(r, c->cls), &c->new_tat_ns);
     c->by_reserve = c->admitted;
 }
 
@@ -107,9 +106,12 @@ void Pipeline::observe_returning(const uint8_t *const *frames, const uint32_t *l
     for (uint16_t i = 0; i < n; ++i) {
         PacketInfo info;
         const uint32_t captured = captured_lens != nullptr ? captured_lens[i] : lens[i];
-        if (parse_packet(frames[i], lens[i], &info, captured) == ParseStatus::ip && is_reply(info))
-            mark_established(info, now_ns[i]);
+        if (parse_packet(frames[i], lens[i], &info, captured) != ParseStatus::ip) continue;
+        if (is_reply(info)) mark_established(info, now_ns[i]);
+        if (samples_.active() > 0) [[unlikely]]
+            server_segment(info, frames[i], captured, now_ns[i]);
     }
+    if (n > 0) clock_ns_ = now_ns[n - 1];
 }
 
 }  // namespace floodgate
