@@ -294,14 +294,26 @@ class TraceRun {
             for (uint16_t i = 0; i < n; ++i) window_[slots[i]].verdict = Verdict::pass;
             return;
         }
-        core.decide(frames, wire, n, now_ns, verdicts, captured);
-        for (uint16_t i = 0; i < n; ++i) {
-            Slot &s = window_[slots[i]];
-            s.verdict = verdicts[i];
-            if (s.verdict == Verdict::delay) core.hold(i, keep(s.rec));
-            // The answer is built now: the plan lasts until the core's next burst.
-            s.answered = verdicts[i] == Verdict::answer && out_.answers != nullptr &&
-                         build_answer_record(core, i, s.rec, &s.answer);
+        // With shape rules, frames of one time at a time, after what has left by then is
+        // taken from the cores: a live worker releases every loop pass, so a held frame whose
+        // time has come never counts against the share a later frame meets.
+        const bool shaping = core.rules().has_shape();
+        for (uint16_t at = 0, end; at < n; at = end) {
+            end = n;
+            if (shaping) {
+                for (end = at; end < n && now_ns[end] == now_ns[at];) ++end;
+                collect(now_ns[at]);
+            }
+            const auto m = static_cast<uint16_t>(end - at);
+            core.decide(frames + at, wire + at, m, now_ns + at, verdicts, captured + at);
+            for (uint16_t i = 0; i < m; ++i) {
+                Slot &s = window_[slots[at + i]];
+                s.verdict = verdicts[i];
+                if (s.verdict == Verdict::delay) core.hold(i, keep(s.rec));
+                // The answer is built now: the plan lasts until the core's next burst.
+                s.answered = verdicts[i] == Verdict::answer && out_.answers != nullptr &&
+                             build_answer_record(core, i, s.rec, &s.answer);
+            }
         }
     }
 
@@ -339,29 +351,47 @@ class TraceRun {
         return h;
     }
 
-    // Writes the held frames every core releases by now_ns, in order of their release times
-    // (a core's come in slot order, two keys' in one slot in the order they were held), each
-    // stamped with its time.
-    void release_until(uint64_t now_ns) {
-        leaving_.clear();
+    // Takes from every core the held frames due by now_ns: before a burst is decided (so
+    // that what has left no longer counts against the core's share, as on a live worker, which
+    // releases every loop pass), and before a frame is written.
+    void collect(uint64_t now_ns) {
         Pipeline::Released out[kMaxBurst];
         for (Pipeline *core : cores_) {
             if (core->holding() == 0) continue;
             unsigned n;
-            while ((n = core->release(now_ns, false, out, kMaxBurst)) > 0)
+            while ((n = core->release(now_ns, false, out, kMaxBurst)) > 0) {
                 for (unsigned i = 0; i < n; ++i)
                     leaving_.push_back({out[i].release_ns, out[i].handle, out[i].sent});
+                leaving_sorted_ = false;
+            }
         }
-        if (leaving_.empty()) return;
-        std::stable_sort(leaving_.begin(), leaving_.end(),
-                         [](const auto &a, const auto &b) { return a.release_ns < b.release_ns; });
-        for (const auto &l : leaving_) {
+    }
+
+    // Writes the frames that left by now_ns, in order of their times (a core gives them in
+    // slot order, two keys' of one slot in the order they were held), each stamped with its
+    // time.
+    void release_until(uint64_t now_ns) {
+        collect(now_ns);
+        if (leaving_.size() == leaving_at_) return;
+        if (!leaving_sorted_) {
+            std::stable_sort(
+                leaving_.begin() + static_cast<std::ptrdiff_t>(leaving_at_), leaving_.end(),
+                [](const auto &a, const auto &b) { return a.release_ns < b.release_ns; });
+            leaving_sorted_ = true;
+        }
+        for (; leaving_at_ < leaving_.size() && leaving_[leaving_at_].release_ns <= now_ns;
+             ++leaving_at_) {
+            const Leaving &l = leaving_[leaving_at_];
             PcapRecord &r = held_[l.handle];
             if (l.sent)
                 out_.pass->write_at(r, l.release_ns);
             else if (out_.drop != nullptr)
                 out_.drop->write(r);
             free_held_.push_back(l.handle);
+        }
+        if (leaving_at_ == leaving_.size()) {
+            leaving_.clear();
+            leaving_at_ = 0;
         }
     }
 
@@ -380,7 +410,9 @@ class TraceRun {
         uint64_t handle;
         bool sent;
     };
-    std::vector<Leaving> leaving_;
+    std::vector<Leaving> leaving_;  // taken from the cores, written from leaving_at_ on
+    size_t leaving_at_ = 0;
+    bool leaving_sorted_ = true;
 };
 
 }  // namespace
