@@ -1,5 +1,6 @@
 #include "control/commands.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -298,11 +299,23 @@ int cmd_rules_show(const Ctl &ctl) {
     std::printf("allow: %s\nblock: %s\n", list(c.allow).c_str(), list(c.block).c_str());
     std::printf("table: %llu entries per core\n",
                 static_cast<unsigned long long>(c.table_entries_per_core));
-    for (const Rule &rule : c.rules)
-        std::printf("rule %s: %s, %s, key %s, match %s\n", rule.name.c_str(),
+    // An adaptive rule's limit as it stands now: what it learned (from the stats).
+    json stats;
+    const bool adaptive = std::any_of(c.rules.begin(), c.rules.end(),
+                                      [](const Rule &x) { return x.adaptive.enabled; });
+    if (adaptive && !ctl.ask({{"cmd", "stats"}}, &stats)) stats = json::object();
+    for (const Rule &rule : c.rules) {
+        std::string now;
+        if (rule.adaptive.enabled && stats.contains("stats"))
+            for (const json &x : stats["stats"].value("rules", json::array()))
+                if (x.value("name", "") == rule.name)
+                    now = ", now " + std::to_string(std::llround(x.value("limit_per_s", 0.0))) +
+                          "/s (learned)";
+        std::printf("rule %s: %s, %s%s, key %s, match %s\n", rule.name.c_str(),
                     rule.mode == RuleMode::shadow ? "shadow" : "enforce",
-                    describe_limit(rule).c_str(), describe_key(rule).c_str(),
+                    describe_limit(rule).c_str(), now.c_str(), describe_key(rule).c_str(),
                     describe_match(rule.match).c_str());
+    }
     return 0;
 }
 

@@ -324,7 +324,7 @@ TEST(ShippedConfig, ExampleFullLoads) {
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
     bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false,
-         escalates = false, payload = false;
+         escalates = false, payload = false, shapes = false, adapts = false;
     bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
         algorithms[static_cast<unsigned>(r.algorithm)] = true;
@@ -334,7 +334,11 @@ TEST(ShippedConfig, ExampleFullLoads) {
         for (const PortRange &p : r.match.dst_ports) port_list = port_list || p.lo < p.hi;
         escalates = escalates || r.escalate.enabled();
         payload = payload || r.match.payload.present();
+        shapes = shapes || r.action == RuleAction::shape;
+        adapts = adapts || r.adaptive.enabled;
     }
+    EXPECT_TRUE(shapes);
+    EXPECT_TRUE(adapts);
     EXPECT_TRUE(payload || !payload_engine_available());
     EXPECT_TRUE(escalates);
     EXPECT_TRUE(shadow);
