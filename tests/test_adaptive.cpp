@@ -282,6 +282,22 @@ TEST_F(AdaptiveTest, ARequestLeftUnansweredIsALateSample) {
     EXPECT_EQ(rate(), 80'000u);
 }
 
+// A server that speaks first (an SMTP banner): the time from the handshake's end to its first
+// data is the sample.
+TEST_F(AdaptiveTest, AServerThatSpeaksFirstIsTimedFromTheHandshake) {
+    build("{ min: 10/s, max: 1000/s, target: 50ms, window: 1 }");
+    const uint64_t t = 10 * kS;
+    const std::string c = "198.18.0.8", s = "198.18.1.1";
+    in(pkt(c, s).tcp(40008, 80, kTcpSyn).tcp_seq(1).build(), t);
+    out(pkt(s, c).tcp(80, 40008, kTcpSyn | kTcpAck).tcp_seq(900).tcp_ack(2).build(), t);
+    in(pkt(c, s).tcp(40008, 80, kTcpAck).tcp_seq(2).tcp_ack(901).build(), t + kMs);
+    out(pkt(s, c).tcp(80, 40008, kTcpAck | kTcpPsh).tcp_seq(901).tcp_ack(2).payload(40).build(),
+        t + 81 * kMs);
+    EXPECT_EQ(learned().samples.load(), 1u);
+    EXPECT_EQ(learned().last_signal_ns.load(), 80 * kMs);
+    EXPECT_EQ(rate(), 80'000u);
+}
+
 // A reload keeps what the rule learned when its limit is unchanged, and starts again when not.
 TEST_F(AdaptiveTest, AReloadKeepsTheLearnedRateOfAnUnchangedRule) {
     build(kWindow2);

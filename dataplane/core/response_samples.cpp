@@ -78,7 +78,10 @@ bool ResponseSamples::from_server(const PacketInfo &p, uint64_t hash, uint32_t p
         s->server_isn = p.tcp_seq;
         return false;
     }
-    if (s->state != State::requested || payload == 0) return false;
+    // A request's answer; or, before any request, a server that speaks first (SMTP's or SSH's
+    // banner): the time from the handshake's end.
+    if ((s->state != State::requested && s->state != State::established) || payload == 0)
+        return false;
     *out = Sample{s->key_id, now_ns - s->since_ns};
     release(*s);
     return true;

@@ -1,6 +1,7 @@
 // The protected server's response time, sampled inline for adaptive limits (adaptive_limit.h):
 // for a connection an adaptive rule admitted, the time from the client's first request segment
-// to the server's first segment with data. perf/results/adaptive-signals.md measured why this
+// to the server's first segment with data (a server that speaks first, SMTP's or SSH's banner:
+// from the handshake's end). perf/results/adaptive-signals.md measured why this
 // signal and not the handshake's: a starved server's kernel still completes handshakes in
 // 0.02 ms until its accept queue overflows, seconds later, while its first responses slow at
 // once (3.6 ms to 495 ms within the first half second, in every run).
