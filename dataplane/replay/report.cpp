@@ -442,6 +442,14 @@ std::string report_html(const ReportInput &in) {
                  grouped(u64(r, "shape_flushed")) + "), queue full " +
                  grouped(u64(r, "shape_dropped")) + ", longest wait " +
                  fixed2(static_cast<double>(u64(r, "longest_wait_ns")) / 1e6) + " ms</p>\n";
+        if (const auto a = r.find("adaptive"); a != r.end() && a->is_object())
+            o += "<p class=\"meta adaptive\">Adaptive limit: " +
+                 fixed2(r.value("limit_per_s", 0.0)) + "/s at the end (from " +
+                 fixed2(a->value("min_per_s", 0.0)) + " to " + fixed2(a->value("max_per_s", 0.0)) +
+                 "/s), " + grouped(u64(*a, "samples")) + " response samples, " +
+                 grouped(u64(*a, "late")) + " over the target, " + grouped(u64(*a, "decreases")) +
+                 " decreases" +
+                 (a->value("stale", false) ? "; stale (no sample in its last 5 s)" : "") + "</p>\n";
         auto at = [&](uint64_t i) -> const RuleBinCounts & {
             static const RuleBinCounts none;
             return ri < in.bins[i].rules.size() ? in.bins[i].rules[ri] : none;
