@@ -43,8 +43,9 @@ void Pipeline::note_connection(const CompiledRule &r, const PacketInfo &info, ui
         ++counters_.adaptive_slots_busy;
 }
 
+// A passed TCP segment from outside, not a SYN, while samples wait (stage two checks that).
 void Pipeline::client_segment(const PacketInfo &info, const Frame &frame, uint64_t now_ns) {
-    if (info.l4_proto != kProtoTcp || !info.has_l4 || (info.tcp_flags & kTcpSyn) != 0) return;
+    if (!info.has_l4) return;
     samples_.from_client(info, table_->hash(ResponseSamples::connection_key(info, false)),
                          tcp_payload(info, frame.bytes, frame.captured), now_ns);
 }

@@ -159,8 +159,8 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         if (v == Verdict::delay) [[unlikely]]
             b.held_item[i] = last_held_;
         // An adaptive rule's sampled connection: the client's handshake end and request.
-        if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip)
-            [[unlikely]]
+        if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip &&
+            info.l4_proto == kProtoTcp && (info.tcp_flags & kTcpSyn) == 0) [[unlikely]]
             client_segment(info, Frame{b.frames[i], b.lens[i], b.captured[i]}, now_ns);
         ++counters_.packets;
         // answered: dropped; delayed: passed, later
