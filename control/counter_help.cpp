@@ -64,6 +64,10 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"adaptive_slots_busy",
      "Adaptive rules: admitted connections not sampled because their sample slot was busy (a "
      "spoofed SYN flood keeps them busy: fewer samples, never false ones)."},
+    {"adaptive_unanswered",
+     "Adaptive rules: sampled connections let go after 3 s without their next step (the "
+     "server's reply or the client's request never seen on this core: spoofed SYNs, the inside "
+     "port down, or replies reaching another worker)."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {

@@ -19,9 +19,30 @@
 // rule with both answer caps at 10^9/s, burst 2^20: every SYN answered, its SYN-ACK cookie
 // built by build_answer in the frame). answered/refused count the verdicts of the timed loop.
 //
+// BM_Shape: action shape against the same rule with action drop (a per-source rule, burst 1),
+// on traffic over the limit, at 1,024 and 1,048,576 keys, at 100 ns a packet (10 Mpps on one
+// core). The keys come in turns of G (K/16, at most 4,096): a turn sends each of its keys 8
+// packets, G apart, and the rule's T is the turn's length, so that the drop rule refuses 7 of
+// each key's 8 (the first admitted) and the shape rule delays those 7, releasing them T apart;
+// the key's queue (bound 8 packets) is empty again long before its next turn (K/G turns
+// later), so the wheel is at a steady state: held as fast as released, none dropped (about
+// 28 G packets held; capacity 64 G). The shaped case pays what a live worker pays
+// (worker.cpp): decide, hold() for each delay, and release(now, whole slots) after each burst
+// (up to four bursts of released packets, as release_held). delayed/shaped/refused/passed:
+// per packet of the timed loop; held: packets waiting at its end.
+//
+// BM_SynAdaptive: an aggregate SYN rule (key dst, "syn !ack", port 80) with limit.adaptive
+// (min, max, target) against the same rule without it, on SYNs from 1,048,576 sources to one
+// destination; tick() once a burst in both, as the worker's loop pass. admit: rate 10^9/s,
+// burst 2^20, every SYN admitted, so each starts (or finds busy) a connection sample; flood:
+// 10,000/s, burst 100, nearly every SYN refused. The sample table (1,024 slots, freed after 3 s
+// idle) is full after the warm-up, as it is after the first second of a flood:
+// slots_busy per packet counts the admitted SYNs that found their slot taken.
+//
 //   build/perf/bench_decision --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -261,6 +282,230 @@ BENCHMARK(BM_SynFlood)
     ->Arg(kSynCopy)
     ->Arg(kSynDrop)
     ->Arg(kSynAnswer)
+    ->Unit(benchmark::kNanosecond)
+    ->UseRealTime();
+
+// Shaping against dropping: see the top of the file.
+enum ShapeAction : int64_t { kShapeDrop = 0, kShapeShape = 1 };
+constexpr uint64_t kShapeNsPerPacket = 100;  // 10 Mpps offered to the core
+constexpr uint64_t kShapeRun = 8;            // a key's packets in its turn (the first admitted)
+constexpr uint64_t kShapeGroups = 16;        // turns a cycle, at least
+
+uint64_t shape_group(uint64_t keys) { return std::min<uint64_t>(keys / kShapeGroups, 4096); }
+
+Config shape_config(uint64_t keys, ShapeAction action) {
+    Config c;
+    c.table_entries_per_core = keys;
+    Rule r;
+    r.name = "shaped";
+    r.rate_count = 1;
+    r.rate_period_ns = kShapeRun * shape_group(keys) * kShapeNsPerPacket;  // T: one turn
+    r.burst_pkts = 1;
+    r.action = action == kShapeShape ? RuleAction::shape : RuleAction::drop;
+    r.queue.packets = action == kShapeShape ? kShapeRun : 0;
+    c.rules.push_back(r);
+    return c;
+}
+
+void shape(benchmark::State &state, uint64_t keys, ShapeAction action) {
+    Bench bench;
+    if (!make_bench(state, shape_config(keys, action), keys, &bench)) return;
+    Pipeline &pipeline = *bench.pipeline;
+    const uint64_t group = shape_group(keys);
+    const uint32_t capacity = static_cast<uint32_t>(64 * group);
+    pipeline.set_hold_capacity(capacity);
+
+    test::Frame tmpl = test::PacketBuilder()
+                           .ipv4("198.18.0.1", "198.18.255.1")
+                           .udp(40000, 53)
+                           .payload(18)
+                           .build();  // 64 bytes on the wire
+    const size_t src_offset = 14 + 12;
+    std::vector<test::Frame> frames[2] = {{kMaxBurst, tmpl}, {kMaxBurst, tmpl}};
+    const uint8_t *ptrs[2][kMaxBurst];
+    uint32_t lens[kMaxBurst];
+    uint64_t now[2][kMaxBurst];
+    Verdict verdicts[kMaxBurst];
+    for (unsigned i = 0; i < kMaxBurst; ++i) {
+        ptrs[0][i] = frames[0][i].data();
+        ptrs[1][i] = frames[1][i].data();
+        lens[i] = static_cast<uint32_t>(tmpl.size());
+    }
+
+    // The seq-th packet's key: turn seq / (G * run) of the cycle, its round within the turn
+    // and its place (a permutation of the group's G keys, the same each round: G apart).
+    const uint64_t turn_len = group * kShapeRun, groups = keys / group;
+    auto key_at = [&](uint64_t seq) {
+        const uint64_t g = (seq / turn_len) & (groups - 1);
+        return static_cast<uint32_t>(g * group + ((seq % group) * 2654435761u & (group - 1)));
+    };
+    uint64_t seq = 0, clock = 1, handle = 0, released = 0, handles = 0;
+    uint64_t delays = 0, drops = 0, passes = 0;
+    Pipeline::Released out[kMaxBurst];
+    bench::Pipelined pipelined(&pipeline);
+    auto run_burst = [&] {
+        const unsigned s = pipelined.slot();
+        for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
+            const uint32_t addr = __builtin_bswap32(0x0a000000u + key_at(seq));
+            std::memcpy(frames[s][i].data() + src_offset, &addr, 4);
+            now[s][i] = clock;
+            clock += kShapeNsPerPacket;
+        }
+        const int decided = pipelined.step(ptrs[s], lens, now[s], verdicts);
+        if (decided >= 0) {
+            for (unsigned i = 0; i < kMaxBurst; ++i) {
+                if (verdicts[i] == Verdict::delay) {
+                    pipeline.hold(static_cast<uint16_t>(i), ++handle);  // the worker's mbuf
+                    ++delays;
+                } else if (verdicts[i] == Verdict::pass) {
+                    ++passes;
+                } else {
+                    ++drops;
+                }
+            }
+        }
+        // The worker's release_held at the pass's time: up to four bursts.
+        if (pipeline.holding() > 0) {
+            for (unsigned round = 0; round < 4; ++round) {
+                const unsigned n = pipeline.release(clock, true, out, kMaxBurst);
+                for (unsigned k = 0; k < n; ++k) handles += out[k].handle;
+                released += n;
+                if (n < kMaxBurst) break;
+            }
+        }
+        pipeline.tick(clock);
+    };
+    // Warm-up: a whole cycle and a turn, so that every key has had its first turn and the
+    // wheel holds and releases at its steady rate.
+    for (uint64_t i = 0; i < (keys + group) * kShapeRun / kMaxBurst + 1; ++i) run_burst();
+    const RuleCounters &rc = bench.rules->rules()[0].state->per_core[0].counters;
+    const uint64_t shape_dropped0 = rc.shape_dropped, released0 = released;
+    delays = drops = passes = 0;
+
+    time_per_packet(state, run_burst, verdicts);
+    benchmark::DoNotOptimize(handles);
+    const double decided = static_cast<double>(delays + drops + passes);
+    if (decided > 0) {
+        state.counters["delayed"] = static_cast<double>(delays) / decided;
+        state.counters["refused"] = static_cast<double>(drops) / decided;
+        state.counters["passed"] = static_cast<double>(passes) / decided;
+        state.counters["shaped"] = static_cast<double>(released - released0) / decided;
+        state.counters["shape_dropped"] =
+            static_cast<double>(rc.shape_dropped - shape_dropped0) / decided;
+    }
+    state.counters["held"] = static_cast<double>(pipeline.holding());
+    state.counters["hold_capacity"] = static_cast<double>(capacity);
+    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+}
+
+void BM_Shape(benchmark::State &state) {
+    shape(state, static_cast<uint64_t>(state.range(0)), static_cast<ShapeAction>(state.range(1)));
+}
+BENCHMARK(BM_Shape)
+    ->ArgNames({"keys", "shape"})  // shape: 0 the same rule with action drop, 1 action shape
+    ->ArgsProduct({{1 << 10, 1 << 20}, {kShapeDrop, kShapeShape}})
+    ->Unit(benchmark::kNanosecond)
+    ->UseRealTime();
+
+// An adaptive aggregate SYN rule against the same rule fixed: see the top of the file.
+enum SynLoad : int64_t { kSynAdmit = 0, kSynOver = 1 };
+
+Config adaptive_config(bool adaptive, SynLoad load) {
+    Config c;
+    c.table_entries_per_core = 1 << 20;
+    Rule r;
+    r.name = "syn-total";
+    r.key_kind = KeyKind::dst;
+    r.match.tcp_flags.must_set = 0x02;    // SYN
+    r.match.tcp_flags.must_clear = 0x10;  // ACK
+    r.match.dst_ports.push_back(PortRange{80, 80});
+    r.rate_period_ns = 1000000000;
+    if (load == kSynAdmit) {  // 10^9/s: one SYN per virtual nanosecond, all admitted
+        r.rate_count = 1000000000;
+        r.burst_pkts = kMaxBurstPkts;
+    } else {
+        r.rate_count = 10000;
+        r.burst_pkts = 100;
+    }
+    if (adaptive) {
+        r.adaptive.enabled = true;
+        r.adaptive.min_count = r.rate_count / 10;
+        r.adaptive.min_period_ns = 1000000000;
+        r.adaptive.max_count = r.rate_count;
+        r.adaptive.max_period_ns = 1000000000;
+        r.adaptive.target_ns = 50000000;  // 50 ms
+    }
+    c.rules.push_back(r);
+    return c;
+}
+
+void syn_adaptive(benchmark::State &state, bool adaptive, SynLoad load) {
+    constexpr uint64_t keys = 1 << 20;
+    Bench bench;
+    if (!make_bench(state, adaptive_config(adaptive, load), keys, &bench)) return;
+    Pipeline &pipeline = *bench.pipeline;
+
+    const test::Frame tmpl = test::PacketBuilder()
+                                 .ipv4("10.0.0.1", "198.18.255.1")
+                                 .tcp(40000, 80, 0x02)
+                                 .trailing(6)
+                                 .build();
+    const size_t src_offset = 14 + 12, sport_offset = 14 + 20;
+    const size_t frame_len = tmpl.size();
+    alignas(64) uint8_t scratch[2][kMaxBurst][128];
+    const uint8_t *ptrs[2][kMaxBurst];
+    uint32_t lens[kMaxBurst];
+    uint64_t now[2][kMaxBurst];
+    Verdict verdicts[kMaxBurst];
+    for (unsigned i = 0; i < kMaxBurst; ++i) {
+        ptrs[0][i] = scratch[0][i];
+        ptrs[1][i] = scratch[1][i];
+        lens[i] = static_cast<uint32_t>(frame_len);
+        std::memcpy(scratch[0][i], tmpl.data(), frame_len);
+        std::memcpy(scratch[1][i], tmpl.data(), frame_len);
+    }
+
+    uint64_t seq = 0, clock = 1, admitted = 0, refused = 0;
+    bench::Pipelined pipelined(&pipeline);
+    auto run_burst = [&] {
+        const unsigned s = pipelined.slot();
+        for (unsigned i = 0; i < kMaxBurst; ++i, ++seq) {
+            const uint32_t addr = source_addr(seq, keys);
+            std::memcpy(scratch[s][i] + src_offset, &addr, 4);
+            uint16_t sport = static_cast<uint16_t>(__builtin_bswap16(1024 + (seq & 0x7fff)));
+            std::memcpy(scratch[s][i] + sport_offset, &sport, 2);
+            now[s][i] = clock;
+            clock += kNsPerPacket;
+        }
+        if (pipelined.step(ptrs[s], lens, now[s], verdicts) >= 0)
+            for (unsigned i = 0; i < kMaxBurst; ++i)
+                verdicts[i] == Verdict::pass ? ++admitted : ++refused;
+        pipeline.tick(clock);
+    };
+    // Warm-up pass: every source seen once; the sample slots all taken.
+    for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
+    Pipeline::Stats before, after;
+    pipeline.read_stats(*bench.rules, &before);
+    admitted = refused = 0;
+
+    time_per_packet(state, run_burst, verdicts);
+    pipeline.read_stats(*bench.rules, &after);
+    const double decided = static_cast<double>(admitted + refused);
+    if (decided > 0) {
+        state.counters["admitted"] = static_cast<double>(admitted) / decided;
+        state.counters["slots_busy"] = static_cast<double>(after.counters.adaptive_slots_busy -
+                                                           before.counters.adaptive_slots_busy) /
+                                       decided;
+    }
+    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+}
+
+void BM_SynAdaptive(benchmark::State &state) {
+    syn_adaptive(state, state.range(0) != 0, static_cast<SynLoad>(state.range(1)));
+}
+BENCHMARK(BM_SynAdaptive)
+    ->ArgNames({"adaptive", "over"})  // over: 0 every SYN admitted, 1 a flood over the rate
+    ->ArgsProduct({{0, 1}, {kSynAdmit, kSynOver}})
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 

@@ -232,10 +232,10 @@ TEST_F(AdaptiveTest, TheLearnedRateIsWhatTheRuleAdmits) {
 TEST_F(AdaptiveTest, ASpoofedSynFloodCannotMoveTheLimit) {
     build(kWindow2);
     uint64_t t = 10 * kS;
-    for (int i = 0; i < 5000; ++i) {
+    for (int i = 0; i < 5000; ++i) {  // 1 ms apart: each one may start a sample
         const std::string src =
             "198.19." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
-        t += kMs / 10;
+        t += kMs;
         if (in(pkt(src, "198.18.1.1").tcp(uint16_t(1024 + i), 80, kTcpSyn).tcp_seq(i).build(), t) !=
             Verdict::pass)
             continue;

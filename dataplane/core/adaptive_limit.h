@@ -101,6 +101,11 @@ struct AdaptiveRate {
     uint64_t rate() const { return word_rate(word.load(std::memory_order_relaxed)); }
 };
 
+// A core starts at most one sample a millisecond (1,000 a second: a hundred windows of ten),
+// so that an admitted SYN costs one comparison, not a hash and a slot, while samples abound
+// (perf/results/shape-adaptive-bench.md).
+inline constexpr uint64_t kAdaptiveSampleGapNs = 1'000'000;
+
 // How long without a sample before the learned rate is called stale (it stays where it is).
 inline constexpr uint64_t kAdaptiveStaleNs = 5'000'000'000ull;
 

@@ -29,6 +29,7 @@ bool ResponseSamples::syn(const PacketInfo &p, uint64_t hash, uint32_t key_id, u
     if (s.state != State::free) {
         if (now_ns - s.since_ns < kIdleNs) return false;
         release(s);
+        ++expired_;
     }
     std::memcpy(s.client, p.src, 16);
     std::memcpy(s.server, p.dst, 16);
@@ -99,6 +100,7 @@ unsigned ResponseSamples::sweep(uint64_t now_ns, unsigned slots, Sample *out) {
             release(s);
         } else if (age >= kIdleNs) {
             release(s);
+            ++expired_;
         }
     }
     return n;

@@ -51,6 +51,14 @@ class ResponseSamples {
     unsigned sweep(uint64_t now_ns, unsigned slots, Sample *out);
 
     uint32_t active() const { return active_; }
+    // Slots let go after kIdleNs without the connection's next step, since the last call: its
+    // reply never came by this core (the server silent, the inside port down, or replies
+    // reaching another worker).
+    uint64_t take_expired() {
+        const uint64_t n = expired_;
+        expired_ = 0;
+        return n;
+    }
 
     // The connection's key for both directions (the server's segments: from_server), for the
     // table's keyed hash: both addresses and ports, so that no sender picks its slot.
@@ -91,6 +99,7 @@ class ResponseSamples {
     Slot slots_[kSlots] = {};
     uint32_t active_ = 0;
     uint32_t sweep_at_ = 0;
+    uint64_t expired_ = 0;
 };
 
 }  // namespace floodgate

@@ -33,14 +33,16 @@ void Pipeline::refresh_adaptive(uint64_t now_ns) {
                 whole - static_cast<uint64_t>(static_cast<unsigned __int128>(whole) *
                                               r.class_reserved_pct[k] / 100);
     }
-    if (samples_.active() > 0) sweep_samples(now_ns, 4);
+    if (!ticked_ && samples_.active() > 0) sweep_samples(now_ns, 4);  // replay: no tick
 }
 
 // A SYN an adaptive rule admitted: its connection may be sampled.
 void Pipeline::note_connection(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns) {
+    next_sample_ns_ = now_ns + kAdaptiveSampleGapNs;
     const uint64_t h = table_->hash(ResponseSamples::connection_key(info, false));
     if (!samples_.syn(info, h, r.key_id, r.adaptive_profile.target_ns, now_ns))
         ++counters_.adaptive_slots_busy;
+    counters_.adaptive_unanswered += samples_.take_expired();
 }
 
 // A passed TCP segment from outside, not a SYN, while samples wait (stage two checks that).
@@ -63,6 +65,7 @@ void Pipeline::sweep_samples(uint64_t now_ns, unsigned slots) {
     ResponseSamples::Sample late[8];
     const unsigned n = samples_.sweep(now_ns, std::min(slots, 8u), late);
     for (unsigned i = 0; i < n; ++i) feed(late[i], now_ns);
+    counters_.adaptive_unanswered += samples_.take_expired();
 }
 
 // A sample moves the rate of the rule that admitted its connection, if it is still loaded

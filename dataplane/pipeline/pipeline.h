@@ -138,6 +138,7 @@ class Pipeline {
     // comes. Replay needs no tick: its bursts do the same.
     void tick(uint64_t now_ns) {
         clock_ns_ = now_ns;
+        ticked_ = true;
         if (samples_.active() > 0) [[unlikely]]
             sweep_samples(now_ns, 4);
     }
@@ -363,7 +364,9 @@ class Pipeline {
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
     ResponseSamples samples_;
+    uint64_t next_sample_ns_ = 0;  // no connection sampled before (kAdaptiveSampleGapNs)
     uint64_t clock_ns_ = 0;
+    bool ticked_ = false;  // a worker ticks every loop pass: the sweep is left to tick()
     ShapeWheel held_;
     uint32_t last_held_ = 0;
     // Held packets a reload dropped, given back by the next release() (capacity reserved).

@@ -164,7 +164,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         } else if (c.admitted) {
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
             if (merging_ && r.publishes(info)) note_admitted(e, c.hash, limit_of(r));
-            if (r.adaptive) [[unlikely]]
+            if (r.adaptive && now_ns >= next_sample_ns_) [[unlikely]]
                 note_connection(r, info, now_ns);
         } else if (c.reserved) {  // a shadow rule's would-be refusal stores nothing
             table_->release(c.entry, c.hash);
