@@ -291,7 +291,9 @@ constexpr uint64_t kShapeNsPerPacket = 100;  // 10 Mpps offered to the core
 constexpr uint64_t kShapeRun = 8;            // a key's packets in its turn (the first admitted)
 constexpr uint64_t kShapeGroups = 16;        // turns a cycle, at least
 
-uint64_t shape_group(uint64_t keys) { return std::min<uint64_t>(keys / kShapeGroups, 4096); }
+uint64_t shape_group(uint64_t keys) {
+    return std::min<uint64_t>(keys / kShapeGroups, 4096);
+}
 
 Config shape_config(uint64_t keys, ShapeAction action) {
     Config c;

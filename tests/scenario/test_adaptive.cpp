@@ -77,8 +77,8 @@ class AimdModel {
                 ++decreases_;
             }
         } else {
-            rate_ = std::min(p_.max_milli,
-                             rate_ + p_.max_milli * p_.increase_pct / 100 / p_.window);
+            rate_ =
+                std::min(p_.max_milli, rate_ + p_.max_milli * p_.increase_pct / 100 / p_.window);
         }
     }
 
@@ -154,8 +154,8 @@ class Trace {
         add(t, b.ipv4(kServer, dst).udp(53, 5353).payload(20).build());
     }
 
-    static Frame tcp(const std::string &src, const std::string &dst, uint16_t sport,
-                     uint16_t dport, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
+    static Frame tcp(const std::string &src, const std::string &dst, uint16_t sport, uint16_t dport,
+                     uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
         PacketBuilder b;
         b.ipv4(src, dst).tcp(sport, dport, flags).tcp_seq(seq).tcp_ack(ack);
         if (payload > 0) b.payload(payload);
@@ -183,8 +183,8 @@ class Trace {
 
 // An IPv4 frame's source and TCP flags (Ethernet, no tags, IHL 5: what PacketBuilder builds).
 std::string source_of(const Frame &f) {
-    return std::to_string(f[26]) + "." + std::to_string(f[27]) + "." + std::to_string(f[28]) +
-           "." + std::to_string(f[29]);
+    return std::to_string(f[26]) + "." + std::to_string(f[27]) + "." + std::to_string(f[28]) + "." +
+           std::to_string(f[29]);
 }
 bool is_tcp_syn_only(const Frame &f) {
     return f.size() >= 54 && f[23] == kProtoTcp && (f[47] & (kSyn | kAckFlag)) == kSyn;
@@ -375,8 +375,8 @@ TEST_F(AdaptiveScenario, ASlowServerCutsTheLimitOnceAWindowDownToMin) {
 constexpr unsigned kSweepBursts = 1024 / 4;
 
 uint64_t unanswered(Trace *trace, unsigned i, uint64_t t) {
-    const uint64_t request = trace->connection(client(3, i), static_cast<uint16_t>(41000 + i), t,
-                                               std::nullopt);
+    const uint64_t request =
+        trace->connection(client(3, i), static_cast<uint16_t>(41000 + i), t, std::nullopt);
     for (unsigned b = 0; b < kSweepBursts; ++b) {
         const uint64_t at = request + ms(51) + b * 200 * kNsPerUs;
         trace->outside_udp(at);
@@ -432,8 +432,7 @@ TEST_F(AdaptiveScenario, AServerThatNeverAnswersReadsLateFromTheSweep) {
     EXPECT_GE(last_response, ms(51));
     EXPECT_LE(last_response, ms(51) + (kSweepBursts - 1) * 200 * kNsPerUs);
     // Found at a sweep: the sample was taken at the burst's time, request + its age.
-    EXPECT_EQ(u64(a, "last_sample_age_ns"),
-              trace.last_ns() - (requests.back() + last_response));
+    EXPECT_EQ(u64(a, "last_sample_age_ns"), trace.last_ns() - (requests.back() + last_response));
     EXPECT_FALSE(a.at("stale").get<bool>());
     EXPECT_EQ(u64(rule(s), "passed"), 8u);
 }
@@ -513,8 +512,8 @@ TEST_F(AdaptiveScenario, TheLearnedLimitIsWhatTheRuleAdmits) {
     for (unsigned i = 0; i < 40; ++i) {
         const std::string src = "198.19.60." + std::to_string(i + 1);
         const uint64_t t = burst_at + i * 10 * kNsPerMs;
-        trace.add(t, Trace::tcp(src, kServer, static_cast<uint16_t>(30000 + i), kPort, kSyn, i, 0,
-                                0));
+        trace.add(t,
+                  Trace::tcp(src, kServer, static_cast<uint16_t>(30000 + i), kPort, kSyn, i, 0, 0));
         sources.push_back(src);
         if (learned.admit(t)) {
             should_pass.insert(src);
