@@ -236,4 +236,4 @@ EOF
 run adaptive
 run fixed
 
-"$py" "$here/adaptive_check.py" "$work" "$mode" ${results:+"$results"}
+BACKLOG="$BACKLOG" "$py" "$here/adaptive_check.py" "$work" "$mode" ${results:+"$results"}
