@@ -185,7 +185,7 @@ Rule shape_rule(uint64_t count, uint64_t period_ns, uint32_t burst, ShapeQueue q
     return r;
 }
 
-test::Frame udp(const std::string &src, const std::string &dst = "198.18.255.1") {
+test::Frame shaped_udp(const std::string &src, const std::string &dst = "198.18.255.1") {
     return test::PacketBuilder().ipv4(src, dst).udp(1000, 25).build();
 }
 
@@ -198,7 +198,7 @@ TEST_F(ShapingTest, TheSeedsBurstOf15At5PerSecondLeavesOver2Seconds) {
     QueueModel model(200 * kMs, 5, 10);
     std::vector<uint64_t> want;
     for (uint64_t i = 0; i < 15; ++i) {
-        const uint64_t leaves = send(udp("198.18.0.1"), t0, i);
+        const uint64_t leaves = send(shaped_udp("198.18.0.1"), t0, i);
         want.push_back(model.offer(t0));
         if (i < 5)
             EXPECT_EQ(leaves, t0) << i;
@@ -237,7 +237,7 @@ TEST_F(ShapingTest, RandomArrivalsLeaveWhenTheModelSaysAndFullQueuesDrop) {
         now += rng() % (4 * kMs);  // ~500/s a key on average: far over 100/s
         const std::string &k = keys[rng() % keys.size()];
         const uint64_t model_leaves = models.at(k).offer(now);
-        const uint64_t leaves = send(udp(k), now, h);
+        const uint64_t leaves = send(shaped_udp(k), now, h);
         if (model_leaves == 0) {
             EXPECT_EQ(leaves, 0u) << h;
             ++drops;
@@ -277,7 +277,7 @@ TEST_F(ShapingTest, ADelayBoundDropsWhatWouldWaitLonger) {
     build(shape_rule(10, kS, 1, ShapeQueue{0, 250 * kMs}));  // T = 100 ms
     const uint64_t t0 = kS;
     std::vector<uint64_t> got;
-    for (uint64_t i = 0; i < 6; ++i) got.push_back(send(udp("198.18.0.9"), t0, i));
+    for (uint64_t i = 0; i < 6; ++i) got.push_back(send(shaped_udp("198.18.0.9"), t0, i));
     // One at once, then waits of 100 and 200 ms; 300 ms is over the bound.
     EXPECT_EQ(got, (std::vector<uint64_t>{t0, UINT64_MAX, UINT64_MAX, 0, 0, 0}));
     EXPECT_EQ(counters().shape_dropped, 3u);
@@ -286,7 +286,7 @@ TEST_F(ShapingTest, ADelayBoundDropsWhatWouldWaitLonger) {
 // The core's share: past it, the packet is refused and counted, never held.
 TEST_F(ShapingTest, TheCoresShareBoundsWhatIsHeld) {
     build(shape_rule(1, kS, 1, ShapeQueue{1000, 0}), 4);
-    for (uint64_t i = 0; i < 10; ++i) send(udp("198.18.0.7"), kS, i);
+    for (uint64_t i = 0; i < 10; ++i) send(shaped_udp("198.18.0.7"), kS, i);
     EXPECT_EQ(counters().delayed, 4u);
     EXPECT_EQ(counters().shape_dropped, 5u);
     EXPECT_EQ(worker().shape_pool_full, 5u);
@@ -297,7 +297,7 @@ TEST_F(ShapingTest, TheCoresShareBoundsWhatIsHeld) {
 TEST_F(ShapingTest, AReloadKeepsAnUnchangedQueueAndDropsAChangedOne) {
     Rule r = shape_rule(1, kS, 1, ShapeQueue{100, 0});
     build(r);
-    for (uint64_t i = 0; i < 5; ++i) send(udp("198.18.0.5"), kS, i);  // 1 passes, 4 held
+    for (uint64_t i = 0; i < 5; ++i) send(shaped_udp("198.18.0.5"), kS, i);  // 1 passes, 4 held
     ASSERT_EQ(counters().held, 4u);
     const auto reload = [&](const Rule &next) {
         Config c;
@@ -329,7 +329,7 @@ TEST_F(ShapingTest, AReloadKeepsAnUnchangedQueueAndDropsAChangedOne) {
 // A stopping core drops what it holds, and counts it.
 TEST_F(ShapingTest, AStoppingCoreDropsWhatItHoldsAndCountsIt) {
     build(shape_rule(1, kS, 1, ShapeQueue{100, 0}));
-    for (uint64_t i = 0; i < 8; ++i) send(udp("198.18.0.6"), kS, i);
+    for (uint64_t i = 0; i < 8; ++i) send(shaped_udp("198.18.0.6"), kS, i);
     Pipeline::Released out[kMaxBurst];
     EXPECT_EQ(pipeline_->drop_held(out, kMaxBurst), 7u);
     EXPECT_EQ(counters().shape_flushed, 7u);
@@ -343,7 +343,7 @@ TEST_F(ShapingTest, APerDestinationQueueSpacesEverySourceTogether) {
     r.reserve = ClassReserve{0, 0, 0};  // no class keeps part of the burst: one plain queue
     build(r);
     for (uint64_t i = 0; i < 20; ++i)
-        send(udp("198.19.0." + std::to_string(i + 1), "198.18.1.1"), kS, i);
+        send(shaped_udp("198.19.0." + std::to_string(i + 1), "198.18.1.1"), kS, i);
     drain(2 * kS);
     ASSERT_EQ(departures_.size(), 19u);
     for (size_t k = 0; k < departures_.size(); ++k) {
