@@ -16,7 +16,8 @@
 //
 // One concern a file: the decision's stages (pipeline.cpp), one packet's verdict from its
 // rules' checks (pipeline_inline.h, inlined into stage two, and rule_checks.cpp), the refusal's
-// answer (answer_refusal.cpp), syn-auth verification (syn_auth.cpp), trust classes and the
+// answer (answer_refusal.cpp), shaping's held packets (shaping.cpp), adaptive limits and their
+// response samples (adaptive.cpp), syn-auth verification (syn_auth.cpp), trust classes and the
 // marks behind them (trust.cpp), this core's side of the merge (publish.cpp) and the readings
 // of its counters (read_stats.cpp).
 #pragma once
