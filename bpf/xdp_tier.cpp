@@ -23,32 +23,6 @@ std::string errno_text(int err) {
     return std::strerror(err < 0 ? -err : err);
 }
 
-// A prefix's key in the map of its family.
-struct MapKey {
-    int fd;
-    fg_xdp_key4 k4;
-    fg_xdp_key6 k6;
-    bool is6;
-    const void *key() const {
-        return is6 ? static_cast<const void *>(&k6) : static_cast<const void *>(&k4);
-    }
-};
-
-MapKey map_key(int fd4, int fd6, const Prefix &p) {
-    MapKey m{};
-    m.is6 = p.family == 6;
-    if (m.is6) {
-        m.fd = fd6;
-        m.k6.prefixlen = p.len;
-        std::memcpy(m.k6.addr, p.addr.data(), 16);
-    } else {
-        m.fd = fd4;
-        m.k4.prefixlen = p.len;
-        std::memcpy(m.k4.addr, p.addr.data(), 4);
-    }
-    return m;
-}
-
 XdpEntry entry_of(const Prefix &p, const fg_xdp_entry &e) {
     XdpEntry x;
     x.prefix = p;
@@ -133,7 +107,8 @@ floodgate_xdp *open_skeleton(const std::string &pin_dir, bool standalone, std::s
         floodgate_xdp__destroy(skel);
         return nullptr;
     }
-    for (bpf_map *m : {skel->maps.block4, skel->maps.block6, skel->maps.counters}) {
+    for (bpf_map *m : {skel->maps.block4, skel->maps.block6, skel->maps.exact4, skel->maps.exact6,
+                       skel->maps.long6, skel->maps.counters}) {
         const std::string path = pin_dir + "/" + bpf_map__name(m);
         if (int rc = bpf_map__set_pin_path(m, path.c_str()); rc != 0) {
             *error = path + ": " + errno_text(rc);
@@ -195,9 +170,10 @@ std::unique_ptr<XdpTier> XdpTier::load(const XdpOptions &options, std::string *e
 std::unique_ptr<XdpTier> XdpTier::open_pinned(const std::string &pin_dir, std::string *error) {
     std::unique_ptr<XdpTier> t(new XdpTier());
     t->own_fds_ = true;
-    int *fds[] = {&t->block4_fd_, &t->block6_fd_, &t->counters_fd_};
-    const char *names[] = {"block4", "block6", "counters"};
-    for (int i = 0; i < 3; ++i) {
+    int *fds[] = {&t->block4_fd_, &t->block6_fd_, &t->exact4_fd_,
+                  &t->exact6_fd_, &t->long6_fd_,  &t->counters_fd_};
+    const char *names[] = {"block4", "block6", "exact4", "exact6", "long6", "counters"};
+    for (int i = 0; i < 6; ++i) {
         const std::string path = pin_dir + "/" + names[i];
         *fds[i] = bpf_obj_get(path.c_str());
         if (*fds[i] < 0) {
@@ -261,13 +237,50 @@ std::unique_ptr<XdpTier> XdpTier::adopt(const std::string &iface, const std::str
 void XdpTier::use_skeleton_maps() {
     block4_fd_ = bpf_map__fd(skel_->maps.block4);
     block6_fd_ = bpf_map__fd(skel_->maps.block6);
+    exact4_fd_ = bpf_map__fd(skel_->maps.exact4);
+    exact6_fd_ = bpf_map__fd(skel_->maps.exact6);
+    long6_fd_ = bpf_map__fd(skel_->maps.long6);
     counters_fd_ = bpf_map__fd(skel_->maps.counters);
+}
+
+// A prefix's map and key: the exact map of its family for a single address, else its trie.
+struct XdpTier::MapKey {
+    int fd;
+    bool exact;
+    fg_xdp_key4 k4;
+    fg_xdp_key6 k6;
+    __u32 a4;  // exact4's key
+    __u64 a6;  // exact6's key
+    bool is6;
+    const void *key() const {
+        if (exact) return is6 ? static_cast<const void *>(&a6) : static_cast<const void *>(&a4);
+        return is6 ? static_cast<const void *>(&k6) : static_cast<const void *>(&k4);
+    }
+};
+
+XdpTier::MapKey XdpTier::map_key(const Prefix &p) const {
+    MapKey m{};
+    m.is6 = p.family == 6;
+    if (m.is6) {
+        m.exact = p.len == FG_XDP_EXACT6_LEN;
+        m.fd = m.exact ? exact6_fd_ : block6_fd_;
+        m.k6.prefixlen = p.len;
+        std::memcpy(m.k6.addr, p.addr.data(), 16);
+        std::memcpy(&m.a6, p.addr.data(), 8);
+    } else {
+        m.exact = p.len == FG_XDP_EXACT4_LEN;
+        m.fd = m.exact ? exact4_fd_ : block4_fd_;
+        m.k4.prefixlen = p.len;
+        std::memcpy(m.k4.addr, p.addr.data(), 4);
+        std::memcpy(&m.a4, p.addr.data(), 4);
+    }
+    return m;
 }
 
 XdpTier::~XdpTier() {
     if (skel_ != nullptr) floodgate_xdp__destroy(skel_);  // pinned maps stay
     if (own_fds_)
-        for (int fd : {block4_fd_, block6_fd_, counters_fd_})
+        for (int fd : {block4_fd_, block6_fd_, exact4_fd_, exact6_fd_, long6_fd_, counters_fd_})
             if (fd >= 0) close(fd);
 }
 
@@ -314,7 +327,15 @@ bool XdpTier::detach(const std::string &iface, std::string *error) {
 }
 
 bool XdpTier::put(const XdpEntry &x, std::string *error) {
-    const MapKey m = map_key(block4_fd_, block6_fd_, x.prefix);
+    const MapKey m = map_key(x.prefix);
+    if (m.is6 && x.prefix.len > FG_XDP_EXACT6_LEN) {
+        // Before the entry: from now on the program asks the trie before the /64s.
+        const __u32 zero = 0, one = 1;
+        if (bpf_map_update_elem(long6_fd_, &zero, &one, BPF_ANY) != 0) {
+            *error = format_prefix(x.prefix) + ": " + errno_text(errno);
+            return false;
+        }
+    }
     fg_xdp_entry e{};
     e.expires_ns = x.expires_ns;
     e.origin = static_cast<__u8>(x.origin);
@@ -329,7 +350,7 @@ bool XdpTier::put(const XdpEntry &x, std::string *error) {
 }
 
 bool XdpTier::remove(const Prefix &p, std::string *error) {
-    const MapKey m = map_key(block4_fd_, block6_fd_, p);
+    const MapKey m = map_key(p);
     if (bpf_map_delete_elem(m.fd, m.key()) != 0) {
         *error = format_prefix(p) + ": " + (errno == ENOENT ? "not in the map" : errno_text(errno));
         return false;
@@ -340,15 +361,42 @@ bool XdpTier::remove(const Prefix &p, std::string *error) {
 bool XdpTier::find(const Prefix &p, XdpEntry *out) const {
     // An LPM lookup would return a covering prefix's entry: walk to the exact key instead by
     // asking for it with its own length and comparing the entry's.
-    const MapKey m = map_key(block4_fd_, block6_fd_, p);
+    const MapKey m = map_key(p);
     fg_xdp_entry e{};
     if (bpf_map_lookup_elem(m.fd, m.key(), &e) != 0 || e.prefixlen != p.len) return false;
     *out = entry_of(p, e);
     return true;
 }
 
+// As the program decides: for IPv6, a live trie entry longer than /64 first; then the exact
+// map's entry of the address, if p is that long; then the trie's longest live one.
 bool XdpTier::longest_live(const Prefix &p, uint64_t now_ns, XdpEntry *out) const {
-    MapKey m = map_key(block4_fd_, block6_fd_, p);
+    const unsigned exact_len = p.family == 6 ? FG_XDP_EXACT6_LEN : FG_XDP_EXACT4_LEN;
+    if (p.len > exact_len && trie_longest(p, p.len, now_ns, out) && out->prefix.len > exact_len)
+        return true;
+    if (p.len >= exact_len) {
+        Prefix single = p;
+        single.len = static_cast<uint8_t>(exact_len);
+        single = masked(single);
+        const MapKey m = map_key(single);
+        fg_xdp_entry e{};
+        if (bpf_map_lookup_elem(m.fd, m.key(), &e) == 0 &&
+            (e.expires_ns == 0 || e.expires_ns > now_ns)) {
+            *out = entry_of(single, e);
+            return true;
+        }
+    }
+    return trie_longest(p, std::min<unsigned>(p.len, exact_len - 1), now_ns, out);
+}
+
+bool XdpTier::trie_longest(const Prefix &p, unsigned len_bits, uint64_t now_ns,
+                           XdpEntry *out) const {
+    MapKey m{};
+    m.is6 = p.family == 6;
+    m.fd = m.is6 ? block6_fd_ : block4_fd_;
+    m.k6.prefixlen = m.k4.prefixlen = len_bits;
+    std::memcpy(m.k6.addr, p.addr.data(), 16);
+    std::memcpy(m.k4.addr, p.addr.data(), 4);
     __u32 *len = m.is6 ? &m.k6.prefixlen : &m.k4.prefixlen;
     for (int i = 0; i <= FG_XDP_EXPIRED_LOOKAHEAD; ++i) {  // as holding() in the program
         fg_xdp_entry e{};
@@ -394,6 +442,26 @@ std::vector<XdpEntry> XdpTier::list() const {
     };
     walk(block4_fd_, fg_xdp_key4{}, 4, 4);
     walk(block6_fd_, fg_xdp_key6{}, 6, 16);
+    // The exact maps: a key is the address (IPv4) or the /64 (IPv6).
+    auto walk_exact = [&](int fd, auto key, uint8_t family, uint8_t len) {
+        decltype(key) next{};
+        const void *prev = nullptr;
+        size_t steps = 0;
+        while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps <= 2 * FG_XDP_MAX_ENTRIES) {
+            fg_xdp_entry e{};
+            if (bpf_map_lookup_elem(fd, &next, &e) == 0) {
+                Prefix p;
+                p.family = family;
+                p.len = len;
+                std::memcpy(p.addr.data(), &next, sizeof next);
+                out.push_back(entry_of(p, e));
+            }
+            key = next;
+            prev = &key;
+        }
+    };
+    walk_exact(exact4_fd_, __u32{}, 4, FG_XDP_EXACT4_LEN);
+    walk_exact(exact6_fd_, __u64{}, 6, FG_XDP_EXACT6_LEN);
     return out;
 }
 
@@ -474,11 +542,11 @@ std::vector<uint64_t> XdpTier::counters() const {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<uint64_t> out(FG_XDP_COUNTER_COUNT, 0);
     if (cpus <= 0) return out;
-    std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
-    for (__u32 i = 0; i < FG_XDP_COUNTER_COUNT; ++i) {
-        if (bpf_map_lookup_elem(counters_fd_, &i, per_cpu.data()) != 0) continue;
-        for (uint64_t v : per_cpu) out[i] += v;
-    }
+    std::vector<fg_xdp_counters> per_cpu_all(static_cast<size_t>(cpus));
+    const __u32 zero = 0;
+    if (bpf_map_lookup_elem(counters_fd_, &zero, per_cpu_all.data()) != 0) return out;
+    for (const fg_xdp_counters &c : per_cpu_all)
+        for (unsigned i = 0; i < FG_XDP_COUNTER_COUNT; ++i) out[i] += c.n[i];
     return out;
 }
 

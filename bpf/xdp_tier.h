@@ -111,8 +111,17 @@ class XdpTier {
     XdpTier() = default;
     void use_skeleton_maps();        // the loaded skeleton's maps are the ones read and written
     floodgate_xdp *skel_ = nullptr;  // nullptr for open_pinned()
+    // The entry's map and key for a prefix: the exact map of its family for a single address
+    // (dataplane/api/xdp.h), else the trie; and the longest live trie entry of at most len bits
+    // covering p, expired ones looked past as the program does.
+    struct MapKey;
+    MapKey map_key(const Prefix &p) const;
+    bool trie_longest(const Prefix &p, unsigned len, uint64_t now_ns, XdpEntry *out) const;
     int block4_fd_ = -1;
     int block6_fd_ = -1;
+    int exact4_fd_ = -1;
+    int exact6_fd_ = -1;
+    int long6_fd_ = -1;
     int counters_fd_ = -1;
     bool own_fds_ = false;  // open_pinned(): ours to close
 };

@@ -7,7 +7,9 @@
 // /sys/fs/bpf.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
+
 #include <linux/bpf.h>
+#include <algorithm>
 
 #include <map>
 #include <memory>
@@ -138,7 +140,28 @@ std::vector<FrameCase> frame_cases() {
     const std::vector<MapEntry> allow_inside_block = {
         {"198.19.0.0/16"}, {"198.19.9.0/24", FG_XDP_ORIGIN_rules, true}, {"198.19.9.9/32"}};
     const std::vector<MapEntry> every_ipv4_source = {{"0.0.0.0/0"}};
+    // Single addresses (a /32, a /64) live in the exact maps, the rest in the tries: the
+    // longest prefix still decides across both, also for an IPv6 prefix longer than a /64.
+    const std::vector<MapEntry> longer_than_a_64 = {
+        {"2001:db8:5:5::/64", FG_XDP_ORIGIN_rules, true},
+        {"2001:db8:5:5:1::/80", FG_XDP_ORIGIN_operator}};
+    const std::vector<MapEntry> expired_64_inside_block = {
+        {"2001:db8:77::/48"}, {"2001:db8:77:7::/64", FG_XDP_ORIGIN_rules, true, Expiry::expired}};
     return {
+        {"Ipv6EscalatedSlash64Drops",
+         {{"2001:db8:66:6::/64", FG_XDP_ORIGIN_escalated}},
+         udp6("2001:db8:66:6::1"),
+         XDP_DROP,
+         {.packets = 1, .escalated_hits = 1}},
+        {"Ipv6PrefixLongerThanItsSlash64Decides", longer_than_a_64, udp6("2001:db8:5:5:1::9"),
+         XDP_DROP, dropped_by_block},
+        {"Ipv6Slash64DecidesOutsideTheLongerPrefix",
+         longer_than_a_64,
+         udp6("2001:db8:5:5:2::9"),
+         XDP_PASS,
+         {.packets = 1, .passed = 1, .allow_hits = 1}},
+        {"Ipv6ExpiredSlash64LetsTheCoveringBlockDecide", expired_64_inside_block,
+         udp6("2001:db8:77:7::1"), XDP_DROP, dropped_by_block},
         // Blocked prefixes drop, the rest pass.
         {"BlockedIpv4SourceDrops", blocked, udp4("198.19.5.5"), XDP_DROP, dropped_by_block},
         {"OtherIpv4SourcePasses", blocked, udp4("198.18.0.10"), XDP_PASS, passed},
@@ -267,6 +290,42 @@ TEST_F(XdpProgram, ExpiredEntriesAreAbsentAndExpireRemovesThem) {
     EXPECT_FALSE(tier_->remove(prefix("198.19.2.0/24"), &error));
     EXPECT_NE(error.find("not in the map"), std::string::npos) << error;
     EXPECT_EQ(run(udp4("198.19.2.1")), XDP_PASS);
+}
+
+// Single addresses go to the exact maps, prefixes to the tries; each is listed, found and
+// removed by its own prefix, and longest_live() decides as the program does.
+TEST_F(XdpProgram, ExactAndPrefixEntriesAreListedFoundAndRemoved) {
+    block("198.19.3.3/32");
+    block("198.19.0.0/16");
+    block("2001:db8:3:3::/64");
+    block("2001:db8:3::/48");
+    block("2001:db8:3:3:1::/80");
+    std::vector<std::string> listed;
+    for (const XdpEntry &e : tier_->list()) listed.push_back(format_prefix(e.prefix));
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed,
+              (std::vector<std::string>{"198.19.0.0/16", "198.19.3.3/32", "2001:db8:3:3:1::/80",
+                                        "2001:db8:3:3::/64", "2001:db8:3::/48"}));
+    XdpEntry there;
+    EXPECT_TRUE(tier_->find(prefix("198.19.3.3/32"), &there));
+    EXPECT_TRUE(tier_->find(prefix("2001:db8:3:3::/64"), &there));
+    EXPECT_FALSE(tier_->find(prefix("198.19.3.4/32"), &there));
+    const uint64_t now = XdpTier::monotonic_ns();
+    ASSERT_TRUE(tier_->longest_live(prefix("2001:db8:3:3:1::5/128"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "2001:db8:3:3:1::/80");
+    ASSERT_TRUE(tier_->longest_live(prefix("2001:db8:3:3:2::5/128"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "2001:db8:3:3::/64");
+    ASSERT_TRUE(tier_->longest_live(prefix("198.19.3.3/32"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "198.19.3.3/32");
+    std::string error;
+    ASSERT_TRUE(tier_->remove(prefix("198.19.3.3/32"), &error)) << error;
+    ASSERT_TRUE(tier_->remove(prefix("2001:db8:3:3::/64"), &error)) << error;
+    ASSERT_TRUE(tier_->longest_live(prefix("198.19.3.3/32"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "198.19.0.0/16");
+    ASSERT_TRUE(tier_->longest_live(prefix("2001:db8:3:3:2::5/128"), now, &there));
+    EXPECT_EQ(format_prefix(there.prefix), "2001:db8:3::/48");
+    EXPECT_EQ(run(udp4("198.19.3.3")), XDP_DROP);
+    EXPECT_EQ(tier_->list().size(), 3u);
 }
 
 // What the dataplane and `attach --config` keep: exactly the rules and override entries asked

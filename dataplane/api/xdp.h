@@ -45,6 +45,21 @@ enum fg_xdp_counter {
         FG_XDP_COUNTER_COUNT
 };
 
+/* All the counters of one CPU, in the one entry of the per-CPU counters map: one lookup a
+ * frame counts both of its counters. */
+struct fg_xdp_counters {
+    __u64 n[FG_XDP_COUNTER_COUNT];
+};
+
+/* Where an entry lives: a single address (an IPv4 /32, an IPv6 /64: what escalations and most
+ * operator entries are) in an exact hash map keyed by its address (exact4: the 4 bytes; exact6:
+ * the /64's 8 bytes), every other prefix in the LPM trie of its family (block4, block6). The
+ * program looks the address up in the exact map first: one hash lookup instead of a trie walk.
+ * An IPv6 prefix longer than /64 would outrank a /64: once one is written, the writer sets
+ * long6 (never cleared), and the program then asks the trie first. */
+#define FG_XDP_EXACT4_LEN 32
+#define FG_XDP_EXACT6_LEN 64
+
 /* The LPM tries' keys: prefix length, then the address in network order. */
 struct fg_xdp_key4 {
     __u32 prefixlen;
