@@ -4,6 +4,10 @@
 // built here.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include <random>
+
 #include <memory>
 
 #include "dataplane/core/payload_scan.h"
@@ -63,8 +67,8 @@ class PayloadScan : public ::testing::Test {
         PacketInfo info;
         EXPECT_EQ(parse_packet(f.data(), static_cast<uint32_t>(f.size()), &info, captured),
                   ParseStatus::ip);
-        return payload_matches(db_->database(), offset, depth, f.data(), captured, info,
-                               scratch_->core(0));
+        return payload_matches(db_->database(), PayloadLiteral{}, offset, depth, f.data(), captured,
+                               info, scratch_->core(0));
     }
     static test::Frame udp(const std::vector<uint8_t> &payload) {
         return test::PacketBuilder()
@@ -312,6 +316,31 @@ TEST(PayloadPipeline, AReloadThatChangesThePatternsKeepsTheState) {
     EXPECT_TRUE(after->kept_state(0));
     EXPECT_EQ(send(after.get(), "an assault"), Verdict::drop);  // the same source, still spent
     EXPECT_EQ(send(after.get(), "harmless"), Verdict::pass);    // not the rule's
+}
+
+// A rule of one short literal searches its window's first positions itself before Hyperscan
+// is called: against a naive search, on random windows of every length and literals of every
+// length, over a two-letter alphabet so that matches and near misses abound.
+TEST(PayloadLiteral, TheSearchOfTheWindowsStartAgreesWithANaiveOne) {
+    std::mt19937 rng(28);
+    for (int round = 0; round < 20000; ++round) {
+        PayloadLiteral lit;
+        lit.len = static_cast<uint8_t>(2 + rng() % 15);
+        for (unsigned i = 0; i < lit.len; ++i) lit.bytes[i] = static_cast<uint8_t>('a' + rng() % 2);
+        std::vector<uint8_t> w(rng() % 64);
+        for (uint8_t &b : w) b = static_cast<uint8_t>('a' + rng() % 2);
+        int first = -1;  // the literal's first position, naively
+        for (size_t i = 0; first < 0 && i + lit.len <= w.size(); ++i)
+            if (std::memcmp(w.data() + i, lit.bytes, lit.len) == 0) first = static_cast<int>(i);
+        const size_t positions = w.size() >= lit.len ? w.size() - lit.len + 1 : 0;
+        const int got = literal_near_start(w.data(), static_cast<uint32_t>(w.size()), lit);
+        if (first >= 0 && first < static_cast<int>(kLiteralSpan))
+            EXPECT_EQ(got, 1) << round;
+        else if (positions <= kLiteralSpan)
+            EXPECT_EQ(got, 0) << round;
+        else
+            EXPECT_EQ(got, -1) << round;
+    }
 }
 
 }  // namespace

@@ -23,9 +23,24 @@ struct PayloadSpan {
 };
 PayloadSpan l4_payload(const uint8_t *frame, uint32_t captured, const PacketInfo &p);
 
+// A rule whose only pattern is a literal of 2-16 bytes, matched case-sensitively (len 0: not
+// such a rule). Its window's first positions are searched for it before Hyperscan is called: a
+// flood's fixed payload usually holds it there, and a Hyperscan call costs ~30 ns more when it
+// matches than when it does not (perf/results/payload-literal.md).
+struct PayloadLiteral {
+    uint8_t bytes[16] = {};
+    uint8_t len = 0;
+};
+inline constexpr uint32_t kLiteralSpan = 16;  // positions searched with one SSE2 compare
+
+// Whether lit is in w[0, len) at a position below kLiteralSpan: 1 yes; 0 no, and no position is
+// left (the window is that short); -1 no, and the rest of the window is Hyperscan's to search.
+int literal_near_start(const uint8_t *w, uint32_t len, const PayloadLiteral &lit);
+
 // Whether one of db's patterns matches frame's payload in [offset, offset + depth) (depth 0:
-// to the end). False for a packet without an L4 header.
-bool payload_matches(const hs_database *db, uint32_t offset, uint32_t depth, const uint8_t *frame,
-                     uint32_t captured, const PacketInfo &p, hs_scratch *scratch);
+// to the end). False for a packet without an L4 header. lit: the rule's literal, if it is one.
+bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t offset,
+                     uint32_t depth, const uint8_t *frame, uint32_t captured, const PacketInfo &p,
+                     hs_scratch *scratch);
 
 }  // namespace floodgate

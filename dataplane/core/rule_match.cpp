@@ -31,6 +31,12 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
         c.payload = r.match.payload.compiled->database();
         c.payload_offset = r.match.payload.offset;
         c.payload_depth = r.match.payload.depth;
+        const std::vector<PayloadPattern> &ps = r.match.payload.patterns;
+        if (ps.size() == 1 && ps[0].kind == PayloadPattern::Kind::literal && !ps[0].caseless &&
+            ps[0].text.size() >= 2 && ps[0].text.size() <= sizeof c.payload_literal.bytes) {
+            std::memcpy(c.payload_literal.bytes, ps[0].text.data(), ps[0].text.size());
+            c.payload_literal.len = static_cast<uint8_t>(ps[0].text.size());
+        }
     }
     c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
                       (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;

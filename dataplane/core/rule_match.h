@@ -16,6 +16,7 @@
 #include "dataplane/core/limit_admit.h"
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/parse.h"
+#include "dataplane/core/payload_scan.h"
 #include "dataplane/core/prefix_table.h"
 #include "dataplane/core/rule_state.h"
 
@@ -46,6 +47,7 @@ struct CompiledRule {
     const hs_database *payload = nullptr;
     uint32_t payload_offset = 0;
     uint32_t payload_depth = 0;
+    PayloadLiteral payload_literal;  // len 0 unless the only pattern is a short literal
 
     // Key: what the limit is kept per (KeyKind), and the address masks per family; [0] IPv4,
     // [1] IPv6, in raw memory byte order like LimitKey's words. key_mask_* mask the source
