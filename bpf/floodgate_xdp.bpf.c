@@ -77,7 +77,6 @@ struct {
     __type(value, __u32);
 } xsks_map SEC(".maps");
 
-
 static __always_inline int pass_on(struct xdp_md *ctx) {
     if (standalone) return XDP_PASS;
     return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
@@ -129,7 +128,7 @@ int floodgate_xdp(struct xdp_md *ctx) {
     void *end = (void *)(long)ctx->data_end;
     __u32 zero = 0;
     struct fg_xdp_counters *c = bpf_map_lookup_elem(&counters, &zero);
-    if (!c) return pass_on(ctx);  // never: a per-CPU array's one entry
+    if (!c) return pass_on(ctx);        // never: a per-CPU array's one entry
     c->n[FG_XDP_COUNTER_packets] += 1;  // per CPU: no other writer
 
     struct ethhdr *eth = data;

@@ -52,7 +52,7 @@ namespace floodgate {
     X(shape_flushed)         /* ... of which dropped: their rule changed, or the core stopped */ \
     X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */      \
     X(adaptive_samples)      /* adaptive rules: server response times sampled on this core */    \
-    X(adaptive_slots_busy)   /* ... connections not sampled: their sample slot was busy */      \
+    X(adaptive_slots_busy)   /* ... connections not sampled: their sample slot was busy */       \
     X(adaptive_unanswered)   /* ... sampled connections whose next step never came (3 s) */
 
 // Per rule, per worker core.
