@@ -8,6 +8,8 @@ FG_BUILD="${FG_BUILD:-$FG_ROOT/build}"
 # for the libFuzzer harnesses (tests/fuzz/).
 FG_ASAN_BUILD="${FG_ASAN_BUILD:-$FG_ROOT/build-asan}"
 FG_FUZZ_BUILD="${FG_FUZZ_BUILD:-$FG_ROOT/build-fuzz}"
+# And against Vectorscan instead of the installed Hyperscan, to compare the two (issue 28).
+FG_VS_BUILD="${FG_VS_BUILD:-$FG_ROOT/build-vs}"
 
 # Debian 12 packages the build, the tests and the tools need.
 FG_PACKAGES=(
@@ -122,4 +124,52 @@ fg_build_fuzz() {
       -Dfuzz=enabled -Dtests=disabled -Dbenchmarks=disabled -Dpayload=disabled
   fi
   ninja -C "$FG_FUZZ_BUILD" -j "${FG_JOBS:-2}" fuzz
+}
+
+# Vectorscan beside the installed Hyperscan: Debian's libvectorscan-dev conflicts with
+# libhyperscan-dev, so its two packages are unpacked under build-deps/vectorscan (not
+# installed; the machine's packages are not touched) and their libhs.pc pointed there. Prints
+# the directory of that libhs.pc. The packaged one names /usr for every path, and its
+# -I.../include/hs alone would let `#include <hs/hs.h>` find Hyperscan's header in
+# /usr/include: -I.../include is added.
+fg_vectorscan_deps() {
+  local dir="$FG_ROOT/build-deps/vectorscan" tmp pc
+  pc="$dir/usr/lib/x86_64-linux-gnu/pkgconfig"
+  if [ -f "$dir/.complete" ]; then echo "$pc"; return 0; fi
+  tmp="$(mktemp -d)"
+  # apt's lists may be missing (a fresh container) or stale: updated once, then tried again.
+  if ! (cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download libvectorscan-dev libvectorscan5) >&2; then
+    fg_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || true
+    (cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download libvectorscan-dev libvectorscan5) >&2 || {
+      echo "==> error: could not download libvectorscan-dev and libvectorscan5" >&2
+      rm -rf "$tmp"
+      return 1
+    }
+  fi
+  rm -rf "$dir" && mkdir -p "$dir"
+  for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$dir"; done
+  rm -rf "$tmp"
+  sed -i -e "s#^\(prefix\|exec_prefix\|libdir\|includedir\)=/usr#\1=$dir/usr#" \
+    -e 's#^\(Cflags: -I${includedir}/hs\)$#\1 -I${includedir}#' "$pc/libhs.pc"
+  PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs libhs | grep -q -- "-L$dir/usr/lib" || {
+    echo "==> error: $pc/libhs.pc does not point into $dir" >&2
+    return 1
+  }
+  touch "$dir/.complete"
+  echo "$pc"
+}
+
+# The Vectorscan build: release, the same options as fg_build's, libhs looked up in
+# fg_vectorscan_deps's libhs.pc first (pkg_config_path is kept by meson, so a reconfigure
+# finds it too) and required (-Dpayload=enabled: no silent build without payload rules); meson
+# links with a run path into build-deps/vectorscan, so the binaries load Vectorscan's
+# libhs.so.5 and not the installed one. Builds the targets given (all without).
+fg_build_vectorscan() {
+  local pc
+  pc="$(fg_vectorscan_deps)"
+  if [ ! -f "$FG_VS_BUILD/build.ninja" ]; then
+    meson setup "$FG_VS_BUILD" "$FG_ROOT" --buildtype=release -Dpkg_config_path="$pc" \
+      -Ddpdk_source="$(fg_dpdk_source)" -Dpayload=enabled
+  fi
+  ninja -C "$FG_VS_BUILD" -j "${FG_JOBS:-2}" "$@"
 }
