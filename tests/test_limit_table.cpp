@@ -2,6 +2,7 @@
 // evicted, and a full table reported rather than silently overwritten.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <vector>
 
@@ -132,6 +133,47 @@ TEST(LimitTable, FitsConfiguredCapacityOverManySeeds) {
             ASSERT_EQ(stored, capacity) << "capacity " << capacity << " seed " << seed;
         }
     }
+}
+
+// A lookup reads a key's second bucket only when the first bucket's hint counts a key of its
+// counter away: after inserts along cuckoo paths, expiries reused by inserts, sweeps and released
+// reservations, every live key must still be found, with its own TAT (a hint that undercounts
+// loses keys), and every expired or released one must read as absent.
+TEST(LimitTable, EveryLiveKeyIsFoundThroughChurn) {
+    constexpr uint64_t kCapacity = 3000;
+    LimitTable t(kCapacity, kSeed);
+    std::map<uint64_t, uint64_t> tat_of;  // hash -> TAT, everything ever stored
+    uint64_t rng = 12345, now = 0;
+    const auto next = [&rng] {
+        return rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    };
+    for (unsigned round = 0; round < 200; ++round) {
+        now += 100;
+        for (unsigned i = 0; i < 400; ++i) {
+            const uint64_t h = t.hash(key(next() % 20000));
+            uint64_t old;
+            LimitEntry *e = t.acquire(h, now, &old);
+            if (e == nullptr) continue;  // full: nothing stored
+            if (next() % 8 == 0) {       // refused: the reservation is given back
+                if (old == 0) t.release(e, h);
+                continue;
+            }
+            const uint64_t tat = now + 1 + next() % 2000;
+            t.commit(e, h, tat);
+            tat_of[h] = tat;
+        }
+        t.sweep(now, 50);
+        for (const auto &[h, tat] : tat_of) {
+            const LimitEntry *e = t.find(h);
+            if (tat > now) {
+                ASSERT_NE(e, nullptr) << "round " << round;
+                ASSERT_EQ(e->tat_ns, tat) << "round " << round;
+            } else {
+                ASSERT_TRUE(e == nullptr || e->tat_ns <= now) << "round " << round;
+            }
+        }
+    }
+    EXPECT_GT(t.keys_away(), 0u);  // the second buckets were used
 }
 
 TEST(LimitTable, DifferentSeedsPlaceKeysDifferently) {
