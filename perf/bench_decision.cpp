@@ -71,7 +71,7 @@ enum Rules : int64_t { kPerSource = 0, kAggregate = 1, kBoth = 2 };
 
 Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0, Rules rules = kPerSource) {
     Config c;
-    c.table_entries_per_core = keys * (getenv("FG_OVERSIZE") ? atoi(getenv("FG_OVERSIZE")) : 1);
+    c.table_entries_per_core = keys;
     Rule r;
     auto add = [&](uint32_t addr, uint8_t len) {
         Prefix p;
@@ -297,7 +297,7 @@ uint64_t shape_group(uint64_t keys) {
 
 Config shape_config(uint64_t keys, ShapeAction action) {
     Config c;
-    c.table_entries_per_core = keys * (getenv("FG_OVERSIZE") ? atoi(getenv("FG_OVERSIZE")) : 1);
+    c.table_entries_per_core = keys;
     Rule r;
     r.name = "shaped";
     r.rate_count = 1;

@@ -88,9 +88,6 @@ void BM_FloodgateTable(benchmark::State &state) {
         for (unsigned i = 0; i < kPrefetchAhead; ++i) table.prefetch(hashes[i]);
         for (unsigned i = 0; i < kMaxBurst; ++i) {
             if (i + kPrefetchAhead < kMaxBurst) table.prefetch(hashes[i + kPrefetchAhead]);
-            // Half as far ahead, the first line is in: the second where the lookup needs it.
-            if (i + kPrefetchAhead / 2 < kMaxBurst)
-                table.prefetch_second(hashes[i + kPrefetchAhead / 2]);
             uint64_t tat, next;
             LimitEntry *e = table.acquire(hashes[i], now, &tat);
             if (gcra_admit(kProfile, tat, now, &next)) {
@@ -104,7 +101,6 @@ void BM_FloodgateTable(benchmark::State &state) {
     state.SetItemsProcessed(state.iterations() * kMaxBurst);
     state.counters["bytes_per_key"] = static_cast<double>(table_bytes) / static_cast<double>(n);
     state.counters["admitted"] = static_cast<double>(admitted) / lookups;
-    state.counters["keys_away"] = static_cast<double>(table.keys_away()) / static_cast<double>(n);
 }
 
 void BM_RteHashRteMeter(benchmark::State &state) {

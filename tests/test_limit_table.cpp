@@ -135,10 +135,10 @@ TEST(LimitTable, FitsConfiguredCapacityOverManySeeds) {
     }
 }
 
-// A lookup reads a key's second bucket only when the first bucket's hint counts a key of its
-// counter away: after inserts along cuckoo paths, expiries reused by inserts, sweeps and released
-// reservations, every live key must still be found, with its own TAT (a hint that undercounts
-// loses keys), and every expired or released one must read as absent.
+// After inserts along cuckoo paths, expiries reused by inserts, sweeps and released
+// reservations, every live key is still found, with its own TAT, and every expired or released
+// one reads as absent (a table that skips a bucket on lookup, as a one-line-per-lookup layout
+// may, loses keys here first: perf/results/one-line-table.md).
 TEST(LimitTable, EveryLiveKeyIsFoundThroughChurn) {
     constexpr uint64_t kCapacity = 3000;
     LimitTable t(kCapacity, kSeed);
@@ -173,7 +173,6 @@ TEST(LimitTable, EveryLiveKeyIsFoundThroughChurn) {
             }
         }
     }
-    EXPECT_GT(t.keys_away(), 0u);  // the second buckets were used
 }
 
 TEST(LimitTable, DifferentSeedsPlaceKeysDifferently) {

@@ -81,6 +81,7 @@ LimitEntry *LimitTable::insert(uint64_t h, uint64_t now_ns) {
     Node nodes[kMaxNodes];
     unsigned n_nodes = 0;
     nodes[n_nodes++] = {first_bucket(h), -1, 0};
+    nodes[n_nodes++] = {second_bucket(h), -1, 0};
 
     for (unsigned i = 0; i < n_nodes; ++i) {
         LimitBucket &b = buckets_[nodes[i].bucket];
@@ -88,43 +89,25 @@ LimitEntry *LimitTable::insert(uint64_t h, uint64_t now_ns) {
             if (b.slot[s].tat_ns > now_ns) continue;
             // Free slot found: shift entries along the path, from the end back to the root.
             LimitEntry *free_slot = &b.slot[s];
-            if (free_slot->tat_ns != 0) {
+            if (free_slot->tat_ns != 0)
                 ++stats_.reclaims;  // an expired key's slot, reused
-                vacate(*free_slot, nodes[i].bucket);
-            } else {
+            else
                 ++stats_.occupancy;
-            }
-            unsigned at = i;
-            for (; nodes[at].parent >= 0; at = nodes[at].parent) {
-                const uint64_t from_bucket = nodes[nodes[at].parent].bucket;
-                LimitEntry *from = &buckets_[from_bucket].slot[nodes[at].parent_slot];
-                vacate(*from, from_bucket);
-                settle(*from, nodes[at].bucket);
+            for (unsigned at = i; nodes[at].parent >= 0; at = nodes[at].parent) {
+                LimitEntry *from =
+                    &buckets_[nodes[nodes[at].parent].bucket].slot[nodes[at].parent_slot];
                 *free_slot = *from;
                 free_slot = from;
             }
             free_slot->hash = h;
             free_slot->tat_ns = kReservedTat;
             free_slot->unpublished = 0;
-            settle(*free_slot, nodes[at].bucket);
             return free_slot;
         }
         // Every slot live: queue the other bucket of each entry, if there is room to look.
-        // Below the first bucket, its guests' own first buckets come before the key's second
-        // bucket: sending a guest home keeps the new key home too (one line per lookup).
-        const auto queue_moves = [&](bool guests) {
-            for (unsigned s = 0; s < kSlotsPerBucket && n_nodes < kMaxNodes; ++s) {
-                const bool guest = first_bucket(b.slot[s].hash) != nodes[i].bucket;
-                if (i == 0 && guest != guests) continue;
-                nodes[n_nodes++] = {alternate_bucket(b.slot[s], nodes[i].bucket),
-                                    static_cast<int>(i), s};
-            }
-        };
-        queue_moves(true);
-        if (i == 0) {
-            nodes[n_nodes++] = {second_bucket(h), -1, 0};
-            queue_moves(false);
-        }
+        for (unsigned s = 0; s < kSlotsPerBucket && n_nodes < kMaxNodes; ++s)
+            nodes[n_nodes++] = {alternate_bucket(b.slot[s], nodes[i].bucket), static_cast<int>(i),
+                                s};
     }
     ++stats_.full_events;
     return nullptr;
@@ -135,7 +118,6 @@ void LimitTable::sweep(uint64_t now_ns, uint32_t n) {
         LimitBucket &b = buckets_[sweep_cursor_];
         for (auto &e : b.slot) {
             if (e.tat_ns != 0 && e.tat_ns <= now_ns) {
-                vacate(e, sweep_cursor_);
                 e.tat_ns = 0;
                 --stats_.occupancy;
                 ++stats_.reclaims;
@@ -143,14 +125,6 @@ void LimitTable::sweep(uint64_t now_ns, uint32_t n) {
         }
         if (++sweep_cursor_ == n_buckets_) sweep_cursor_ = 0;
     }
-}
-
-uint64_t LimitTable::keys_away() const {
-    uint64_t away = 0;
-    for (uint64_t i = 0; i < n_buckets_; ++i)
-        for (const auto &e : buckets_[i].slot)
-            if (e.tat_ns != 0 && first_bucket(e.hash) != i) ++away;
-    return away;
 }
 
 }  // namespace floodgate

@@ -9,21 +9,14 @@
 // both on the same keys (lookup plus limiter update, bursts of 32), with rte_hash carrying an
 // rte_meter per key as the library way would.
 //
-// Layout: one 64-byte cache line per bucket, three 20-byte entries and a 4-byte hint in it. An
-// entry holds the key's 64-bit keyed hash instead of the key: the hash picks the key's two
-// buckets and identifies it within them, and moving an entry along a cuckoo path needs no
-// rehash. Two live keys with the same 64-bit hash would share a TAT: among 16 million live keys
-// that happens with probability 2^48 / 2^65 (under 1 in 100,000), and since the hash is keyed
-// an attacker cannot aim for it. 64 / 3 bytes per slot plus 15% spare slots is 24.5 bytes per
-// configured key.
-//
-// One line per lookup for most keys, after Horton tables (Breslow et al., ATC 2016): a key is
-// put in its first bucket when it can be, and the first bucket's hint counts, in eight 4-bit
-// counters chosen by the key's hash, its keys that live in their second bucket instead. A
-// lookup reads the first line and reads the second only when the key is not in the first and
-// its counter is not zero: for live keys at the table's full load about 1 in 6 (the share of
-// keys a three-slot bucket cannot hold), for absent keys (a spoofed flood's new sources) fewer.
-// A counter that reaches 15 stays there (it only costs the second read).
+// Layout: one 64-byte cache line per bucket, three 20-byte entries in it. An entry holds the
+// key's 64-bit keyed hash instead of the key: the hash picks the key's two buckets and
+// identifies it within them, so a lookup touches at most two cache lines, prefetched ahead of
+// use (Pipeline::decide), and moving an entry along a cuckoo path needs no rehash. Two live
+// keys with the same 64-bit hash would share a TAT: among 16 million live keys that happens
+// with probability 2^48 / 2^65 (under 1 in 100,000), and since the hash is keyed an attacker
+// cannot aim for it. 64 / 3 bytes per slot plus 15% spare slots is 24.5 bytes per configured
+// key.
 #pragma once
 
 #include <rte_prefetch.h>
@@ -63,9 +56,6 @@ static_assert(kReservedTat > kMaxTatNs, "a saturated TAT is never taken for a re
 
 struct alignas(64) LimitBucket {
     LimitEntry slot[kSlotsPerBucket];
-    // Eight 4-bit counts of keys whose first bucket this is and which live in their second,
-    // counter (hash & 7). Zero for a key's counter: the key is here or nowhere.
-    uint32_t away;
 };
 static_assert(sizeof(LimitBucket) == 64, "one cache line per bucket");
 
@@ -102,12 +92,9 @@ class LimitTable {
     // rte_prefetch0 is an asm volatile: GCC's pure-function analysis silently deletes calls
     // to a helper made only of __builtin_prefetch, which leaves no prefetch instruction in the
     // binary (timed per packet at 1M keys: perf/results/notes.md).
-    // The key's first bucket: all a lookup reads for most keys.
-    void prefetch(uint64_t h) const { rte_prefetch0(&buckets_[first_bucket(h)]); }
-    // Once the first bucket is in the cache: the second, if the lookup will read it.
-    void prefetch_second(uint64_t h) const {
-        const LimitBucket &a = buckets_[first_bucket(h)];
-        if (away_count(a, h) != 0 && !holds(a, h)) rte_prefetch0(&buckets_[second_bucket(h)]);
+    void prefetch(uint64_t h) const {
+        rte_prefetch0(&buckets_[first_bucket(h)]);
+        rte_prefetch0(&buckets_[second_bucket(h)]);
     }
 
     // The entry holding the key of hash h (free or not), or nullptr.
@@ -115,7 +102,6 @@ class LimitTable {
         LimitBucket *a = &buckets_[first_bucket(h)];
         for (auto &e : a->slot)
             if (e.hash == h && e.tat_ns != 0) return &e;
-        if (away_count(*a, h) == 0) return nullptr;
         LimitBucket *b = &buckets_[second_bucket(h)];
         for (auto &e : b->slot)
             if (e.hash == h && e.tat_ns != 0) return &e;
@@ -156,7 +142,6 @@ class LimitTable {
         if (e->hash != h) [[unlikely]]
             e = find(h);
         if (e->tat_ns != kReservedTat) return;
-        vacate(*e, bucket_of(e));
         e->tat_ns = 0;
         --stats_.occupancy;
     }
@@ -167,8 +152,6 @@ class LimitTable {
 
     const LimitTableStats &stats() const { return stats_; }
     uint64_t capacity() const { return capacity_; }
-    // Occupied slots whose key lives in its second bucket (a scan: for tests and benchmarks).
-    uint64_t keys_away() const;
     uint64_t slots() const { return n_buckets_ * kSlotsPerBucket; }
 
   private:
@@ -184,35 +167,6 @@ class LimitTable {
     uint64_t alternate_bucket(const LimitEntry &e, uint64_t current) const {
         uint64_t a = first_bucket(e.hash);
         return a == current ? second_bucket(e.hash) : a;
-    }
-    static unsigned away_shift(uint64_t h) { return (h & 7) * 4; }
-    static unsigned away_count(const LimitBucket &a, uint64_t h) {
-        return (a.away >> away_shift(h)) & 0xf;
-    }
-    static bool holds(const LimitBucket &b, uint64_t h) {
-        for (const auto &e : b.slot)
-            if (e.hash == h && e.tat_ns != 0) return true;
-        return false;
-    }
-    uint64_t bucket_of(const LimitEntry *e) const {
-        return static_cast<uint64_t>(
-            reinterpret_cast<const LimitBucket *>(reinterpret_cast<uintptr_t>(e) & ~uintptr_t{63}) -
-            buckets_);
-    }
-    // The hint's bookkeeping, for an entry arriving in or leaving bucket `at`: counted in its
-    // first bucket's hint while it lives in its second.
-    void settle(const LimitEntry &e, uint64_t at) {
-        const uint64_t first = first_bucket(e.hash);
-        if (at == first) return;
-        uint32_t &away = buckets_[first].away;
-        if (((away >> away_shift(e.hash)) & 0xf) != 0xf) away += 1u << away_shift(e.hash);
-    }
-    void vacate(const LimitEntry &e, uint64_t at) {
-        const uint64_t first = first_bucket(e.hash);
-        if (at == first) return;
-        uint32_t &away = buckets_[first].away;
-        const unsigned count = (away >> away_shift(e.hash)) & 0xf;
-        if (count != 0xf && count != 0) away -= 1u << away_shift(e.hash);
     }
     // Reserves a free slot for the key of hash h (absent) at now_ns; see acquire().
     LimitEntry *insert(uint64_t h, uint64_t now_ns);

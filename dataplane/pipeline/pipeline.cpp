@@ -102,7 +102,7 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
                          : aggregate                      ? mark_hash(info, kTagEstablished)
                                                           : 0;
             c.known_hash = aggregate ? mark_hash(info, kTagKnown) : 0;
-            if (prefetch) prefetch_check<false>(c);
+            if (prefetch) prefetch_check(c);
         }
     }
     b.first_check[n] = static_cast<uint16_t>(n_checks);
@@ -119,13 +119,10 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
     // n_checks / n of the ahead burst's checks a packet, without a division: each packet adds
     // n_checks to the budget, each prefetch takes n.
     unsigned ahead_done = 0, budget = 0;
-    // This burst's first buckets were prefetched a burst ago (or in stage 1): the few second
-    // buckets its lookups need are fetched now, ahead of the packets that read them.
-    for (unsigned k = 0; k < b.n_checks; ++k) prefetch_check<true>(b.checks[k]);
     for (uint16_t i = 0; i < n; ++i) {
         if (ahead != nullptr)
             for (budget += ahead->n_checks; budget >= n; budget -= n)
-                prefetch_check<false>(ahead->checks[ahead_done++]);
+                prefetch_check(ahead->checks[ahead_done++]);
         const uint64_t now_ns = b.now_ns[i];
         const PacketInfo &info = b.infos[i];
         Verdict v;
@@ -176,28 +173,20 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
     }
 }
 
-// A check's table buckets (first buckets; with second, the second buckets its lookups will
-// read, once the first are in the cache): its key's, and its source's verified or established
-// and known marks where the rule reads them (a syn-auth source's verified mark only where it
-// may exist, RememberedFilter).
-template <bool second>
+// A check's table buckets: its key's, and its source's verified or established and known
+// marks where the rule reads them (a syn-auth source's verified mark only where it may exist,
+// RememberedFilter).
 inline void Pipeline::prefetch_check(const Check &c) {
-    const auto fetch = [this](uint64_t h) {
-        if constexpr (second)
-            table_->prefetch_second(h);
-        else
-            table_->prefetch(h);
-    };
-    fetch(c.hash);
+    table_->prefetch(c.hash);
     if (c.aux_hash != 0 && (rules_->rules()[c.rule].action != RuleAction::syn_auth ||
                             remembered_.may_contain(c.aux_hash)))
-        fetch(c.aux_hash);
-    if (c.known_hash != 0) fetch(c.known_hash);
+        table_->prefetch(c.aux_hash);
+    if (c.known_hash != 0) table_->prefetch(c.known_hash);
 }
 
 // The buckets of b's checks from the from-th on; b's are all prefetched then.
 void Pipeline::prefetch_checks(Burst &b, unsigned from) {
-    for (unsigned k = from; k < b.n_checks; ++k) prefetch_check<false>(b.checks[k]);
+    for (unsigned k = from; k < b.n_checks; ++k) prefetch_check(b.checks[k]);
     b.prefetched = true;
 }
 

@@ -261,7 +261,6 @@ class Pipeline {
     // The decision's stages (pipeline.cpp).
     void stage_one(Burst &b, bool prefetch);
     void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);
-    template <bool second>
     void prefetch_check(const Check &c);
     void prefetch_checks(Burst &b, unsigned from);
     [[gnu::cold]] void adopt(const RuleSet *rules);
