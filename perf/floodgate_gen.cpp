@@ -307,10 +307,65 @@ int mix(const std::string &name, const std::string &out) {
     return write_frames(frames, out);
 }
 
+// The held-out mix: drawn afresh from a seed the harness picks at random for each run (and
+// records), so that no one tunes for its frames. 1,048,576 frames from 262,144 sources: 7 in 8
+// addresses of 10.0.0.0/8, 1 in 8 random /64s of 2001:db8::/32 with random interface ids; each
+// sends once, and the other 786,432 frames follow Zipf's law (rank k sends in proportion to 1/k,
+// so a few hundred heavy sources are refused and the long tail is not); 3 in 4 frames UDP to
+// port 53, 1 in 4 TCP ACKs to port 80, from random ports, in a random order. 64 bytes on the wire
+// (IPv6 frames 78 at least).
+int held_out_mix(uint64_t seed, const std::string &out) {
+    constexpr uint32_t kSources = 1u << 18, kFrames = 1u << 20;
+    std::mt19937_64 rng(seed);
+    std::vector<PacketBuilder> sources(kSources);
+    std::vector<bool> ipv6(kSources);
+    for (uint32_t s = 0; s < kSources; ++s) {
+        PacketBuilder &b = sources[s];
+        const uint64_t r = rng();
+        ipv6[s] = r % 8 == 7;
+        if (!ipv6[s]) {
+            b.ipv4(from_u32(0x0a000000u | static_cast<uint32_t>(r >> 40)), Ipv4{198, 18, 255, 1});
+            continue;
+        }
+        Ipv6 src{0x20, 0x01, 0x0d, 0xb8};
+        const uint64_t net = rng(), iid = rng();
+        for (int i = 0; i < 4; ++i) src[4 + i] = static_cast<uint8_t>(net >> (8 * i));
+        for (int i = 0; i < 8; ++i) src[8 + i] = static_cast<uint8_t>(iid >> (8 * i));
+        b.ipv6(src, Ipv6{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+    }
+    // Zipf by inverse transform over the cumulative weights 1/k.
+    std::vector<double> cumulative(kSources);
+    double sum = 0;
+    for (uint32_t k = 0; k < kSources; ++k) cumulative[k] = sum += 1.0 / (k + 1);
+    std::uniform_real_distribution<double> pick(0, sum);
+    std::vector<Frame> frames;
+    frames.reserve(kFrames);
+    for (uint32_t i = 0; i < kFrames; ++i) {
+        size_t k = i;
+        if (i >= kSources)
+            k = std::min<size_t>(std::lower_bound(cumulative.begin(), cumulative.end(), pick(rng)) -
+                                     cumulative.begin(),
+                                 kSources - 1);
+        PacketBuilder b = sources[k];
+        const uint64_t r = rng();
+        const auto port = static_cast<uint16_t>(1024 + (r >> 16) % 64512);
+        if (r % 4 == 3) {
+            b.tcp(port, 80, 0x10);
+            if (!ipv6[k]) b.trailing(6);  // 54 bytes padded to 60
+        } else {
+            b.udp(port, 53).payload(18);
+        }
+        frames.push_back(b.build());
+    }
+    std::shuffle(frames.begin(), frames.end(), rng);
+    return write_frames(frames, out);
+}
+
 void usage(std::FILE *to) {
     std::fputs(
         "usage: floodgate-gen demo|lab|syn-flood|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out "
-        "FILE.pcap\n",
+        "FILE.pcap\n"
+        "       floodgate-gen mix-held-out --seed N --out FILE.pcap\n",
         to);
 }
 
@@ -329,6 +384,12 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "floodgate-gen: %s\n", e.what());
             return 1;
         }
+    }
+    if (argc == 6 && std::strcmp(argv[1], "mix-held-out") == 0 &&
+        std::strcmp(argv[2], "--seed") == 0 && std::strcmp(argv[4], "--out") == 0) {
+        char *end = nullptr;
+        const uint64_t seed = std::strtoull(argv[3], &end, 10);
+        if (end != argv[3] && *end == '\0') return held_out_mix(seed, argv[5]);
     }
     usage(stderr);
     return 2;

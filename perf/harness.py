@@ -80,8 +80,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cases", default="1,2,3,micro,xdp,payload,scaling,cores",
                     help="of 1,2,3,micro,syn,xdp,payload,scaling,cores")
-    ap.add_argument("--mixes", default="a,b,c,d,e,e-drop,a-payload,b-payload",
-                    help="e and e-drop are case 1's only (cases 2 and 3 skip them)")
+    ap.add_argument("--mixes", default="a,b,c,d,held-out,e,e-drop,a-payload,b-payload",
+                    help="e, e-drop, the payload mixes and held-out are case 1's only (cases 2 "
+                    "and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")
     ap.add_argument("--quick", action="store_true", help="1 repetition, 2 samples")
     ap.add_argument("--out", default=os.path.join(ROOT, "perf/results"))
