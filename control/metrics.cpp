@@ -499,6 +499,23 @@ void xdp_metrics(const json *stats, std::string &out) {
         f.add({}, number_at(esc, key));
         f.write(out);
     }
+    const json *sampled = member(esc, "sampled");
+    static constexpr const char *kSampled[][4] = {
+        {"floodgate_xdp_refusal_samples_total", "samples_taken", "counter",
+         "Refusals of escalating rules sampled by the workers for escalation (each stands for "
+         "refusals_a_sample refusals)."},
+        {"floodgate_xdp_refusal_samples_lost_total", "samples_lost", "counter",
+         "Samples lost to a full ring: the sampled counts read low by this share."},
+        {"floodgate_xdp_sampled_sources", "sources", "gauge",
+         "Sources with sampled refusals in the last 10 s."},
+        {"floodgate_xdp_sampled_sources_untracked_total", "sources_untracked", "counter",
+         "Samples of sources past the 65,536 tracked, not counted."},
+    };
+    for (const auto &[metric, key, type, help] : kSampled) {
+        Family f(metric, std::string_view(type) == "gauge" ? Type::gauge : Type::counter, help);
+        f.add({}, number_at(sampled, key));
+        f.write(out);
+    }
 }
 
 void stats_metrics(const json *stats, std::string &out) {

@@ -324,7 +324,16 @@ TEST(Metrics, TheXdpTierWhenTheDataplaneRunsIt) {
     stats["xdp"] = {{"iface", "eth0"},
                     {"counters", {{"packets", 100}, {"passed", 60}, {"escalated_hits", 40}}},
                     {"entries", {{"rules", 2}, {"escalated", 1}}},
-                    {"escalations", {{"total", 3}, {"skipped", 1}, {"failed", 0}, {"expired", 2}}}};
+                    {"escalations",
+                     {{"total", 3},
+                      {"skipped", 1},
+                      {"failed", 0},
+                      {"expired", 2},
+                      {"sampled",
+                       {{"samples_taken", 900},
+                        {"samples_lost", 7},
+                        {"sources", 12},
+                        {"sources_untracked", 0}}}}}};
     MetricsInput in;
     in.dataplane_up = true;
     in.stats = &stats;
@@ -336,6 +345,10 @@ TEST(Metrics, TheXdpTierWhenTheDataplaneRunsIt) {
         "floodgate_xdp_escalations_total 3",
         "floodgate_xdp_escalations_skipped_total 1",
         "floodgate_xdp_escalations_expired_total 2",
+        "floodgate_xdp_refusal_samples_total 900",
+        "floodgate_xdp_refusal_samples_lost_total 7",
+        "floodgate_xdp_sampled_sources 12",
+        "floodgate_xdp_sampled_sources_untracked_total 0",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
 }

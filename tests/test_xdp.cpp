@@ -14,11 +14,13 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bpf/xdp_tier.h"
 #include "dataplane/core/parse.h"
+#include "dataplane/pipeline/refusal_samples.h"
 #include "dataplane/service/xdp_feed.h"
 #include "tests/pkt_builder.h"
 
@@ -449,9 +451,11 @@ class XdpFeedTest : public ::testing::Test {
         std::string why;
         return parse_prefix(text, &why).value();
     }
-    // One tick at s seconds with running rules of version v and the dns rule's refusals of
-    // 198.18.66.6 so far.
-    void tick(uint64_t s, uint64_t v, const RunningRules &r, uint64_t refused) {
+    // One tick at s seconds with running rules of version v, the dns rule's refusals of
+    // 198.18.66.6 so far (its top refused source), and the workers' sampled refusals since the
+    // last tick.
+    void tick(uint64_t s, uint64_t v, const RunningRules &r, uint64_t refused,
+              const XdpFeed::RefusalBatch &sampled = {}) {
         const nlohmann::ordered_json stats = {
             {"rules",
              {{{"name", "dns"},
@@ -459,7 +463,17 @@ class XdpFeedTest : public ::testing::Test {
                {"top_refused",
                 {{{"source", "198.18.66.6/32"}, {"count", refused}, {"error", 0}}}}}}}};
         feed_->tick(
-            s * 1'000'000'000ull, v, [&] { return r; }, [&] { return stats; });
+            s * 1'000'000'000ull, v, [&] { return r; }, [&] { return stats; },
+            [&] { return sampled; });
+    }
+    // dns: escalated after 1 s at 100 refused/s, for 10 s.
+    static Rule escalating_dns() {
+        Rule dns;
+        dns.name = "dns";
+        dns.escalate.after_ns = 1'000'000'000ull;
+        dns.escalate.min_refused_count = 100;
+        dns.escalate.ttl_ns = 10'000'000'000ull;
+        return dns;
     }
     uint64_t entries(const char *origin) { return feed_->stats()["entries"][origin]; }
     uint64_t escalations(const char *what) { return feed_->stats()["escalations"][what]; }
@@ -473,12 +487,7 @@ TEST_F(XdpFeedTest, ListsOverridesAndEscalationsReachTheMapsAndLeaveThem) {
     r.allow = {p("198.18.1.0/24")};
     r.block = {p("198.19.0.0/16")};
     r.overrides = {{p("198.18.9.0/24"), PrefixVerdict::block, 0}};
-    Rule dns;
-    dns.name = "dns";
-    dns.escalate.after_ns = 1'000'000'000ull;
-    dns.escalate.min_refused_count = 100;
-    dns.escalate.ttl_ns = 10'000'000'000ull;
-    r.rules = {dns};
+    r.rules = {escalating_dns()};
     tick(10, 1, r, 0);
     EXPECT_EQ(entries("rules"), 2u);
     EXPECT_EQ(entries("override"), 1u);
@@ -501,6 +510,45 @@ TEST_F(XdpFeedTest, ListsOverridesAndEscalationsReachTheMapsAndLeaveThem) {
     EXPECT_EQ(feed_->stats()["counters"]["packets"], 0u);  // no frame ran the program
 }
 
+// A flood spread over 1,000 sources (perf's mix d), none of them in the summaries' top: their
+// sampled refusals (14 samples of 32 a second each, 448/s against 100/s) escalate every one of
+// them after a second, 198.18.66.6 too (both in the top and sampled: escalated once); sources
+// sampled twice a second (64/s) are not.
+TEST_F(XdpFeedTest, EverySourceOfASpreadFloodIsEscalatedFromTheSamples) {
+    RunningRules r;
+    r.version = 1;
+    r.rules = {escalating_dns()};
+    const auto second_of_samples = [](uint64_t taken_before) {
+        XdpFeed::RefusalBatch b;
+        for (unsigned i = 0; i < 1010; ++i) {
+            const std::string src =
+                "198.18." + std::to_string(i / 256) + "." + std::to_string(i % 256) + "/32";
+            for (unsigned k = 0; k < (i < 1000 ? 14u : 2u); ++k)
+                b.samples.push_back({"dns", p(src.c_str()), RefusalSampler::kMeanGap});
+        }
+        for (unsigned k = 0; k < 14; ++k)
+            b.samples.push_back({"dns", p("198.18.66.6/32"), RefusalSampler::kMeanGap});
+        b.taken = taken_before + b.samples.size();
+        return b;
+    };
+    tick(10, 1, r, 0, second_of_samples(0));
+    EXPECT_EQ(escalations("total"), 0u);
+    tick(11, 1, r, 450, second_of_samples(14034));
+    EXPECT_EQ(escalations("total"), 1001u);
+    EXPECT_EQ(entries("escalated"), 1001u);
+    const nlohmann::ordered_json stats = feed_->stats();
+    std::set<std::string> listed;
+    for (const auto &x : stats["escalations"]["escalated"])
+        listed.insert(x["prefix"].get<std::string>());
+    EXPECT_EQ(listed.size(), 1001u);
+    EXPECT_EQ(listed.count("198.18.3.231/32"), 1u);  // the 1,000th
+    EXPECT_EQ(listed.count("198.18.3.232/32"), 0u);  // 64/s
+    const nlohmann::ordered_json &sampled = stats["escalations"]["sampled"];
+    EXPECT_EQ(sampled["samples_taken"], 28068u);  // 2 x (1,000 x 14 + 10 x 2 + 14)
+    EXPECT_EQ(sampled["samples_lost"], 0u);
+    EXPECT_EQ(sampled["sources"], 1011u);
+}
+
 // A cluster's shared escalations (dataplane/service/cluster_link.h): what this box escalated is
 // taken once, with its TTL; what another box escalated is added with the TTL it was told,
 // listed, and expires as any escalation; never under a live allow.
@@ -508,12 +556,7 @@ TEST_F(XdpFeedTest, EscalationsAreToldOnceAndTheOthersAreAddedWithTheirTtl) {
     RunningRules r;
     r.version = 1;
     r.allow = {p("198.18.1.0/24")};
-    Rule dns;
-    dns.name = "dns";
-    dns.escalate.after_ns = 1'000'000'000ull;
-    dns.escalate.min_refused_count = 100;
-    dns.escalate.ttl_ns = 10'000'000'000ull;
-    r.rules = {dns};
+    r.rules = {escalating_dns()};
     tick(10, 1, r, 0);
     tick(11, 1, r, 150);
     tick(12, 1, r, 350);  // escalated at 12 s for 10 s

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -88,7 +89,8 @@ class IntervalPrinter {
 class XdpFeedHandle {
   public:
     explicit XdpFeedHandle(std::unique_ptr<XdpFeed> feed) : feed_(std::move(feed)) {}
-    void tick(Service &service, const LiveRuleSet &rules, const LiveView &view) {
+    void tick(Service &service, const LiveRuleSet &rules, Dataplane &dataplane) {
+        const LiveView &view = dataplane.view();
         feed_->tick(
             monotonic_now_ns(), service.version(), [&] { return service.running(); },
             [&] {
@@ -101,7 +103,8 @@ class XdpFeedHandle {
                     // counters busy: no sample this second
                 }
                 return stats;
-            });
+            },
+            [&] { return refusal_batch(rules, dataplane); });
     }
     nlohmann::ordered_json stats() const { return feed_->stats(); }
     // The cluster's shared escalations (XdpFeed::take_escalations, add_told).
@@ -115,6 +118,26 @@ class XdpFeedHandle {
     }
 
   private:
+    // The workers' sampled refusals, named by rule and source; samples of a ruleset swapped out
+    // since are left out (their rule index is the old ruleset's).
+    static XdpFeed::RefusalBatch refusal_batch(const LiveRuleSet &rules, Dataplane &dataplane) {
+        XdpFeed::RefusalBatch batch;
+        std::vector<RefusalSample> raw;
+        dataplane.take_refusal_samples(&raw, &batch.taken, &batch.lost);
+        if (raw.empty()) return batch;
+        rules.with_current([&](const RuleSet &rs) {
+            for (const RefusalSample &s : raw) {
+                if (s.serial != static_cast<uint32_t>(rs.serial()) || s.rule >= rs.rules().size())
+                    continue;
+                Prefix p{s.family, s.prefix_len, {}};
+                std::memcpy(p.addr.data(), &s.addr_hi, 8);
+                std::memcpy(p.addr.data() + 8, &s.addr_lo, 8);
+                batch.samples.push_back({rs.rules()[s.rule].name, p, RefusalSampler::kMeanGap});
+            }
+        });
+        return batch;
+    }
+
     std::unique_ptr<XdpFeed> feed_;
 };
 
@@ -151,7 +174,7 @@ bool open_xdp_tier(uint16_t port, const RunOptions &opt, const Config &config,
 #else
 class XdpFeedHandle {
   public:
-    void tick(Service &, const LiveRuleSet &, const LiveView &) {}
+    void tick(Service &, const LiveRuleSet &, Dataplane &) {}
     nlohmann::ordered_json stats() const { return {}; }
     std::vector<std::pair<Prefix, uint64_t>> take_escalations() { return {}; }
     bool escalate(const Prefix &, uint64_t) { return false; }
@@ -290,7 +313,7 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
     const auto housekeeping = [&] {
         service.expire_overrides();
         service.cluster_tick();
-        if (xdp) xdp->tick(service, rules, view);
+        if (xdp) xdp->tick(service, rules, dataplane);
         saver.tick();
     };
     const TelemetryAttached telemetry(&service);  // detached after the thread is joined
@@ -416,6 +439,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     std::unique_ptr<XdpFeedHandle> xdp;
     if (!open_xdp_tier(setup.outside, opt, config, &xdp, &error)) return failed(error);
     if (!dataplane.create_workers(config.table_entries_per_core, &error)) return failed(error);
+    if (xdp) dataplane.enable_refusal_samples();  // what escalation reads besides the summaries
 
     std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,
                 setup.inside == setup.outside ? "one-port mode" : "inline between two ports",

@@ -106,6 +106,7 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.slip = r.action == RuleAction::dns_truncate ? r.slip : 1;
     c.verified_ttl_ns = r.verified_ttl_ns;
     c.shadow = r.mode == RuleMode::shadow;
+    c.escalates = r.escalate.enabled() && !c.shadow;
     c.shared = r.shared;
     c.on_table_full = r.on_table_full;
     c.plain =

@@ -86,6 +86,9 @@ struct CompiledRule {
     uint64_t shape_lead_ns = 0;
     uint64_t verified_ttl_ns = 0;  // syn_auth
     bool shadow = false;
+    // An enforcing rule with escalate options: its refusals are sampled for the XDP tier
+    // (dataplane/pipeline/refusal_samples.h).
+    bool escalates = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
     // Whether the consumption of its keys (and a syn-auth rule's verifications) is published to
     // the other cores by the merge, per family ([0] IPv4, [1] IPv6): not when steering gives

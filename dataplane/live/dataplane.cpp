@@ -191,6 +191,27 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
     return true;
 }
 
+void Dataplane::enable_refusal_samples() {
+    const HashSeed seed = random_hash_seed();  // the gaps' random start, per worker
+    for (auto &p : pipelines_) p->enable_refusal_samples(seed.k[0] + p->core());
+}
+
+void Dataplane::take_refusal_samples(std::vector<RefusalSample> *out, uint64_t *taken,
+                                     uint64_t *lost) {
+    *taken = *lost = 0;
+    for (auto &p : pipelines_) {
+        RefusalSampler *s = p->refusal_samples();
+        if (s == nullptr) continue;
+        RefusalSample batch[256];
+        // At most a ring's worth: a worker refilling it meanwhile waits for the next take.
+        for (unsigned n, got = 0; got < RefusalSampler::kSlots && (n = s->drain(batch, 256)) > 0;
+             got += n)
+            out->insert(out->end(), batch, batch + n);
+        *taken += s->taken();
+        *lost += s->lost();
+    }
+}
+
 bool Dataplane::take_shared(std::vector<SharedRecord> *out) {
     bool all = true;
     for (auto &p : pipelines_) all &= p->take_shared(out);

@@ -27,6 +27,7 @@
 #include "dataplane/live/port_watch.h"
 #include "dataplane/live/steering_stage.h"
 #include "dataplane/live/worker.h"
+#include "dataplane/pipeline/refusal_samples.h"
 
 struct rte_mempool;
 
@@ -104,6 +105,12 @@ class Dataplane {
     bool take_shared(std::vector<SharedRecord> *out);
     void charge_cluster(const std::vector<Consumption> &charges);
     const LimitTable &first_table() const { return *tables_.front(); }
+
+    // For the XDP tier's escalation, once the workers are created and before launch(): every
+    // worker samples its refusals of escalating rules (refusal_samples.h); then, from one
+    // thread, the samples since the last take and the samplers' totals.
+    void enable_refusal_samples();
+    void take_refusal_samples(std::vector<RefusalSample> *out, uint64_t *taken, uint64_t *lost);
 
     // For the stats and the main lcore's loop.
     const LiveView &view() const { return view_; }

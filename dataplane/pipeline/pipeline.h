@@ -39,6 +39,7 @@
 #include "dataplane/core/shape_wheel.h"
 #include "dataplane/pipeline/cluster_ledger.h"
 #include "dataplane/pipeline/merge.h"
+#include "dataplane/pipeline/refusal_samples.h"
 
 namespace floodgate {
 
@@ -154,6 +155,10 @@ class Pipeline {
     // core's consumption since the last call and forgets it; apply() charges another core's
     // consumption to this core's TATs as if it arrived at now_ns.
     void enable_merge();
+    // Samples this core's refusals of escalating rules for the XDP tier, from now on (before
+    // the worker runs); the control thread drains them (refusal_samples.h).
+    void enable_refusal_samples(uint64_t seed);
+    RefusalSampler *refusal_samples() { return refusal_samples_.get(); }
     void publish(std::vector<Consumption> *out);
     void apply(const Consumption &c, uint64_t now_ns);
 
@@ -354,6 +359,7 @@ class Pipeline {
     RuleCoreState *mine_[kMaxRules] = {};
     WorkerCounters counters_;
     bool merging_ = false;
+    std::unique_ptr<RefusalSampler> refusal_samples_;
     // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
     std::vector<Consumption> unpublished_;
     std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed

@@ -1,6 +1,6 @@
 // What a rule's check of a packet calls out of line (the check itself is inlined into stage two,
 // pipeline_inline.h): a key meeting a full table, and a refusal counted among the rule's top
-// offenders.
+// offenders and sampled for escalation.
 #include "dataplane/pipeline/pipeline.h"
 
 namespace floodgate {
@@ -38,6 +38,14 @@ void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     state.top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
                           h);
     state.top_refused_changed = true;
+    if (r.escalates && refusal_samples_ != nullptr && refusal_samples_->due()) [[unlikely]]
+        refusal_samples_->take({c.key.addr_hi, c.key.addr_lo,
+                                static_cast<uint32_t>(rules_->serial()), r.index, info.family,
+                                r.key_len[info.family == 6]});
+}
+
+void Pipeline::enable_refusal_samples(uint64_t seed) {
+    refusal_samples_ = std::make_unique<RefusalSampler>(seed);
 }
 
 }  // namespace floodgate

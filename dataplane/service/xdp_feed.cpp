@@ -1,5 +1,7 @@
 #include "dataplane/service/xdp_feed.h"
 
+#include "dataplane/pipeline/refusal_samples.h"
+
 #include <cstdio>
 
 #include "dataplane/api/numbers.h"
@@ -29,7 +31,8 @@ XdpFeed::XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string p
     : tier_(std::move(tier)), iface_(std::move(iface)), pin_dir_(std::move(pin_dir)) {}
 
 void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<RunningRules()> &running,
-                   const std::function<nlohmann::ordered_json()> &stats) {
+                   const std::function<nlohmann::ordered_json()> &stats,
+                   const std::function<RefusalBatch()> &sampled) {
     bool changed, due;
     {
         std::lock_guard<std::mutex> guard(lock_);
@@ -38,9 +41,13 @@ void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<Runnin
     }
     const RunningRules rules = changed ? running() : RunningRules{};
     const nlohmann::ordered_json live = due ? stats() : nlohmann::ordered_json{};
+    const RefusalBatch batch = sampled();
     std::lock_guard<std::mutex> guard(lock_);
     now_ns_ = now_ns;
     if (changed) reconcile(rules, now_ns);
+    sampled_.add(batch.samples, now_ns);
+    samples_taken_ = batch.taken;
+    samples_lost_ = batch.lost;
     if (!due) return;
     next_ns_ = now_ns + kSecondNs;
     // Our escalated entries whose TTL ended; then, now and then, everything that expired.
@@ -77,6 +84,7 @@ void XdpFeed::reconcile(const RunningRules &running, uint64_t now_ns) {
         std::fprintf(stderr, "floodgate run: the XDP maps refused %zu entries (full?)\n",
                      last_reconcile_.failed);
     escalator_.set_rules(running.rules);
+    sampled_escalator_.set_rules(running.rules);
     version_ = running.version;
     count_entries();
 }
@@ -95,8 +103,15 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
             if (p) top.push_back({name, *p, count > error ? count - error : 0});
         }
     }
+    // The summaries' verdicts, then the sampled counts' for the sources not escalated already.
+    std::vector<Escalation> now = escalator_.sample(now_ns, top);
+    for (Escalation &e : sampled_escalator_.sample(now_ns, sampled_.counts(now_ns))) {
+        bool listed = false;
+        for (const Escalation &was : now) listed = listed || was.key == e.key;
+        if (!listed) now.push_back(std::move(e));
+    }
     std::string error;
-    for (const Escalation &e : escalator_.sample(now_ns, top)) {
+    for (const Escalation &e : now) {
         XdpEntry before;
         const bool renewal =
             tier_->find(e.key, &before) && before.origin == FG_XDP_ORIGIN_escalated;
@@ -192,6 +207,13 @@ nlohmann::ordered_json XdpFeed::stats() const {
               {"failed", escalations_failed_},
               {"expired", escalations_expired_},
               {"tracked", escalator_.tracked()},
+              {"sampled",
+               {{"samples_taken", samples_taken_},
+                {"samples_lost", samples_lost_},
+                {"refusals_a_sample", RefusalSampler::kMeanGap},
+                {"sources", sampled_.sources()},
+                {"sources_untracked", sampled_.untracked()},
+                {"tracked", sampled_escalator_.tracked()}}},
               {"told_lost", told_lost_},
               {"from_cluster", cluster_added_},
               {"from_cluster_skipped", cluster_skipped_},

@@ -59,6 +59,32 @@ quiet_link() {  # quiet_link NS|"" DEV: up, no IPv6 (no router solicitations or 
   "${run[@]}" ip link set "$dev" up
 }
 
+# start_xdp_dataplane MB: floodgate run between the wire's veths, its outside TAG-o on
+# net_af_xdp with floodgate's XDP program (maps pinned in $FLOODGATE_XDP_PIN_DIR), its inside
+# TAG-i on net_af_packet, MB of hugepages, $work/rules.yaml, --stats $work/stats.json and
+# --control $work/dataplane.sock; sets fg_pid and waits, bounded, until it runs with the program
+# taken over. Exits the script: 77 where AF_XDP or BPF is refused, 1 on any other failure.
+# Needs $build, $root, $tag and $work.
+# shellcheck disable=SC2154  # $build, $root, $tag, $work: set by the sourcing script
+start_xdp_dataplane() {
+  # shellcheck disable=SC2046 # the memory options are words
+  "$build/dataplane/floodgate" run --lcores=0@0,1@$(( 1 % $(nproc) )) $("$root/scripts/hugepages.sh" "$1") \
+    --no-pci --file-prefix="$tag" --log-level=error \
+    "--vdev=net_af_xdp0,iface=$tag-o,start_queue=0,queue_count=1,xdp_prog=$build/bpf/floodgate_xdp.bpf.o" \
+    "--vdev=net_af_packet1,iface=$tag-i,qpairs=1" \
+    -- --config "$work/rules.yaml" --stats "$work/stats.json" --control "$work/dataplane.sock" \
+    --xdp-pin-dir "$FLOODGATE_XDP_PIN_DIR" >"$work/floodgate.log" 2>&1 &
+  fg_pid=$!
+  if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
+    if grep -qiE "af_xdp|xsk|XDP program|refused" "$work/floodgate.log"; then
+      echo "$lab_name: SKIP: AF_XDP or BPF is refused here"; exit 77
+    fi
+    exit 1
+  fi
+  grep -q "^xdp: floodgate's program on $tag-o" "$work/floodgate.log" || {
+    echo "FAIL floodgate did not take over the XDP program"; cat "$work/floodgate.log"; exit 1; }
+}
+
 # remove_wire TAG OUT_NS IN_NS: the namespaces, floodgate's veths TAG-o and TAG-i, and the
 # DPDK runtime directories of floodgate (TAG) and floodgate-tx (TAG-tx).
 remove_wire() {

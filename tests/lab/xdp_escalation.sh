@@ -55,22 +55,7 @@ quiet_link "" "$tag-i"
 quiet_link "$out_ns" "$tag-op"
 quiet_link "$in_ns" "$tag-ip"
 
-# shellcheck disable=SC2046 # the memory options are words
-"$build/dataplane/floodgate" run --lcores=0@0,1@$(( 1 % $(nproc) )) $("$root/scripts/hugepages.sh" 512) \
-  --no-pci --file-prefix="$tag" --log-level=error \
-  "--vdev=net_af_xdp0,iface=$tag-o,start_queue=0,queue_count=1,xdp_prog=$build/bpf/floodgate_xdp.bpf.o" \
-  "--vdev=net_af_packet1,iface=$tag-i,qpairs=1" \
-  -- --config "$work/rules.yaml" --stats "$work/stats.json" --control "$work/dataplane.sock" \
-  --xdp-pin-dir "$FLOODGATE_XDP_PIN_DIR" >"$work/floodgate.log" 2>&1 &
-fg_pid=$!
-if ! wait_for "$work/floodgate.log" "^floodgate: " 30 "$fg_pid"; then
-  if grep -qiE "af_xdp|xsk|XDP program|refused" "$work/floodgate.log"; then
-    echo "xdp-escalation: SKIP: AF_XDP or BPF is refused here"; exit 77
-  fi
-  exit 1
-fi
-grep -q "^xdp: floodgate's program on $tag-o" "$work/floodgate.log" || {
-  echo "FAIL floodgate did not take over the XDP program"; cat "$work/floodgate.log"; exit 1; }
+start_xdp_dataplane 512
 
 # The control plane, as an operator uses it: a block override goes into the maps too.
 start_daemon "$work" "$work/rules.yaml" || exit 1
