@@ -15,18 +15,18 @@
 namespace floodgate {
 namespace {
 
-constexpr uint64_t kS = 1'000'000'000ull;
+constexpr uint64_t kOneSecond = 1'000'000'000ull;
 
-Rule limited(const std::string &name, bool escalates, RuleMode mode = RuleMode::enforce) {
+Rule limited_dns_rule(const std::string &name, bool escalates, RuleMode mode = RuleMode::enforce) {
     Rule r;
     r.name = name;
     r.match.proto = 17;
     r.rate_count = 1;
-    r.rate_period_ns = 1000 * kS;  // one packet per source, then refused for the whole test
+    r.rate_period_ns = 1000 * kOneSecond;  // one packet per source, then refused for the whole test
     r.burst_pkts = 1;
     r.mode = mode;
     if (escalates) {
-        r.escalate.after_ns = kS;
+        r.escalate.after_ns = kOneSecond;
         r.escalate.min_refused_count = 100;
     }
     return r;
@@ -51,7 +51,7 @@ class RefusalSamplesTest : public ::testing::Test {
         for (unsigned s = 0; s < n; ++s) order.insert(order.end(), each, s);
         std::mt19937 rng(7);
         std::shuffle(order.begin(), order.end(), rng);
-        uint64_t now = kS, refused = 0;
+        uint64_t now = kOneSecond, refused = 0;
         for (unsigned s : order) {
             const test::Frame f =
                 test::PacketBuilder().ipv4(source(s), "198.18.255.1").udp(1000, 53).build();
@@ -82,7 +82,7 @@ class RefusalSamplesTest : public ::testing::Test {
 // one of the sources with the rule's index and serial and the /32 key, and every source sampled
 // (a source goes unsampled only if none of its 400 refusals ends a gap).
 TEST_F(RefusalSamplesTest, EveryHeavilyRefusedSourceIsSampledAndNamed) {
-    build(limited("dns", true));
+    build(limited_dns_rule("dns", true));
     const uint64_t refused = flood(1000, 401);
     ASSERT_EQ(refused, 1000u * 400);
     const std::vector<RefusalSample> samples = drain();
@@ -107,10 +107,10 @@ TEST_F(RefusalSamplesTest, EveryHeavilyRefusedSourceIsSampledAndNamed) {
 }
 
 TEST_F(RefusalSamplesTest, RulesThatDoNotEscalateAndShadowRulesAreNotSampled) {
-    build(limited("dns", false));
+    build(limited_dns_rule("dns", false));
     EXPECT_EQ(flood(10, 100), 990u);
     EXPECT_EQ(pipeline_->refusal_samples()->taken(), 0u);
-    build(limited("dns", true, RuleMode::shadow));
+    build(limited_dns_rule("dns", true, RuleMode::shadow));
     EXPECT_EQ(flood(10, 100), 0u);  // a shadow rule passes what it would refuse
     EXPECT_EQ(pipeline_->refusal_samples()->taken(), 0u);
 }
