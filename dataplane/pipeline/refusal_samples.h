@@ -1,10 +1,10 @@
 // A worker's sampled refusals for escalation (dataplane/service/xdp_feed.h): one refusal of an
 // escalating rule in about kMeanGap, with its source, handed to the control thread through a
 // single-producer, single-consumer rte_ring. The summaries of top offenders (heavy_hitters.h)
-// guarantee nothing to a flood spread over more sources than their 64 counters (1,000 sources
-// at 450 refusals a second each are all below n/k); a sample stands for kMeanGap refusals of
-// its source, so every source refused well past its rule's min_refused_rate is seen, whatever
-// the number of sources, at the cost of a decrement a refusal.
+// guarantee nothing to a flood spread over more sources than their 64 counters (mix d's 1,000
+// sources, each refused about 350 times a second, are all below n/k); a sample stands for kMeanGap
+// refusals of its source, so every source refused well past its rule's min_refused_rate is seen,
+// whatever the number of sources, at the cost of a decrement a refusal.
 //
 // The gaps between samples are random (1 to 2 * kMeanGap - 1, uniform), so that sources refused
 // in a fixed rotation are sampled in proportion to their refusals, not by their place in it.

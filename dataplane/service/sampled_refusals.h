@@ -4,8 +4,8 @@
 // sources. A count is an estimate (each sample stands for RefusalSampler::kMeanGap refusals, 32):
 // a second's growth of n samples is off by about sqrt(n) samples, so a source refused near its
 // rule's min_refused_rate is over it in some seconds and not in others, and one refused at
-// several times the rate is over it in almost every second (mix d of perf/: 1,000 sources at
-// 450 refusals a second, 14 samples each, against perf-xdp.yaml's 100/s, 3 samples).
+// several times the rate is over it in almost every second (mix d of perf/: 1,000 sources
+// refused about 350 times a second, 11 samples each, against perf-xdp.yaml's 100/s, 3 samples).
 //
 // Bounded: at most kMaxSources sources (more are counted, not tracked), and a source with no
 // sample for kForgetNs is forgotten. Pure logic, no clock of its own.
