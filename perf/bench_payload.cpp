@@ -21,14 +21,16 @@
 namespace floodgate {
 namespace {
 
-enum Kind : int64_t { kLiterals = 0, kRegexes = 1 };
+// kLongLiterals: 32-byte literals, longer than a 64-byte frame's 22-byte payload, whose window
+// is then not searched at all (shortest_pattern).
+enum Kind : int64_t { kLiterals = 0, kRegexes = 1, kLongLiterals = 2 };
 
-std::vector<std::string> literals(unsigned n) {
+std::vector<std::string> literals(unsigned n, unsigned bytes = 8) {
     std::mt19937 rng(7);
     std::vector<std::string> out;
     for (unsigned i = 0; i < n; ++i) {
         std::string s;
-        for (int k = 0; k < 8; ++k) s.push_back(static_cast<char>('a' + rng() % 26));
+        for (unsigned k = 0; k < bytes; ++k) s.push_back(static_cast<char>('a' + rng() % 26));
         out.push_back(s);
     }
     return out;
@@ -46,7 +48,7 @@ std::vector<PayloadPattern> patterns(unsigned n, Kind kind) {
             out.push_back({PayloadPattern::Kind::regex, res[i], false});
         return out;
     }
-    for (const std::string &s : literals(n))
+    for (const std::string &s : literals(n, kind == kLongLiterals ? 32 : 8))
         out.push_back({PayloadPattern::Kind::literal, s, false});
     return out;
 }
@@ -125,6 +127,8 @@ BENCHMARK(BM_PayloadRule)
     ->Args({10, kRegexes, 1500, 0})
     ->Args({1, kLiterals, 64, 1})  // every payload holds the pattern: the match path
     ->Args({1000, kLiterals, 64, 1})
+    ->Args({100, kLongLiterals, 64, 0})  // windows shorter than every pattern: not searched
+    ->Args({100, kLongLiterals, 1500, 0})
     ->Unit(benchmark::kNanosecond);
 
 void BM_Memmem(benchmark::State &state) {

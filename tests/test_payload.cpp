@@ -67,8 +67,8 @@ class PayloadScan : public ::testing::Test {
         PacketInfo info;
         EXPECT_EQ(parse_packet(f.data(), static_cast<uint32_t>(f.size()), &info, captured),
                   ParseStatus::ip);
-        return payload_matches(db_->database(), PayloadLiteral{}, offset, depth, f.data(), captured,
-                               info, scratch_->core(0));
+        return payload_matches(db_->database(), PayloadLiteral{}, 0, offset, depth, f.data(),
+                               captured, info, scratch_->core(0));
     }
     static test::Frame udp(const std::vector<uint8_t> &payload) {
         return test::PacketBuilder()
@@ -341,6 +341,16 @@ TEST(PayloadLiteral, TheSearchOfTheWindowsStartAgreesWithANaiveOne) {
         else
             EXPECT_EQ(got, -1) << round;
     }
+}
+
+// The window length below which a rule's payload cannot match: its shortest literal, a DNS
+// suffix's wire form (length bytes and labels), none with a regular expression.
+TEST(PayloadShortest, ShortestPatternIsTheLeastBytesAMatchNeeds) {
+    using K = PayloadPattern::Kind;
+    EXPECT_EQ(shortest_pattern({{K::literal, "abcdefgh", false}, {K::literal, "xyz", true}}), 3u);
+    EXPECT_EQ(shortest_pattern({{K::dns_suffix, "example.com", false}}), 13u);  // 7example3com
+    EXPECT_EQ(shortest_pattern({{K::literal, "abcdefgh", false}, {K::regex, "a+", false}}), 0u);
+    EXPECT_EQ(shortest_pattern({}), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #endif
 
 #include "dataplane/api/protocols.h"
+#include "dataplane/patterns/payload_database.h"
 
 #if FG_HAVE_HYPERSCAN
 #include <hs/hs.h>
@@ -29,6 +30,19 @@ PayloadSpan l4_payload(const uint8_t *frame, uint32_t captured, const PacketInfo
     s.start = p.l4_offset + header;
     if (s.start > s.end) s.start = s.end;
     return s;
+}
+
+uint32_t shortest_pattern(const std::vector<PayloadPattern> &patterns) {
+    uint32_t shortest = UINT32_MAX;
+    for (const PayloadPattern &p : patterns) {
+        std::string labels, why;
+        if (p.kind == PayloadPattern::Kind::regex) return 0;
+        if (p.kind == PayloadPattern::Kind::dns_suffix && !dns_labels(p.text, &labels, &why))
+            return 0;  // refused when compiled; nothing to skip by
+        const size_t len = p.kind == PayloadPattern::Kind::literal ? p.text.size() : labels.size();
+        shortest = std::min<uint32_t>(shortest, static_cast<uint32_t>(len));
+    }
+    return shortest == UINT32_MAX ? 0 : shortest;
 }
 
 int literal_near_start(const uint8_t *w, uint32_t len, const PayloadLiteral &lit) {
@@ -71,13 +85,14 @@ int on_match(unsigned, unsigned long long, unsigned long long, unsigned, void *m
 
 }  // namespace
 
-bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t offset,
-                     uint32_t depth, const uint8_t *frame, uint32_t captured, const PacketInfo &p,
-                     hs_scratch *scratch) {
+bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t min_len,
+                     uint32_t offset, uint32_t depth, const uint8_t *frame, uint32_t captured,
+                     const PacketInfo &p, hs_scratch *scratch) {
     const PayloadSpan s = l4_payload(frame, captured, p);
     if (s.end <= s.start || s.end - s.start <= offset) return false;
     const uint32_t from = s.start + offset;
     const uint32_t len = depth != 0 ? std::min(depth, s.end - from) : s.end - from;
+    if (len < min_len) return false;  // shorter than every pattern
     if (lit.len != 0) {
         const int near = literal_near_start(frame + from, len, lit);
         if (near >= 0) return near == 1;
@@ -89,7 +104,7 @@ bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t 
 
 #else
 
-bool payload_matches(const hs_database *, const PayloadLiteral &, uint32_t, uint32_t,
+bool payload_matches(const hs_database *, const PayloadLiteral &, uint32_t, uint32_t, uint32_t,
                      const uint8_t *, uint32_t, const PacketInfo &, hs_scratch *) {
     return false;  // no payload rule loads without a pattern engine
 }

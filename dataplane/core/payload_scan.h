@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "dataplane/api/rules.h"
 #include "dataplane/core/parse.h"
 
 struct hs_database;
@@ -37,10 +38,16 @@ inline constexpr uint32_t kLiteralSpan = 16;  // positions searched with one SSE
 // left (the window is that short); -1 no, and the rest of the window is Hyperscan's to search.
 int literal_near_start(const uint8_t *w, uint32_t len, const PayloadLiteral &lit);
 
+// The bytes the shortest of the patterns needs, when every one is a literal or a DNS suffix
+// (its labels' wire form); 0 when one is a regular expression (its width is the engine's).
+uint32_t shortest_pattern(const std::vector<PayloadPattern> &patterns);
+
 // Whether one of db's patterns matches frame's payload in [offset, offset + depth) (depth 0:
-// to the end). False for a packet without an L4 header. lit: the rule's literal, if it is one.
-bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t offset,
-                     uint32_t depth, const uint8_t *frame, uint32_t captured, const PacketInfo &p,
-                     hs_scratch *scratch);
+// to the end). False for a packet without an L4 header. lit: the rule's literal, if it is one;
+// min_len: shortest_pattern(), a shorter window is not searched (bench_payload: a flood of
+// small frames against a rule of longer literals costs no engine call).
+bool payload_matches(const hs_database *db, const PayloadLiteral &lit, uint32_t min_len,
+                     uint32_t offset, uint32_t depth, const uint8_t *frame, uint32_t captured,
+                     const PacketInfo &p, hs_scratch *scratch);
 
 }  // namespace floodgate

@@ -37,6 +37,7 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
             std::memcpy(c.payload_literal.bytes, ps[0].text.data(), ps[0].text.size());
             c.payload_literal.len = static_cast<uint8_t>(ps[0].text.size());
         }
+        c.payload_min_len = shortest_pattern(ps);
     }
     c.ports_need_l4 = !c.dst_ports.empty() || !c.src_ports.empty() ||
                       (c.tcp_flags.must_set | c.tcp_flags.must_clear) != 0;

@@ -48,6 +48,9 @@ struct CompiledRule {
     uint32_t payload_offset = 0;
     uint32_t payload_depth = 0;
     PayloadLiteral payload_literal;  // len 0 unless the only pattern is a short literal
+    // The shortest pattern's length when every pattern is a literal or a DNS suffix (0 with a
+    // regular expression): a shorter window cannot match, and is not scanned.
+    uint32_t payload_min_len = 0;
 
     // Key: what the limit is kept per (KeyKind), and the address masks per family; [0] IPv4,
     // [1] IPv6, in raw memory byte order like LimitKey's words. key_mask_* mask the source

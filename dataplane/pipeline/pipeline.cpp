@@ -90,8 +90,8 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
             if (!rule_matches_rest(r, info, *b.source[i].rules, *b.dst_rules[i])) continue;
             // The payload last: only packets that could match pay for the scan.
             if (r.payload != nullptr &&
-                !payload_matches(r.payload, r.payload_literal, r.payload_offset, r.payload_depth,
-                                 b.frames[i], b.captured[i], info, scratch))
+                !payload_matches(r.payload, r.payload_literal, r.payload_min_len, r.payload_offset,
+                                 r.payload_depth, b.frames[i], b.captured[i], info, scratch))
                 continue;
             Check &c = b.checks[n_checks++];
             c.rule = r.index;
