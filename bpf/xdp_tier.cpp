@@ -423,45 +423,35 @@ std::string XdpTier::attached_program(const std::string &iface) {
 
 std::vector<XdpEntry> XdpTier::list() const {
     std::vector<XdpEntry> out;
-    auto walk = [&](int fd, auto key, uint8_t family, size_t addr_len) {
+    // Every entry of one map, its key made a Prefix by prefix_of.
+    auto walk = [&](int fd, auto key, auto prefix_of) {
         decltype(key) next{};
         const void *prev = nullptr;
         size_t steps = 0;
         while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps <= 2 * FG_XDP_MAX_ENTRIES) {
             fg_xdp_entry e{};
-            if (bpf_map_lookup_elem(fd, &next, &e) == 0) {
-                Prefix p;
-                p.family = family;
-                p.len = static_cast<uint8_t>(next.prefixlen);
-                std::memcpy(p.addr.data(), next.addr, addr_len);
-                out.push_back(entry_of(p, e));
-            }
+            if (bpf_map_lookup_elem(fd, &next, &e) == 0)
+                out.push_back(entry_of(prefix_of(next), e));
             key = next;
             prev = &key;
         }
     };
-    walk(block4_fd_, fg_xdp_key4{}, 4, 4);
-    walk(block6_fd_, fg_xdp_key6{}, 6, 16);
-    // The exact maps: a key is the address (IPv4) or the /64 (IPv6).
-    auto walk_exact = [&](int fd, auto key, uint8_t family, uint8_t len) {
-        decltype(key) next{};
-        const void *prev = nullptr;
-        size_t steps = 0;
-        while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps <= 2 * FG_XDP_MAX_ENTRIES) {
-            fg_xdp_entry e{};
-            if (bpf_map_lookup_elem(fd, &next, &e) == 0) {
-                Prefix p;
-                p.family = family;
-                p.len = len;
-                std::memcpy(p.addr.data(), &next, sizeof next);
-                out.push_back(entry_of(p, e));
-            }
-            key = next;
-            prev = &key;
-        }
+    const auto prefix = [](uint8_t family, unsigned len, const void *addr, size_t addr_len) {
+        Prefix p;
+        p.family = family;
+        p.len = static_cast<uint8_t>(len);
+        std::memcpy(p.addr.data(), addr, addr_len);
+        return p;
     };
-    walk_exact(exact4_fd_, __u32{}, 4, FG_XDP_EXACT4_LEN);
-    walk_exact(exact6_fd_, __u64{}, 6, FG_XDP_EXACT6_LEN);
+    // The tries' keys carry their length; the exact maps' key is the address (IPv4) or the /64.
+    walk(block4_fd_, fg_xdp_key4{},
+         [&](const fg_xdp_key4 &k) { return prefix(4, k.prefixlen, k.addr, 4); });
+    walk(block6_fd_, fg_xdp_key6{},
+         [&](const fg_xdp_key6 &k) { return prefix(6, k.prefixlen, k.addr, 16); });
+    walk(exact4_fd_, __u32{},
+         [&](const __u32 &k) { return prefix(4, FG_XDP_EXACT4_LEN, &k, sizeof k); });
+    walk(exact6_fd_, __u64{},
+         [&](const __u64 &k) { return prefix(6, FG_XDP_EXACT6_LEN, &k, sizeof k); });
     return out;
 }
 
