@@ -21,7 +21,8 @@ RefusalSampler::RefusalSampler(uint64_t seed) : rng_(seed | 1) {
         bytes > 0 ? std::aligned_alloc(128, (static_cast<size_t>(bytes) + 127) & ~127ul) : nullptr;
     if (mem == nullptr) throw std::bad_alloc();
     ring_ = static_cast<rte_ring *>(mem);
-    if (rte_ring_init(ring_, "fg_refusals", kSlots, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ) != 0) {
+    if (rte_ring_init(ring_, "fg_refusals", kSlots,
+                      RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ) != 0) {
         std::free(mem);
         throw std::bad_alloc();
     }

@@ -1,10 +1,10 @@
 #include "dataplane/service/xdp_feed.h"
 
-#include "dataplane/pipeline/refusal_samples.h"
-
 #include <cstdio>
+#include <set>
 
 #include "dataplane/api/numbers.h"
+#include "dataplane/pipeline/refusal_samples.h"
 
 namespace floodgate {
 
@@ -103,13 +103,13 @@ void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
             if (p) top.push_back({name, *p, count > error ? count - error : 0});
         }
     }
-    // The summaries' verdicts, then the sampled counts' for the sources not escalated already.
+    // The summaries' verdicts, then the sampled counts' for the sources not escalated already
+    // (looked up in a set: a spread flood gives the sampled side tens of thousands).
     std::vector<Escalation> now = escalator_.sample(now_ns, top);
-    for (Escalation &e : sampled_escalator_.sample(now_ns, sampled_.counts(now_ns))) {
-        bool listed = false;
-        for (const Escalation &was : now) listed = listed || was.key == e.key;
-        if (!listed) now.push_back(std::move(e));
-    }
+    std::set<Prefix> listed;
+    for (const Escalation &e : now) listed.insert(e.key);
+    for (Escalation &e : sampled_escalator_.sample(now_ns, sampled_.counts(now_ns)))
+        if (listed.insert(e.key).second) now.push_back(std::move(e));
     std::string error;
     for (const Escalation &e : now) {
         XdpEntry before;
