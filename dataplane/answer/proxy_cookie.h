@@ -1,0 +1,125 @@
+// syn-proxy's cookie: the initial sequence number of floodgate's SYN-ACK to a client, from which
+// the client's ACK alone rebuilds what the server's SYN must carry. Nothing is stored per
+// connection attempt, so a spoofed SYN flood costs no memory.
+//
+//   bit 31 ............ 8   7 ... 5   4 ..... 1   0
+//       MAC (24 bits)       MSS class  wscale + 1  SACK-permitted     (low byte XOR the MAC's)
+//
+// - The MAC is SipHash-2-4 (syn_cookie.h) of the connection's addresses and ports, the client's
+//   ISN and the time slot, under a key of its own (derived from syn-auth's, so the two cookies
+//   never stand for each other). An ACK guessed at random passes with probability 2^-24 per
+//   slot tried; it is checked for the current and the previous slot, as syn-auth's RST is.
+// - The options sit in the ISN, not in TCP timestamps (Linux's way), because some clients turn
+//   timestamps off; DPVS and AWS's BPF SYN proxy do the same. XORed with the MAC's low byte so
+//   that an ISN does not show them (all 256 values decode: the MAC is what authenticates).
+// - The window scale is exact (4 bits: none or 0-14), since a server told a larger shift than
+//   the client uses would overrun the client's buffer, and a smaller one would cut its window.
+// - The MSS is rounded down to one of eight classes: a smaller segment is always safe. What is
+//   lost: a client MSS above 1460 (jumbo frames) is carried as 1460, and one between classes as
+//   the class below.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/answer/syn_cookie.h"
+#include "dataplane/core/tcp_options.h"
+
+namespace floodgate {
+
+// The MSS classes, ascending: RFC 9293's IPv4 default, IPv6's minimum (1280 - 60), the common
+// tunnel and VPN sizes, IPv6 over PPPoE, IPv6 and IPv4 over PPPoE, IPv4 over Ethernet.
+inline constexpr uint16_t kProxyMssClasses[8] = {536, 1220, 1360, 1400, 1432, 1440, 1452, 1460};
+
+// What the client's SYN asked for, as the cookie carries it.
+struct ProxiedOptions {
+    uint16_t mss = 0;                 // one of kProxyMssClasses
+    uint8_t wscale = kNoWindowScale;  // exact, or kNoWindowScale
+    bool sack_permitted = false;
+
+    bool operator==(const ProxiedOptions &) const = default;
+};
+
+// The MSS a SYN without the option implies (RFC 9293 3.7.1; RFC 8200 5 for IPv6's 1280 - 60).
+inline uint16_t default_mss(uint8_t family) {
+    return family == 6 ? 1220 : 536;
+}
+
+inline uint8_t proxy_mss_class(uint16_t mss) {
+    uint8_t c = 0;
+    while (c + 1 < 8 && kProxyMssClasses[c + 1] <= mss) ++c;
+    return c;
+}
+
+// The options the cookie keeps of a client's SYN of this family.
+inline ProxiedOptions proxied_options(const SynOptions &syn, uint8_t family) {
+    const uint16_t mss = syn.mss != 0 ? syn.mss : default_mss(family);
+    return {kProxyMssClasses[proxy_mss_class(mss)], syn.wscale, syn.sack_permitted};
+}
+
+inline CookieKey proxy_cookie_key(const CookieKey &syn_auth_key) {
+    const uint64_t label[2] = {0x7379'6e2d'7072'6f78ull, 1};  // "syn-prox", version 1
+    return {siphash24(syn_auth_key, label, 2), siphash24(syn_auth_key, label, 1)};
+}
+
+namespace detail {
+// The tuple as syn_cookie() packs it, with the client's ISN beside the slot.
+inline uint32_t proxy_mac(const CookieKey &key, const PacketInfo &p, uint32_t client_isn,
+                          uint64_t slot) {
+    uint64_t w[6];
+    const uint64_t tail =
+        uint64_t{p.src_port} << 16 | p.dst_port | uint64_t{p.family} << 32 | slot << 35;
+    if (p.family == 4) {
+        uint32_t src, dst;
+        std::memcpy(&src, p.src, 4);
+        std::memcpy(&dst, p.dst, 4);
+        w[0] = uint64_t{src} | uint64_t{dst} << 32;
+        w[1] = tail;
+        w[2] = client_isn;
+        return static_cast<uint32_t>(siphash24(key, w, 3));
+    }
+    std::memcpy(&w[0], p.src, 16);
+    std::memcpy(&w[2], p.dst, 16);
+    w[4] = tail;
+    w[5] = client_isn;
+    return static_cast<uint32_t>(siphash24(key, w, 6));
+}
+
+inline uint8_t pack_options(const ProxiedOptions &o) {
+    const uint8_t ws = o.wscale == kNoWindowScale ? 0 : static_cast<uint8_t>(o.wscale + 1);
+    return static_cast<uint8_t>(proxy_mss_class(o.mss) << 5 | ws << 1 | (o.sack_permitted ? 1 : 0));
+}
+
+inline ProxiedOptions unpack_options(uint8_t b) {
+    const uint8_t ws = (b >> 1) & 0xf;
+    return {kProxyMssClasses[b >> 5], ws == 0 ? kNoWindowScale : static_cast<uint8_t>(ws - 1),
+            (b & 1) != 0};
+}
+}  // namespace detail
+
+// The ISN of the SYN-ACK answering a SYN (p: as the client sent it, source = client) whose own
+// ISN is client_isn.
+inline uint32_t proxy_cookie(const CookieKey &key, const PacketInfo &p, uint32_t client_isn,
+                             const ProxiedOptions &options, uint64_t slot) {
+    const uint32_t mac = detail::proxy_mac(key, p, client_isn, slot);
+    return (mac & 0xffffff00u) | ((mac ^ detail::pack_options(options)) & 0xffu);
+}
+
+// Checks the ACK completing a proxied handshake (p: the ACK, source = client): its sequence
+// number is the client's ISN + 1 and its acknowledgment the cookie + 1. On success *options
+// holds what the client's SYN asked for. The options byte is not under the MAC: only a client
+// that received the SYN-ACK can change it, and it could as well have asked for other options.
+inline bool proxy_cookie_check(const CookieKey &key, const PacketInfo &p, uint64_t now_ns,
+                               ProxiedOptions *options) {
+    const uint32_t cookie = p.tcp_ack - 1;
+    const uint32_t client_isn = p.tcp_seq - 1;
+    const uint64_t slot = cookie_slot(now_ns);
+    for (unsigned back = 0; back < 2 && back <= slot; ++back) {
+        const uint32_t mac = detail::proxy_mac(key, p, client_isn, slot - back);
+        if ((mac & 0xffffff00u) != (cookie & 0xffffff00u)) continue;
+        *options = detail::unpack_options(static_cast<uint8_t>((cookie ^ mac) & 0xffu));
+        return true;
+    }
+    return false;
+}
+
+}  // namespace floodgate
