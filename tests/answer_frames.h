@@ -124,12 +124,7 @@ inline Frame build(const Net &n, const PacketBuilder &b) {
 
 // A TCP segment with sequence and acknowledgment numbers (which the builder leaves 0) and its
 // checksum made right again, so that tshark sees valid requests before the answers.
-inline Frame tcp_frame(const Net &n, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0,
-                       uint16_t src_port = 40000, uint8_t data_offset_words = 5) {
-    Frame f = build(n, base(n)
-                           .tcp(src_port, 443, flags)
-                           .tcp_data_offset(data_offset_words)
-                           .payload(payload + (data_offset_words - 5) * 4u));
+inline Frame with_seq_ack(Frame f, const Net &n, uint32_t seq, uint32_t ack) {
     const size_t l4 = n.l4();
     put32(&f, l4 + 4, seq);
     put32(&f, l4 + 8, ack);
@@ -137,6 +132,27 @@ inline Frame tcp_frame(const Net &n, uint8_t flags, uint32_t seq, uint32_t ack, 
     put16(&f, l4 + 16,
           static_cast<uint16_t>(~l4_sum(f, n.l3(), l4, f.size() - l4, n.family, kProtoTcp)));
     return f;
+}
+inline Frame tcp_frame(const Net &n, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0,
+                       uint16_t src_port = 40000, uint8_t data_offset_words = 5) {
+    return with_seq_ack(build(n, base(n)
+                                     .tcp(src_port, 443, flags)
+                                     .tcp_data_offset(data_offset_words)
+                                     .payload(payload + (data_offset_words - 5) * 4u)),
+                        n, seq, ack);
+}
+
+// Linux 6.x's SYN options: MSS 1460, SACK-permitted, timestamps, NOP, window scale 7.
+inline const std::vector<uint8_t> kLinuxSynOptions = {2,    4,    0x05, 0xb4, 4, 2, 8, 10, 0, 0,
+                                                      0x12, 0x34, 0,    0,    0, 0, 1, 3,  3, 7};
+
+// A SYN whose header carries options (a multiple of 4 bytes).
+inline Frame syn_with_options(const Net &n, const std::vector<uint8_t> &options,
+                              uint32_t seq = 0x11223344, uint16_t src_port = 40000) {
+    const auto words = static_cast<uint8_t>(5 + options.size() / 4);
+    return with_seq_ack(
+        build(n, base(n).tcp(src_port, 443, kSyn).tcp_data_offset(words).payload(options)), n, seq,
+        0);
 }
 
 inline const std::vector<uint8_t> kWwwExampleCom = dns_name({"www", "example", "com"});  // 17 bytes
@@ -193,6 +209,8 @@ inline Frame valid_frame(AnswerKind kind, const Net &n) {
             return dns_frame(n);
         case AnswerKind::tcp_rst:
             return tcp_frame(n, kAck | kPsh, 1000, 2000, 10);
+        case AnswerKind::syn_proxy:
+            return syn_with_options(n, kLinuxSynOptions);
         case AnswerKind::icmp_unreachable:
         case AnswerKind::count:
             break;
@@ -224,6 +242,11 @@ inline Answer answer(AnswerKind kind, const Frame &in, uint32_t cookie = 0) {
     if (!a.plan.ok()) return a;
     EXPECT_LE(a.plan.answer_len, len);
     a.plan.cookie = cookie;
+    if (kind == AnswerKind::syn_proxy) {  // what a pipeline announces for a Linux server
+        a.plan.mss = 1460;
+        a.plan.wscale = 7;
+        a.plan.window = 65535;
+    }
     const uint32_t out = build_answer(a.plan, info, buf.get(), len);
     EXPECT_EQ(out, a.plan.answer_len);
     EXPECT_LE(out, len);
@@ -242,6 +265,7 @@ inline std::string why(AnswerKind kind, const Frame &in) {
 }
 
 inline constexpr AnswerKind kKinds[] = {AnswerKind::syn_cookie, AnswerKind::dns_truncated,
-                                        AnswerKind::tcp_rst, AnswerKind::icmp_unreachable};
+                                        AnswerKind::tcp_rst, AnswerKind::icmp_unreachable,
+                                        AnswerKind::syn_proxy};
 
 }  // namespace floodgate::answer_test

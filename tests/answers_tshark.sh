@@ -17,7 +17,7 @@
 # checks the TCP checksum of a quoted segment cut short, which cannot match (the quote keeps the
 # segment's first bytes only). Malformed is checked there too.
 # Then it checks what tshark decodes: DNS responses with TC set, SYN-ACKs with the cookie as
-# ack, the two kinds of RST, ICMP 3/13 and ICMPv6 1/1, and every top-level checksum "Good".
+# ack, syn-proxy's SYN-ACKs with the cookie as seq and a server's options, the two kinds of RST, ICMP 3/13 and ICMPv6 1/1, and every top-level checksum "Good".
 #
 #   answers_tshark.sh UNIT_TESTS_BINARY     exit 77 (skipped) without tshark
 set -euo pipefail
@@ -78,14 +78,16 @@ expect() {  # what, expected count, display filter
   got=$(count "$3")
   if [ "$got" -eq "$2" ]; then echo "ok: $1: $got"; else echo "FAIL: $1: $got, not $2 ($3)"; fail=1; fi
 }
-if [ "$nets" -lt 1 ] || [ "$frames" -ne $((12 * nets)) ]; then
-  echo "FAIL: $frames frames for $nets nets: AnswerPcap writes 12 a net"
+if [ "$nets" -lt 1 ] || [ "$frames" -ne $((14 * nets)) ]; then
+  echo "FAIL: $frames frames for $nets nets: AnswerPcap writes 14 a net"
   fail=1
 fi
 expect "DNS responses, TC set, header and question only" "$nets" \
   'udp.srcport == 53 && dns.flags.response == 1 && dns.flags.truncated == 1 && dns.flags.opcode == 0 && dns.flags.authoritative == 0 && dns.flags.recdesired == 1 && dns.flags.recavail == 0 && dns.flags.rcode == 0 && dns.count.queries == 1 && dns.count.answers == 0 && dns.count.auth_rr == 0 && dns.count.add_rr == 0 && dns.qry.name == "www.example.com"'
 expect "SYN-ACKs, ack = the cookie, seq = ~cookie, window 0" "$nets" \
   'tcp.flags.syn == 1 && tcp.flags.ack == 1 && tcp.ack_raw == 0x5eed1234 && tcp.seq_raw == 0xa112edcb && tcp.window_size_value == 0 && tcp.len == 0'
+expect "syn-proxy's SYN-ACKs: seq = the cookie, ack = ISN + 1, a server's window and options" "$nets" \
+  'tcp.flags.syn == 1 && tcp.flags.ack == 1 && tcp.seq_raw == 0x5eed1234 && tcp.ack_raw == 0x11223345 && tcp.window_size_value == 65535 && tcp.options.mss_val == 1460 && tcp.options.sack_perm && tcp.options.wscale.shift == 7 && !tcp.options.timestamp.tsval && tcp.len == 0'
 expect "RST|ACK for a SYN, ack = ISN + 1" "$nets" \
   'tcp.flags.reset == 1 && tcp.flags.ack == 1 && tcp.seq_raw == 0 && tcp.ack_raw == 0x11223345 && tcp.len == 0'
 expect "RST for an ACK, seq = its ack" "$nets" \
@@ -93,7 +95,7 @@ expect "RST for an ACK, seq = its ack" "$nets" \
 expect "ICMP administratively prohibited" "$((2 * nets))" \
   '(icmp.type == 3 && icmp.code == 13) || (icmpv6.type == 1 && icmpv6.code == 1)'
 # The requests have TTL 55, so that 64 can only be the answer's (a quote is a second IP layer).
-expect "answers with TTL / hop limit 64" "$((6 * nets))" \
+expect "answers with TTL / hop limit 64" "$((7 * nets))" \
   '(ip.src == 203.0.113.9 && ip.ttl == 64 && ip.flags.df == 1) || (ipv6.src == 2001:db8:1::9 && ipv6.hlim == 64)'
 
 if [ "$fail" -ne 0 ]; then

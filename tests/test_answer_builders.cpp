@@ -96,6 +96,81 @@ TEST_P(AnswerNet, SynCookieIsASynAckAcknowledgingTheCookie) {
     expect_tcp(b.frame, n, 0xffffffff, 0, kSyn | kAck);
 }
 
+// ---- syn_proxy ------------------------------------------------------------------------------
+
+// The SYN-ACK a server would send: seq = the cookie, ack = ISN + 1, the window and MSS floodgate
+// announces, and each option the SYN offered answered (no timestamps), in 4-byte words.
+struct ProxyCase {
+    std::vector<uint8_t> syn_options;
+    std::vector<uint8_t> answer_options;
+    uint8_t offered;
+};
+
+TEST_P(AnswerNet, SynProxyIsTheSynAckOfAServer) {
+    const Net &n = GetParam();
+    const ProxyCase cases[] = {
+        {kLinuxSynOptions,
+         {2, 4, 0x05, 0xa0, 1, 1, 4, 2, 1, 3, 3, 9},
+         kOfferedMss | kOfferedSack | kOfferedWscale},
+        // MSS 1400, NOP, window scale 6 (no SACK): a tunnel client.
+        {{2, 4, 0x05, 0x78, 1, 3, 3, 6},
+         {2, 4, 0x05, 0xa0, 1, 3, 3, 9},
+         kOfferedMss | kOfferedWscale},
+        // SACK-permitted alone: no MSS is announced (the client assumes the default).
+        {{4, 2, 0, 0}, {1, 1, 4, 2}, kOfferedSack},
+        {{}, {}, 0},
+    };
+    for (const ProxyCase &c : cases) {
+        SCOPED_TRACE(c.syn_options.size());
+        const Frame in = syn_with_options(n, c.syn_options, 0xfffffffe);
+        Answer a;
+        {
+            const auto len = static_cast<uint32_t>(in.size());
+            PacketInfo info;
+            ASSERT_EQ(parse_packet(in.data(), len, &info), ParseStatus::ip);
+            auto buf = heap_copy(in.data(), in.size());
+            a.plan = plan_answer(AnswerKind::syn_proxy, buf.get(), len, info);
+            ASSERT_TRUE(a.plan.ok()) << no_answer_name(a.plan.why);
+            EXPECT_EQ(a.plan.offered, c.offered);
+            a.plan.cookie = 0xc0ffee11;
+            a.plan.mss = 1440;
+            a.plan.wscale = 9;
+            a.plan.window = 29200;
+            const uint32_t out = build_answer(a.plan, info, buf.get(), len);
+            ASSERT_EQ(out, a.plan.answer_len);
+            ASSERT_LE(out, len) << "never longer than the SYN";
+            a.frame.assign(buf.get(), buf.get() + out);
+        }
+        const size_t tcp_bytes = 20 + c.answer_options.size();
+        ASSERT_NO_FATAL_FAILURE(expect_envelope(in, a.frame, n, kProtoTcp, tcp_bytes));
+        const size_t t = n.answer_l4();
+        EXPECT_EQ(be16(a.frame, t), 443);
+        EXPECT_EQ(be16(a.frame, t + 2), 40000);
+        EXPECT_EQ(be32(a.frame, t + 4), 0xc0ffee11u) << "seq: the cookie";
+        EXPECT_EQ(be32(a.frame, t + 8), 0xffffffffu) << "ack: the client's ISN + 1";
+        EXPECT_EQ(a.frame[t + 12], tcp_bytes / 4 << 4);
+        EXPECT_EQ(a.frame[t + 13], kSyn | kAck);
+        EXPECT_EQ(be16(a.frame, t + 14), 29200) << "window";
+        EXPECT_EQ(slice(a.frame, t + 20, t + tcp_bytes), c.answer_options);
+    }
+}
+
+TEST_P(AnswerNet, SynProxyKeepsWhatTheCookieCarries) {
+    const Net &n = GetParam();
+    const Answer a = answer(AnswerKind::syn_proxy, syn_with_options(n, kLinuxSynOptions));
+    ASSERT_TRUE(a.plan.ok());
+    EXPECT_EQ(a.plan.client, (ProxiedOptions{1460, 7, true}));
+    const Answer bare = answer(AnswerKind::syn_proxy, syn_with_options(n, {}));
+    ASSERT_TRUE(bare.plan.ok());
+    EXPECT_EQ(bare.plan.client, (ProxiedOptions{static_cast<uint16_t>(n.family == 4 ? 536 : 1220),
+                                                kNoWindowScale, false}));
+    // Malformed options are not answered (a real stack never sends them).
+    EXPECT_EQ(why(AnswerKind::syn_proxy, syn_with_options(n, {2, 3, 5, 0})), "bad_tcp_options");
+    EXPECT_EQ(why(AnswerKind::syn_proxy, tcp_frame(n, kSyn | kAck, 1, 2)), "wrong_protocol");
+    EXPECT_EQ(why(AnswerKind::syn_proxy, tcp_frame(n, kSyn | kRst, 1, 0)), "answers_rst");
+    EXPECT_EQ(why(AnswerKind::syn_proxy, udp_frame(n, 10)), "wrong_protocol");
+}
+
 // ---- dns_truncated --------------------------------------------------------------------------
 
 void expect_dns(const Frame &in, const Answer &a, const Net &n, const DnsMsg &q, uint8_t flags2,
@@ -305,6 +380,9 @@ TEST(AnswerNames, FollowTheLists) {
     // Never renumbered: the pipeline's counters and the metric labels follow these values.
     EXPECT_EQ(static_cast<int>(NoAnswer::not_contiguous), 8);
     EXPECT_EQ(static_cast<int>(NoAnswer::dst_not_unicast), 9);
+    EXPECT_EQ(static_cast<int>(NoAnswer::bad_tcp_options), 10);
+    EXPECT_EQ(static_cast<int>(AnswerKind::syn_proxy), 4);
+    EXPECT_STREQ(answer_kind_name(AnswerKind::syn_proxy), "syn_proxy");
 }
 
 // ---- For tshark -----------------------------------------------------------------------------
@@ -326,6 +404,7 @@ TEST(AnswerPcap, EveryKindForTshark) {
     for (const Net &n : kNets) {
         SCOPED_TRACE(n.name);
         pair(AnswerKind::syn_cookie, tcp_frame(n, kSyn, 0x11223344, 0, 0, port++));
+        pair(AnswerKind::syn_proxy, syn_with_options(n, kLinuxSynOptions, 0x11223344, port++));
         pair(AnswerKind::dns_truncated, dns_frame(n, DnsMsg{}.bytes(), port++));
         pair(AnswerKind::tcp_rst, tcp_frame(n, kSyn, 0x11223344, 0, 0, port++));
         pair(AnswerKind::tcp_rst, tcp_frame(n, kAck | kPsh, 1000, 2000, 10, port++));

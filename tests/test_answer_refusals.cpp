@@ -28,6 +28,11 @@ Frame valid_frame_between(AnswerKind kind, const Net &n, const char *src, const 
             return build(n, base(n, src, dst).udp(33333, 53).payload(DnsMsg{}.bytes()));
         case AnswerKind::tcp_rst:
             return build(n, base(n, src, dst).tcp(40000, 443, kAck).payload(10));
+        case AnswerKind::syn_proxy:
+            return build(n, base(n, src, dst)
+                                .tcp(40000, 443, kSyn)
+                                .tcp_data_offset(6)
+                                .payload(std::vector<uint8_t>{2, 4, 0x05, 0xb4}));
         case AnswerKind::icmp_unreachable:
         case AnswerKind::count:
             break;

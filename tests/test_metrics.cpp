@@ -532,9 +532,9 @@ TEST(Metrics, EveryAnswerKindIsThereFromTheFirstScrape) {
     MetricsInput in;
     in.stats = &stats;
     const std::string text = prometheus_text(in);
-    EXPECT_EQ(samples_of(text, "floodgate_answers_by_kind_total").size(), 4u) << text;
+    EXPECT_EQ(samples_of(text, "floodgate_answers_by_kind_total").size(), 5u) << text;
     EXPECT_TRUE(has_line(text, "floodgate_answers_by_kind_total{kind=\"syn_cookie\"} 7")) << text;
-    for (const char *kind : {"dns_truncated", "tcp_rst", "icmp_unreachable"})
+    for (const char *kind : {"dns_truncated", "tcp_rst", "icmp_unreachable", "syn_proxy"})
         EXPECT_TRUE(
             has_line(text, std::string("floodgate_answers_by_kind_total{kind=\"") + kind + "\"} 0"))
             << kind << "\n"

@@ -14,9 +14,10 @@
 // longer than the frame it answers (the builders guarantee it: tests/test_answer_builders.cpp), so
 // floodgate can never amplify a spoofed flood toward its victim.
 //
-// One file per kind (answer_syn_cookie.cpp, answer_dns.cpp, answer_rst.cpp, answer_icmp.cpp),
-// picked through a table in answer.cpp generated from FG_ANSWER_KINDS; what they share (the
-// "never answer" checks, Ethernet and IP headers, checksums) is in answer_kinds.h.
+// One file per kind (answer_syn_cookie.cpp, answer_syn_proxy.cpp, answer_dns.cpp,
+// answer_rst.cpp, answer_icmp.cpp), picked through a table in answer.cpp generated from
+// FG_ANSWER_KINDS; what they share (the "never answer" checks, Ethernet and IP headers,
+// checksums) is in answer_kinds.h.
 //
 // The answers, byte for byte (IP header: IPv4 IHL 5, TOS 0, ID 0, DF, TTL 64; IPv6 traffic
 // class and flow label 0, hop limit 64, no extension headers; addresses swapped):
@@ -26,6 +27,9 @@
 //                     RD and CD kept, everything else 0 and one question (EDNS is dropped).
 //   tcp_rst           TCP RST as RFC 9293 3.10.7.1 says: seq = SEG.ACK if the segment had ACK,
 //                     else seq 0, ack = SEG.SEQ + SEG.LEN and RST|ACK. Window 0, no payload.
+//   syn_proxy         TCP SYN-ACK, ports swapped, seq = cookie, ack = SEG.SEQ + 1, window and
+//                     options as a server's: MSS, SACK-permitted and window scale, each only if
+//                     the SYN offered it; no timestamps (answer_syn_proxy.cpp).
 //   icmp_unreachable  ICMPv4 3/13 or ICMPv6 1/1 (administratively prohibited) quoting the
 //                     IP datagram from its IP header on, as much as fits in the frame (at most
 //                     576 bytes of IPv4 answer, RFC 1812 4.3.2.3; 1280 of IPv6, RFC 4443 2.4).
@@ -35,10 +39,15 @@
 
 #include <cstdint>
 
+#include "dataplane/answer/proxy_cookie.h"
 #include "dataplane/api/answers.h"
 #include "dataplane/core/parse.h"
 
 namespace floodgate {
+
+inline constexpr uint8_t kOfferedMss = 1;
+inline constexpr uint8_t kOfferedSack = 2;
+inline constexpr uint8_t kOfferedWscale = 4;
 
 // As written in counters, metric labels and messages.
 const char *answer_kind_name(AnswerKind k);
@@ -48,8 +57,17 @@ struct AnswerPlan {
     AnswerKind kind = AnswerKind::count;  // count: no answer (see why)
     NoAnswer why = NoAnswer::none;
     // syn_cookie: the acknowledgment number the SYN-ACK carries (deliberately not the
-    // client's ISN + 1, see answer_syn_cookie.cpp), set by the pipeline after planning.
+    // client's ISN + 1, see answer_syn_cookie.cpp); syn_proxy: the SYN-ACK's own sequence
+    // number (proxy_cookie.h). Set by the pipeline after planning.
     uint32_t cookie = 0;
+    // syn_proxy: which options the SYN offered (kOffered*: each is answered) and what the
+    // client asked for (the cookie carries it), from the planner; what floodgate announces
+    // for the server behind it (MSS, window scale, window), from the pipeline.
+    uint8_t offered = 0;
+    ProxiedOptions client;
+    uint16_t mss = 0;
+    uint8_t wscale = 0;
+    uint16_t window = 0;
     // dns_truncated: bytes of the DNS message kept (header + the one question).
     uint16_t dns_keep = 0;
     // icmp_unreachable: bytes of the original IP datagram quoted, from its IP header on.

@@ -12,7 +12,8 @@ namespace floodgate {
     X(syn_cookie)          \
     X(dns_truncated)       \
     X(tcp_rst)             \
-    X(icmp_unreachable)
+    X(icmp_unreachable)    \
+    X(syn_proxy)
 
 enum class AnswerKind : uint8_t {
 #define FG_X(name) name,
@@ -32,7 +33,8 @@ enum class AnswerKind : uint8_t {
     X(not_a_query)        /* DNS: QR set, opcode not QUERY, no single question       */ \
     X(too_short)          /* not enough bytes to quote what the answer must quote    */ \
     X(not_contiguous)     /* the frame is not in one buffer (chained mbuf)           */ \
-    X(dst_not_unicast)    /* sent to multicast/broadcast: no unicast to answer from  */
+    X(dst_not_unicast)    /* sent to multicast/broadcast: no unicast to answer from  */ \
+    X(bad_tcp_options)    /* syn-proxy: a SYN whose options are malformed            */
 
 enum class NoAnswer : uint8_t {
 #define FG_X(name) name,
