@@ -17,7 +17,7 @@ constexpr uint32_t kTcpHeaderMin = 20;
 bool read_syn_options(const uint8_t *tcp, uint32_t tcp_len, SynOptions *out) {
     *out = SynOptions{};
     if (tcp_len < kTcpHeaderMin) return false;
-    const uint32_t header_len = uint32_t{tcp[12] >> 4} * 4;
+    const uint32_t header_len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
     if (header_len < kTcpHeaderMin || header_len > tcp_len) return false;
     uint32_t at = kTcpHeaderMin;
     while (at < header_len) {
