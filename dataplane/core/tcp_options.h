@@ -25,6 +25,41 @@ struct SynOptions {
     uint32_t ts_ecr = 0;
 };
 
+// What a SYN proxy keeps of a client's SYN (dataplane/answer/proxy_cookie.h carries it in 8
+// bits). The MSS is rounded down to one of eight classes, since a smaller segment is always
+// safe; what is lost: a client MSS above 1460 (jumbo frames) is carried as 1460, and one
+// between classes as the class below. The window scale is exact.
+//
+// The MSS classes, ascending: RFC 9293's IPv4 default, IPv6's minimum (1280 - 60), the common
+// tunnel and VPN sizes, IPv6 over PPPoE, IPv6 and IPv4 over PPPoE, IPv4 over Ethernet.
+inline constexpr uint16_t kProxyMssClasses[8] = {536, 1220, 1360, 1400, 1432, 1440, 1452, 1460};
+
+// What the client's SYN asked for, as the cookie carries it.
+struct ProxiedOptions {
+    uint16_t mss = 0;                 // one of kProxyMssClasses
+    uint8_t wscale = kNoWindowScale;  // exact, or kNoWindowScale
+    bool sack_permitted = false;
+
+    bool operator==(const ProxiedOptions &) const = default;
+};
+
+// The MSS a SYN without the option implies (RFC 9293 3.7.1; RFC 8200 5 for IPv6's 1280 - 60).
+inline uint16_t default_mss(uint8_t family) {
+    return family == 6 ? 1220 : 536;
+}
+
+inline uint8_t proxy_mss_class(uint16_t mss) {
+    uint8_t c = 0;
+    while (c + 1 < 8 && kProxyMssClasses[c + 1] <= mss) ++c;
+    return c;
+}
+
+// The options the cookie keeps of a client's SYN of this family.
+inline ProxiedOptions proxied_options(const SynOptions &syn, uint8_t family) {
+    const uint16_t mss = syn.mss != 0 ? syn.mss : default_mss(family);
+    return {kProxyMssClasses[proxy_mss_class(mss)], syn.wscale, syn.sack_permitted};
+}
+
 // Reads the options of the TCP header at tcp, of which tcp_len bytes (header and payload) are
 // present. False when the header's data offset or an option does not fit, or a known option
 // has the wrong length.

@@ -1,0 +1,125 @@
+// syn-proxy's connections on their owner core: what floodgate knows of each proxied connection
+// from the client's valid ACK until both sides have closed, and nothing before (the cookie
+// carries that). Fixed capacity, set at start; no allocation afterwards; one writer (the core).
+//
+// The index is DPDK's rte_hash (cuckoo, 8 entries a bucket), keyed by the connection as the
+// client sends it, with a keyed hash (keyed_hash.h) under a secret drawn at start and passed
+// in every call (rte_hash's own CRC and jhash are unkeyed), so that a client cannot choose
+// ports whose connections pile into one bucket. Its positions index an
+// array of ProxyFlow, so a lookup is one rte_hash_lookup plus one line of state.
+//
+// A connection's life: opening (the server was sent its SYN; the client's early segments wait
+// in held[]) -> open (the server answered: segments are rewritten both ways) -> ended by a RST
+// either way, by a FIN each way, or by sweep() after its timeout: server_timeout while
+// opening, idle_timeout once open.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dataplane/core/keyed_hash.h"
+#include "dataplane/core/parse.h"
+#include "dataplane/core/tcp_options.h"
+
+struct rte_hash;
+
+namespace floodgate {
+
+// A connection as its client sends it (source = client); zeroed padding, compared as bytes.
+struct FlowKey {
+    uint8_t client[16];
+    uint8_t server[16];
+    uint16_t client_port;
+    uint16_t server_port;
+    uint8_t family;
+    uint8_t pad[3];
+};
+static_assert(sizeof(FlowKey) == 40);
+
+// The key of the connection a segment belongs to, from either side: from_client says which.
+FlowKey flow_key(const PacketInfo &p, bool from_client);
+
+enum class FlowState : uint8_t { free, opening, open };
+
+inline constexpr unsigned kHeldPerFlow = 4;  // client segments waiting for the server's SYN-ACK
+
+struct ProxyFlow {
+    FlowKey key;
+    FlowState state = FlowState::free;
+    uint8_t fins = 0;  // kFinFromClient | kFinFromServer
+    uint8_t held_count = 0;
+    ProxiedOptions client;  // what the client's SYN asked for (from the cookie)
+    uint32_t client_isn = 0;
+    uint32_t cookie = 0;               // floodgate's ISN toward the client
+    uint32_t delta = 0;                // cookie - the server's ISN, once open
+    uint8_t server_wscale = 0;         // the server's shift, once open (0: it has none)
+    uint8_t client_wscale = 0;         // the client's (0: none)
+    uint8_t announced_wscale = 0;      // what floodgate's SYN-ACK told the client (0: none)
+    uint64_t last_ns = 0;              // last segment either way (opening: when the SYN went out)
+    uint64_t held[kHeldPerFlow] = {};  // the caller's handles (mbufs)
+};
+inline constexpr uint8_t kFinFromClient = 1;
+inline constexpr uint8_t kFinFromServer = 2;
+
+struct ProxyFlowsStats {
+    uint64_t opened = 0;
+    uint64_t full = 0;       // opens refused: every slot taken
+    uint64_t closed = 0;     // by FIN both ways or RST
+    uint64_t timed_out = 0;  // by sweep()
+};
+
+class ProxyFlows {
+  public:
+    // socket: NUMA socket of the table's memory. The EAL must be running.
+    ProxyFlows(uint32_t capacity, uint64_t server_timeout_ns, uint64_t idle_timeout_ns,
+               const HashSeed &seed, int socket);
+    ~ProxyFlows();
+    ProxyFlows(const ProxyFlows &) = delete;
+    ProxyFlows &operator=(const ProxyFlows &) = delete;
+
+    bool ok() const { return hash_ != nullptr; }
+    uint32_t capacity() const { return capacity_; }
+    uint32_t size() const { return size_; }
+    const ProxyFlowsStats &stats() const { return stats_; }
+
+    ProxyFlow *find(const FlowKey &k);
+    // A new connection in state opening at now_ns; nullptr (counted in full) without room.
+    // The key must not be present.
+    ProxyFlow *open(const FlowKey &k, uint64_t now_ns);
+    // Ends a connection (its held handles are the caller's to free first).
+    void close(ProxyFlow *f);
+
+    // Visits the next n slots round robin and ends those past their timeout at now_ns, after
+    // handing each to on_expired (which frees what it holds, answers the client...).
+    template <class F>
+    void sweep(uint64_t now_ns, uint32_t n, F &&on_expired) {
+        for (uint32_t i = 0; i < n && size_ > 0; ++i) {
+            ProxyFlow &f = flows_[cursor_];
+            cursor_ = cursor_ + 1 == slots_ ? 0 : cursor_ + 1;
+            if (f.state == FlowState::free) continue;
+            const uint64_t limit =
+                f.state == FlowState::opening ? server_timeout_ns_ : idle_timeout_ns_;
+            if (now_ns - f.last_ns < limit) continue;
+            on_expired(f);
+            remove(&f);
+            ++stats_.timed_out;
+        }
+    }
+
+  private:
+    uint32_t hash(const FlowKey &k) const;
+    void remove(ProxyFlow *f);
+
+    rte_hash *hash_ = nullptr;
+    std::unique_ptr<ProxyFlow[]> flows_;
+    uint32_t capacity_ = 0;
+    uint32_t slots_ = 0;  // positions rte_hash can return
+    uint32_t size_ = 0;
+    uint32_t cursor_ = 0;
+    HashSeed seed_;
+    uint64_t server_timeout_ns_;
+    uint64_t idle_timeout_ns_;
+    ProxyFlowsStats stats_;
+};
+
+}  // namespace floodgate
