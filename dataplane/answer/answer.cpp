@@ -78,8 +78,11 @@ uint16_t transport_checksum(uint64_t sum) {
 }  // namespace
 
 void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32_t l4_bytes,
-                   uint32_t answer_len, bool offload) {
+                   uint32_t answer_len, bool offload, Toward toward) {
     offload = offload && (proto == kProtoTcp || proto == kProtoUdp);
+    const bool back = toward == Toward::source;
+    const uint8_t *from = back ? info.dst : info.src;
+    const uint8_t *to = back ? info.src : info.dst;
     uint8_t *ip = frame + info.l3_offset;
     uint8_t *l4 = ip + ip_header_bytes(info);
     uint8_t *sum_at = l4 + checksum_field(proto);
@@ -98,8 +101,8 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
         ip[9] = proto;
         ip[10] = 0;
         ip[11] = 0;
-        std::memcpy(ip + 12, info.dst, 4);
-        std::memcpy(ip + 16, info.src, 4);
+        std::memcpy(ip + 12, from, 4);
+        std::memcpy(ip + 16, to, 4);
         if (offload) {
             l4_sum = rte_ipv4_phdr_cksum(reinterpret_cast<const rte_ipv4_hdr *>(ip), 0);
         } else {
@@ -118,8 +121,8 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
         store_be16(ip + 4, static_cast<uint16_t>(l4_bytes));
         ip[6] = proto;
         ip[7] = kAnswerTtl;
-        std::memcpy(ip + 8, info.dst, 16);
-        std::memcpy(ip + 24, info.src, 16);
+        std::memcpy(ip + 8, from, 16);
+        std::memcpy(ip + 24, to, 16);
         if (offload) {
             l4_sum = rte_ipv6_phdr_cksum(reinterpret_cast<const rte_ipv6_hdr *>(ip), 0);
         } else {
@@ -133,10 +136,12 @@ void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32
     }
     std::memcpy(sum_at, &l4_sum, 2);
 
-    uint8_t mac[6];
-    std::memcpy(mac, frame, 6);
-    std::memcpy(frame, frame + 6, 6);
-    std::memcpy(frame + 6, mac, 6);
+    if (back) {
+        uint8_t mac[6];
+        std::memcpy(mac, frame, 6);
+        std::memcpy(frame, frame + 6, 6);
+        std::memcpy(frame + 6, mac, 6);
+    }
 
     const uint32_t ip_end = answer_l4_offset(info) + l4_bytes;
     if (answer_len > ip_end) std::memset(frame + ip_end, 0, answer_len - ip_end);

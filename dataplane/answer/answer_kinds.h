@@ -75,13 +75,45 @@ inline void write_tcp_header(uint8_t *tcp, uint16_t src_port, uint16_t dst_port,
     store_be16(tcp + 18, 0);  // urgent pointer
 }
 
+// The options of a SYN or SYN-ACK that syn-proxy writes, each in one 4-byte word and only if
+// offered (kOffered*): MSS; NOP, NOP, SACK-permitted; NOP, window scale.
+inline uint32_t syn_options_bytes(uint8_t offered) {
+    return 4 * static_cast<uint32_t>(__builtin_popcount(offered));
+}
+inline void write_syn_options(uint8_t *o, uint8_t offered, uint16_t mss, uint8_t wscale) {
+    if ((offered & kOfferedMss) != 0) {
+        o[0] = 2;
+        o[1] = 4;
+        store_be16(o + 2, mss);
+        o += 4;
+    }
+    if ((offered & kOfferedSack) != 0) {
+        o[0] = 1;
+        o[1] = 1;
+        o[2] = 4;
+        o[3] = 2;
+        o += 4;
+    }
+    if ((offered & kOfferedWscale) != 0) {
+        o[0] = 1;
+        o[1] = 3;
+        o[2] = 3;
+        o[3] = wscale;
+    }
+}
+
+// Where a frame built from another goes: back to its source (an answer), or on toward its
+// destination (syn-proxy's SYN to the server, written over the client's ACK).
+enum class Toward : uint8_t { source, destination };
+
 // The common tail of every builder: a fresh IP header at info.l3_offset (addresses swapped,
 // protocol proto, l4_bytes of upper layer after it), the upper layer's checksum, the Ethernet
 // addresses swapped (VLAN tags and the ethertype stay as they were) and zeros from the end of
 // the IP packet to answer_len. With offload (TCP and UDP only), the IPv4 header checksum is
 // left 0 and the L4 checksum field holds the pseudo-header sum, for the port to finish.
+// Toward::destination keeps the addresses, IP and Ethernet, as they were.
 void finish_answer(uint8_t *frame, const PacketInfo &info, uint8_t proto, uint32_t l4_bytes,
-                   uint32_t answer_len, bool offload = false);
+                   uint32_t answer_len, bool offload = false, Toward toward = Toward::source);
 
 // One planner and one builder per kind, in answer_<kind>.cpp.
 #define FG_X(name)                                                                   \

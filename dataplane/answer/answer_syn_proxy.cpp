@@ -19,17 +19,6 @@
 
 namespace floodgate::answer {
 
-namespace {
-constexpr uint8_t kOptionNop = 1;
-constexpr uint8_t kOptionMss = 2;
-constexpr uint8_t kOptionWindowScale = 3;
-constexpr uint8_t kOptionSackPermitted = 4;
-
-uint32_t options_bytes(uint8_t offered) {
-    return 4 * static_cast<uint32_t>(__builtin_popcount(offered));
-}
-}  // namespace
-
 NoAnswer plan_syn_proxy(const uint8_t *frame, uint32_t len, const PacketInfo &info,
                         AnswerPlan *plan) {
     if (info.l4_proto != kProtoTcp || !info.has_l4) return NoAnswer::wrong_protocol;
@@ -42,7 +31,7 @@ NoAnswer plan_syn_proxy(const uint8_t *frame, uint32_t len, const PacketInfo &in
     plan->offered = static_cast<uint8_t>((syn.mss != 0 ? kOfferedMss : 0) |
                                          (syn.sack_permitted ? kOfferedSack : 0) |
                                          (syn.wscale != kNoWindowScale ? kOfferedWscale : 0));
-    const uint32_t tcp_bytes = kTcpHeaderBytes + options_bytes(plan->offered);
+    const uint32_t tcp_bytes = kTcpHeaderBytes + syn_options_bytes(plan->offered);
     if (answer_l4_offset(info) + tcp_bytes > len) return NoAnswer::too_short;  // never, see above
     plan->answer_len = answer_frame_len(info, tcp_bytes, len);
     return NoAnswer::none;
@@ -50,33 +39,14 @@ NoAnswer plan_syn_proxy(const uint8_t *frame, uint32_t len, const PacketInfo &in
 
 bool build_syn_proxy(const AnswerPlan &plan, const PacketInfo &info, uint8_t *frame, uint32_t) {
     const uint32_t tcp_at = answer_l4_offset(info);
-    const uint32_t tcp_bytes = kTcpHeaderBytes + options_bytes(plan.offered);
+    const uint32_t tcp_bytes = kTcpHeaderBytes + syn_options_bytes(plan.offered);
     if (tcp_at + tcp_bytes > plan.answer_len) return false;
     uint8_t *tcp = frame + tcp_at;
     write_tcp_header(tcp, info.dst_port, info.src_port, plan.cookie, info.tcp_seq + 1,
                      kTcpSyn | kTcpAck);
     tcp[12] = static_cast<uint8_t>(tcp_bytes / 4 << 4);
     store_be16(tcp + 14, plan.window);
-    uint8_t *o = tcp + kTcpHeaderBytes;
-    if ((plan.offered & kOfferedMss) != 0) {
-        o[0] = kOptionMss;
-        o[1] = 4;
-        store_be16(o + 2, plan.mss);
-        o += 4;
-    }
-    if ((plan.offered & kOfferedSack) != 0) {
-        o[0] = kOptionNop;
-        o[1] = kOptionNop;
-        o[2] = kOptionSackPermitted;
-        o[3] = 2;
-        o += 4;
-    }
-    if ((plan.offered & kOfferedWscale) != 0) {
-        o[0] = kOptionNop;
-        o[1] = kOptionWindowScale;
-        o[2] = 3;
-        o[3] = plan.wscale;
-    }
+    write_syn_options(tcp + kTcpHeaderBytes, plan.offered, plan.mss, plan.wscale);
     finish_answer(frame, info, kProtoTcp, tcp_bytes, plan.answer_len, plan.offload_checksums);
     return true;
 }
