@@ -61,6 +61,25 @@ TEST(TcpTranslate, ClientToServerMovesAckAndSackEdges) {
     }
 }
 
+// A SACK option after one NOP: its edges sit at odd offsets, each across three checksum words
+// (the fuzzer's find: tests/fuzz/corpus/fuzz_tcp/regression-sack-at-odd-offset).
+TEST(TcpTranslate, SackEdgesAtOddOffsets) {
+    for (const Net &n : kNets) {
+        SCOPED_TRACE(n.name);
+        std::vector<uint8_t> o = {1, 5, 18};
+        for (uint32_t e : {0x100u, 0x200u, 0xfffffff0u, 0x20u})
+            for (int s = 24; s >= 0; s -= 8) o.push_back(static_cast<uint8_t>(e >> s));
+        o.push_back(0);  // End, to a multiple of 4 (20 bytes)
+        Segment s = segment(n, kAck, 1000, 0x40, 512, o, 33);
+        ASSERT_TRUE(s.checksum_ok());
+        ASSERT_TRUE(rewrite_segment(s.tcp(), s.tcp_len(), SegmentRewrite{.ack_sub = 0x30}));
+        EXPECT_EQ(be32(s.frame, s.l4 + 8), 0x10u);
+        EXPECT_EQ(be32(s.frame, s.l4 + 23), 0xd0u);
+        EXPECT_EQ(be32(s.frame, s.l4 + 35), 0xfffffff0u);
+        EXPECT_TRUE(s.checksum_ok());
+    }
+}
+
 TEST(TcpTranslate, ServerToClientMovesSeqOnly) {
     for (const Net &n : kNets) {
         SCOPED_TRACE(n.name);

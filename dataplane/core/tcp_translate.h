@@ -27,36 +27,6 @@ struct SegmentRewrite {
     uint8_t shift_out = 0;
 };
 
-namespace detail {
-// RFC 1624 eqn. 3 for one 16-bit word, in the byte order the checksum is stored in (network).
-inline uint16_t checksum_replace16(uint16_t check, uint16_t old_word, uint16_t new_word) {
-    uint32_t sum = static_cast<uint16_t>(~check) +
-                   static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) + new_word;
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(~sum);
-}
-inline uint16_t get16(const uint8_t *p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-inline void put16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-// Replaces the 16-bit big-endian word at p, keeping the checksum at check right.
-inline void replace16(uint8_t *p, uint16_t v, uint8_t *check) {
-    put16(check, checksum_replace16(get16(check), get16(p), v));
-    put16(p, v);
-}
-inline uint32_t get32(const uint8_t *p) {
-    return uint32_t{get16(p)} << 16 | get16(p + 2);
-}
-inline void replace32(uint8_t *p, uint32_t v, uint8_t *check) {
-    replace16(p, static_cast<uint16_t>(v >> 16), check);
-    replace16(p + 2, static_cast<uint16_t>(v), check);
-}
-}  // namespace detail
-
 // The window field a receiver told shift_out should see for a sender's field w at shift_in.
 inline uint16_t rescale_window(uint16_t w, uint8_t shift_in, uint8_t shift_out) {
     if (shift_in == shift_out || w == 0) return w;
