@@ -62,7 +62,7 @@ TEST(TcpTranslate, ClientToServerMovesAckAndSackEdges) {
 }
 
 // A SACK option after one NOP: its edges sit at odd offsets, each across three checksum words
-// (the fuzzer's find: tests/fuzz/corpus/fuzz_tcp/regression-sack-at-odd-offset).
+// (the fuzzer's find: tests/fuzz/corpus/fuzz_tcp/regress-sack-at-odd-offset).
 TEST(TcpTranslate, SackEdgesAtOddOffsets) {
     for (const Net &n : kNets) {
         SCOPED_TRACE(n.name);
