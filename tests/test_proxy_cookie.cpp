@@ -166,6 +166,8 @@ TEST(ProxyCookie, HoldsForTheCurrentAndThePreviousSlotOnly) {
     // Slot 0 has no previous slot to try (and does not wrap to the last one).
     const uint32_t first = proxy_cookie(key, ack_of(4, 1000, 0), 1000, o, 0);
     EXPECT_TRUE(proxy_cookie_check(key, ack_of(4, 1000, first), 0, &got));
+    const uint32_t last = proxy_cookie(key, ack_of(4, 1000, 0), 1000, o, (uint64_t{1} << 28) - 1);
+    EXPECT_FALSE(proxy_cookie_check(key, ack_of(4, 1000, last), 0, &got));
 }
 
 TEST(ProxyCookie, FailsForAnyOtherConnectionOrKey) {

@@ -37,12 +37,14 @@ TEST_P(ProxyFramesNet, ServerSynGoesOnWithTheClientsIsnAndOptions) {
     EXPECT_EQ(syn_window(100, ProxiedOptions{536, kNoWindowScale, false}), 100);
 
     // Too little room: nothing written.
-    Frame small = ack;
     const uint32_t ip_end = static_cast<uint32_t>(n.answer_l4()) + 32;
-    EXPECT_EQ(build_server_syn(info, small.data(), static_cast<uint32_t>(small.size()), ip_end - 1,
+    Frame small = ack;
+    small.resize(std::max<size_t>(small.size(), ip_end - 1));
+    const Frame small_before = small;
+    EXPECT_EQ(build_server_syn(info, small.data(), static_cast<uint32_t>(ack.size()), ip_end - 1,
                                client, 12800),
               0u);
-    EXPECT_EQ(small, ack);
+    EXPECT_EQ(small, small_before);
 
     Frame buf = ack;
     buf.resize(ack.size() + 64, 0xee);
@@ -94,7 +96,8 @@ TEST_P(ProxyFramesNet, ServerAckAnswersTheServersSynAck) {
     ASSERT_EQ(parse_packet(synack.data(), static_cast<uint32_t>(synack.size()), &info),
               ParseStatus::ip);
     Frame buf = synack;
-    const uint32_t len = build_server_ack(info, buf.data(), static_cast<uint32_t>(buf.size()), 502);
+    const uint32_t len =
+        build_server_ack(info, buf.data(), static_cast<uint32_t>(buf.size()), 0x11223344, 502);
     ASSERT_GT(len, 0u);
     ASSERT_LE(len, synack.size());
     const Frame out(buf.begin(), buf.begin() + len);

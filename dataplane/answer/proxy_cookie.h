@@ -14,7 +14,8 @@
 //   that an ISN does not show them (all 256 values decode: the MAC is what authenticates).
 // - The window scale is exact (4 bits: none or 0-14), since a server told a larger shift than
 //   the client uses would overrun the client's buffer, and a smaller one would cut its window.
-// - The MSS is rounded down to one of the eight classes of tcp_options.h (kProxyMssClasses).
+// - The MSS is rounded down to one of the eight classes of tcp_options.h (kProxyMssClasses;
+//   one below 536 is carried as 536).
 #pragma once
 
 #include <cstdint>

@@ -37,13 +37,14 @@ uint32_t build_server_syn(const PacketInfo &info, uint8_t *frame, uint32_t len, 
     return out_len;
 }
 
-uint32_t build_server_ack(const PacketInfo &info, uint8_t *frame, uint32_t len, uint16_t window) {
+uint32_t build_server_ack(const PacketInfo &info, uint8_t *frame, uint32_t len, uint32_t client_isn,
+                          uint16_t window) {
     if (info.l4_proto != kProtoTcp || !info.has_l4) return 0;
     const uint32_t tcp_at = answer_l4_offset(info);
     const uint32_t out_len = answer_frame_len(info, kTcpHeaderBytes, len);
     if (tcp_at + kTcpHeaderBytes > len) return 0;
     uint8_t *tcp = frame + tcp_at;
-    answer::write_tcp_header(tcp, info.dst_port, info.src_port, info.tcp_ack, info.tcp_seq + 1,
+    answer::write_tcp_header(tcp, info.dst_port, info.src_port, client_isn + 1, info.tcp_seq + 1,
                              kTcpAck);
     answer::store_be16(tcp + 14, window);
     finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, out_len);

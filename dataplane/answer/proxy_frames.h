@@ -11,7 +11,8 @@
 //               caller copies the segment first if it is to go on after the handshake.
 //   server_ack  over the server's SYN-ACK, going back to the server: <SEQ=client ISN + 1>
 //               <ACK=server ISN + 1><CTL=ACK>, the client's window, no options. Never longer
-//               than the SYN-ACK.
+//               than the SYN-ACK. The caller has checked that the SYN-ACK acknowledges the
+//               connection's SYN (its ACK is client ISN + 1); the ISN given is the connection's.
 //
 // Fresh IP headers as the answers write them (answer.h: no options or extension headers, TTL
 // 64), checksums in software; Ethernet and VLAN tags as the frame had them (server_ack swaps the
@@ -35,6 +36,8 @@ uint32_t build_server_syn(const PacketInfo &info, uint8_t *frame, uint32_t len, 
                           const ProxiedOptions &client, uint16_t window);
 
 // Writes the ACK over the server's SYN-ACK (info: its view, len bytes); returns its length.
-uint32_t build_server_ack(const PacketInfo &info, uint8_t *frame, uint32_t len, uint16_t window);
+// window: the client's window field as the server reads it (scaled by the client's shift).
+uint32_t build_server_ack(const PacketInfo &info, uint8_t *frame, uint32_t len, uint32_t client_isn,
+                          uint16_t window);
 
 }  // namespace floodgate

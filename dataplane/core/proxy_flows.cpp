@@ -70,6 +70,7 @@ ProxyFlow *ProxyFlows::open(const FlowKey &k, uint64_t now_ns) {
         return nullptr;
     }
     ProxyFlow &f = flows_[pos];
+    if (f.state != FlowState::free) return &f;  // already open: rte_hash gave its position back
     f = ProxyFlow{};
     f.key = k;
     f.state = FlowState::opening;
@@ -80,15 +81,16 @@ ProxyFlow *ProxyFlows::open(const FlowKey &k, uint64_t now_ns) {
 }
 
 void ProxyFlows::close(ProxyFlow *f) {
+    if (f->state == FlowState::free) return;
     remove(f);
     ++stats_.closed;
 }
 
 void ProxyFlows::remove(ProxyFlow *f) {
-    rte_hash_del_key_with_hash(hash_, &f->key, hash(f->key));
+    if (f->state == FlowState::free) return;
     f->state = FlowState::free;
     f->held_count = 0;
-    --size_;
+    if (rte_hash_del_key_with_hash(hash_, &f->key, hash(f->key)) >= 0) --size_;
 }
 
 }  // namespace floodgate

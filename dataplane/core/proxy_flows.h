@@ -50,11 +50,12 @@ struct ProxyFlow {
     uint8_t held_count = 0;
     ProxiedOptions client;  // what the client's SYN asked for (from the cookie)
     uint32_t client_isn = 0;
-    uint32_t cookie = 0;               // floodgate's ISN toward the client
-    uint32_t delta = 0;                // cookie - the server's ISN, once open
-    uint8_t server_wscale = 0;         // the server's shift, once open (0: it has none)
-    uint8_t client_wscale = 0;         // the client's (0: none)
-    uint8_t announced_wscale = 0;      // what floodgate's SYN-ACK told the client (0: none)
+    uint32_t cookie = 0;  // floodgate's ISN toward the client
+    uint32_t delta = 0;   // cookie - the server's ISN, once open
+    // Window scales as RFC 7323 has them: a shift of 0 is scaling on, kNoWindowScale off. The
+    // client's is client.wscale.
+    uint8_t server_wscale = kNoWindowScale;     // the server's SYN-ACK's, once open
+    uint8_t announced_wscale = kNoWindowScale;  // what floodgate's SYN-ACK told the client
     uint64_t last_ns = 0;              // last segment either way (opening: when the SYN went out)
     uint64_t held[kHeldPerFlow] = {};  // the caller's handles (mbufs)
 };
@@ -83,8 +84,8 @@ class ProxyFlows {
     const ProxyFlowsStats &stats() const { return stats_; }
 
     ProxyFlow *find(const FlowKey &k);
-    // A new connection in state opening at now_ns; nullptr (counted in full) without room.
-    // The key must not be present.
+    // A new connection in state opening at now_ns; nullptr (counted in full) without room. A
+    // key already present gives back its connection as it is (not counted as opened).
     ProxyFlow *open(const FlowKey &k, uint64_t now_ns);
     // Ends a connection (its held handles are the caller's to free first).
     void close(ProxyFlow *f);

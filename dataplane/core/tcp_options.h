@@ -28,10 +28,12 @@ struct SynOptions {
 // What a SYN proxy keeps of a client's SYN (dataplane/answer/proxy_cookie.h carries it in 8
 // bits). The MSS is rounded down to one of eight classes, since a smaller segment is always
 // safe; what is lost: a client MSS above 1460 (jumbo frames) is carried as 1460, and one
-// between classes as the class below. The window scale is exact.
+// between classes as the class below. One below 536, which no real stack sends, is carried
+// as 536, as Linux's SYN cookies do. The window scale is exact.
 //
-// The MSS classes, ascending: RFC 9293's IPv4 default, IPv6's minimum (1280 - 60), the common
-// tunnel and VPN sizes, IPv6 over PPPoE, IPv6 and IPv4 over PPPoE, IPv4 over Ethernet.
+// The MSS classes, ascending: 536 (RFC 9293's IPv4 default), 1220 (IPv6's minimum, 1280 - 60),
+// 1360 and 1400 (tunnels and VPNs), 1432 (IPv6 over PPPoE), 1440 (IPv6 over Ethernet), 1452
+// (IPv4 over PPPoE), 1460 (IPv4 over Ethernet).
 inline constexpr uint16_t kProxyMssClasses[8] = {536, 1220, 1360, 1400, 1432, 1440, 1452, 1460};
 
 // What the client's SYN asked for, as the cookie carries it.

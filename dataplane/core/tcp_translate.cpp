@@ -6,6 +6,7 @@ namespace {
 constexpr uint8_t kOptionEnd = 0;
 constexpr uint8_t kOptionNop = 1;
 constexpr uint8_t kOptionSack = 5;
+constexpr uint8_t kFlagSyn = 0x02;
 constexpr uint8_t kFlagAck = 0x10;
 constexpr uint32_t kTcpHeaderMin = 20;
 
@@ -31,36 +32,30 @@ void replace(uint8_t *tcp, uint32_t at, uint32_t v, unsigned n) {
     tcp[17] = static_cast<uint8_t>(check);
 }
 
-// Where the SACK option's blocks are (RFC 2018 3: 8 bytes each), or nullptr with *ok false when
-// the options are malformed.
-uint8_t *find_sack(uint8_t *tcp, uint32_t header_len, unsigned *blocks, bool *ok) {
-    *ok = true;
+// Walks the options: false when one is malformed; else *sack_at is where the first SACK
+// option's blocks start (RFC 2018 3: 8 bytes each), 0 without one.
+bool scan_options(const uint8_t *tcp, uint32_t header_len, uint32_t *sack_at, unsigned *blocks) {
+    *sack_at = 0;
+    *blocks = 0;
     uint32_t at = kTcpHeaderMin;
     while (at < header_len) {
         const uint8_t kind = tcp[at];
-        if (kind == kOptionEnd) break;
+        if (kind == kOptionEnd) return true;
         if (kind == kOptionNop) {
             ++at;
             continue;
         }
-        if (at + 2 > header_len) break;
+        if (at + 2 > header_len) return false;
         const uint8_t len = tcp[at + 1];
-        if (len < 2 || at + len > header_len) {
-            *ok = false;
-            return nullptr;
-        }
-        if (kind == kOptionSack) {
-            if ((len - 2) % 8 != 0) {
-                *ok = false;
-                return nullptr;
-            }
+        if (len < 2 || at + len > header_len) return false;
+        if (kind == kOptionSack && *sack_at == 0) {
+            if ((len - 2) % 8 != 0) return false;
+            *sack_at = at + 2;
             *blocks = (len - 2u) / 8;
-            return tcp + at + 2;
         }
         at += len;
     }
-    if (at < header_len && tcp[at] != kOptionEnd) *ok = false;
-    return nullptr;
+    return true;
 }
 }  // namespace
 
@@ -69,20 +64,18 @@ bool rewrite_segment(uint8_t *tcp, uint32_t tcp_len, const SegmentRewrite &r) {
     const uint32_t header_len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
     if (header_len < kTcpHeaderMin || header_len > tcp_len) return false;
     const bool has_ack = (tcp[13] & kFlagAck) != 0;
-    unsigned blocks = 0;
-    bool ok = true;
-    uint8_t *sack =
-        (has_ack && r.ack_sub != 0) ? find_sack(tcp, header_len, &blocks, &ok) : nullptr;
-    if (!ok) return false;
+    uint32_t sack_at;
+    unsigned blocks;
+    if (!scan_options(tcp, header_len, &sack_at, &blocks)) return false;
 
     if (r.seq_add != 0) replace(tcp, 4, get32(tcp + 4) + r.seq_add, 4);
     if (has_ack && r.ack_sub != 0) {
         replace(tcp, 8, get32(tcp + 8) - r.ack_sub, 4);
-        const auto sack_at = static_cast<uint32_t>(sack - tcp);
         for (unsigned e = 0; e < 2 * blocks; ++e)
-            replace(tcp, sack_at + 4 * e, get32(sack + 4 * e) - r.ack_sub, 4);
+            replace(tcp, sack_at + 4 * e, get32(tcp + sack_at + 4 * e) - r.ack_sub, 4);
     }
-    if (r.shift_in != r.shift_out) {
+    // A SYN's window is never scaled (RFC 7323 2.2).
+    if (r.shift_in != r.shift_out && (tcp[13] & kFlagSyn) == 0) {
         const uint16_t w = get16(tcp + 14);
         const uint16_t w2 = rescale_window(w, r.shift_in, r.shift_out);
         if (w2 != w) replace(tcp, 14, w2, 2);

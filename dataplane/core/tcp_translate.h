@@ -37,8 +37,9 @@ inline uint16_t rescale_window(uint16_t w, uint8_t shift_in, uint8_t shift_out) 
 }
 
 // Rewrites the TCP header at tcp (tcp_len bytes of header and payload present) in place. False,
-// with nothing changed, when the header's data offset or options do not fit in tcp_len (the
-// caller drops the segment: it cannot be translated).
+// with nothing changed, when the header's data offset does not fit in tcp_len or an option is
+// malformed (the caller drops the segment: it cannot be translated). A SYN's window is left as
+// it is: it is never scaled.
 bool rewrite_segment(uint8_t *tcp, uint32_t tcp_len, const SegmentRewrite &r);
 
 }  // namespace floodgate

@@ -80,6 +80,28 @@ TEST(ProxyFlows, FindsAConnectionFromEitherSide) {
     EXPECT_EQ(flows.stats().opened, 2u);
 }
 
+// Opening a connection twice gives back the first, closing twice ends it once: the count of
+// connections never drifts (a drift past zero would refuse every later open).
+TEST(ProxyFlows, OpensAndClosesCountOnce) {
+    ProxyFlows flows(16, 3 * kSecond, 300 * kSecond, kSeed, 0);
+    ASSERT_TRUE(flows.ok());
+    const FlowKey k = flow_key(from_client(3), true);
+    ProxyFlow *f = flows.open(k, kSecond);
+    ASSERT_NE(f, nullptr);
+    f->cookie = 77;
+    EXPECT_EQ(flows.open(k, 2 * kSecond), f);
+    EXPECT_EQ(f->cookie, 77u) << "left as it was";
+    EXPECT_EQ(flows.size(), 1u);
+    EXPECT_EQ(flows.stats().opened, 1u);
+    flows.close(f);
+    flows.close(f);
+    EXPECT_EQ(flows.size(), 0u);
+    EXPECT_EQ(flows.stats().closed, 1u);
+    for (uint32_t i = 0; i < 16; ++i)
+        EXPECT_NE(flows.open(flow_key(from_client(i), true), 0), nullptr);
+    EXPECT_EQ(flows.size(), 16u);
+}
+
 TEST(ProxyFlows, AFullTableRefusesExactlyThePastCapacity) {
     ProxyFlows flows(1000, 3 * kSecond, 300 * kSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());

@@ -41,7 +41,7 @@ uint32_t be32(const uint8_t *p) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 65535) return 0;
     const auto len = static_cast<uint32_t>(size);
-    auto tcp = std::make_unique<uint8_t[]>(size + 1);  // + 1: never 0 bytes to allocate
+    auto tcp = std::make_unique<uint8_t[]>(size);  // exact: ASan sees a read one past it
     if (size != 0) std::memcpy(tcp.get(), data, size);
 
     floodgate::SynOptions o;
