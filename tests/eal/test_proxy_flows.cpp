@@ -12,7 +12,7 @@
 namespace floodgate {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000'000;
+constexpr uint64_t kFlowSecond = 1'000'000'000;
 const HashSeed kSeed{{1, 2, 3, 4}};
 
 // A client's segment toward 198.19.0.1:443 (or 2001:db8::1), client i.
@@ -61,11 +61,11 @@ PacketInfo reply_to(const PacketInfo &c) {
 }
 
 TEST(ProxyFlows, FindsAConnectionFromEitherSide) {
-    ProxyFlows flows(1024, 3 * kSecond, 300 * kSecond, kSeed, 0);
+    ProxyFlows flows(1024, 3 * kFlowSecond, 300 * kFlowSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());
     for (uint8_t family : {4, 6}) {
         const PacketInfo c = from_client(7, family);
-        ProxyFlow *f = flows.open(flow_key(c, true), kSecond);
+        ProxyFlow *f = flows.open(flow_key(c, true), kFlowSecond);
         ASSERT_NE(f, nullptr);
         EXPECT_EQ(f->state, FlowState::opening);
         f->cookie = 1234u + family;
@@ -83,13 +83,13 @@ TEST(ProxyFlows, FindsAConnectionFromEitherSide) {
 // Opening a connection twice gives back the first, closing twice ends it once: the count of
 // connections never drifts (a drift past zero would refuse every later open).
 TEST(ProxyFlows, OpensAndClosesCountOnce) {
-    ProxyFlows flows(16, 3 * kSecond, 300 * kSecond, kSeed, 0);
+    ProxyFlows flows(16, 3 * kFlowSecond, 300 * kFlowSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());
     const FlowKey k = flow_key(from_client(3), true);
-    ProxyFlow *f = flows.open(k, kSecond);
+    ProxyFlow *f = flows.open(k, kFlowSecond);
     ASSERT_NE(f, nullptr);
     f->cookie = 77;
-    EXPECT_EQ(flows.open(k, 2 * kSecond), f);
+    EXPECT_EQ(flows.open(k, 2 * kFlowSecond), f);
     EXPECT_EQ(f->cookie, 77u) << "left as it was";
     EXPECT_EQ(flows.size(), 1u);
     EXPECT_EQ(flows.stats().opened, 1u);
@@ -103,11 +103,11 @@ TEST(ProxyFlows, OpensAndClosesCountOnce) {
 }
 
 TEST(ProxyFlows, AFullTableRefusesExactlyThePastCapacity) {
-    ProxyFlows flows(1000, 3 * kSecond, 300 * kSecond, kSeed, 0);
+    ProxyFlows flows(1000, 3 * kFlowSecond, 300 * kFlowSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());
     std::vector<ProxyFlow *> opened;
     for (uint32_t i = 0; i < 1200; ++i) {
-        ProxyFlow *f = flows.open(flow_key(from_client(i), true), kSecond);
+        ProxyFlow *f = flows.open(flow_key(from_client(i), true), kFlowSecond);
         if (f != nullptr) opened.push_back(f);
     }
     EXPECT_EQ(opened.size(), 1000u);
@@ -118,20 +118,20 @@ TEST(ProxyFlows, AFullTableRefusesExactlyThePastCapacity) {
     flows.close(opened[10]);
     flows.close(opened[20]);
     EXPECT_EQ(flows.find(flow_key(from_client(10), true)), nullptr);
-    EXPECT_NE(flows.open(flow_key(from_client(5000), true), 2 * kSecond), nullptr);
-    EXPECT_NE(flows.open(flow_key(from_client(5001), true), 2 * kSecond), nullptr);
-    EXPECT_EQ(flows.open(flow_key(from_client(5002), true), 2 * kSecond), nullptr);
+    EXPECT_NE(flows.open(flow_key(from_client(5000), true), 2 * kFlowSecond), nullptr);
+    EXPECT_NE(flows.open(flow_key(from_client(5001), true), 2 * kFlowSecond), nullptr);
+    EXPECT_EQ(flows.open(flow_key(from_client(5002), true), 2 * kFlowSecond), nullptr);
     EXPECT_EQ(flows.stats().full, 201u);
     EXPECT_EQ(flows.stats().closed, 2u);
     EXPECT_NE(flows.find(flow_key(from_client(999), true)), nullptr);
 }
 
 TEST(ProxyFlows, SweepEndsExactlyTheConnectionsPastTheirTimeouts) {
-    ProxyFlows flows(256, 3 * kSecond, 60 * kSecond, kSeed, 0);
+    ProxyFlows flows(256, 3 * kFlowSecond, 60 * kFlowSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());
     // 100 opening since t = 10 s; 100 open, last seen at t = 10 s.
     for (uint32_t i = 0; i < 200; ++i) {
-        ProxyFlow *f = flows.open(flow_key(from_client(i), true), 10 * kSecond);
+        ProxyFlow *f = flows.open(flow_key(from_client(i), true), 10 * kFlowSecond);
         ASSERT_NE(f, nullptr);
         f->cookie = i;
         if (i >= 100) f->state = FlowState::open;
@@ -141,19 +141,19 @@ TEST(ProxyFlows, SweepEndsExactlyTheConnectionsPastTheirTimeouts) {
         flows.sweep(now, 1u << 20, [&](const ProxyFlow &f) { ended.push_back(f.cookie); });
         return ended;
     };
-    EXPECT_TRUE(sweep_all(13 * kSecond - 1).empty());
-    std::vector<uint32_t> ended = sweep_all(13 * kSecond);  // the server timeout
+    EXPECT_TRUE(sweep_all(13 * kFlowSecond - 1).empty());
+    std::vector<uint32_t> ended = sweep_all(13 * kFlowSecond);  // the server timeout
     ASSERT_EQ(ended.size(), 100u);
     for (uint32_t c : ended) EXPECT_LT(c, 100u);
     EXPECT_EQ(flows.size(), 100u);
-    EXPECT_TRUE(sweep_all(70 * kSecond - 1).empty());
-    EXPECT_EQ(sweep_all(70 * kSecond).size(), 100u);  // the idle timeout
+    EXPECT_TRUE(sweep_all(70 * kFlowSecond - 1).empty());
+    EXPECT_EQ(sweep_all(70 * kFlowSecond).size(), 100u);  // the idle timeout
     EXPECT_EQ(flows.size(), 0u);
     EXPECT_EQ(flows.stats().timed_out, 200u);
     // Sweeps of a few slots each go round the whole table.
     for (uint32_t i = 0; i < 10; ++i) flows.open(flow_key(from_client(i), true), 0);
     for (unsigned calls = 0; flows.size() > 0 && calls < 10000; ++calls)
-        flows.sweep(100 * kSecond, 8, [](const ProxyFlow &) {});
+        flows.sweep(100 * kFlowSecond, 8, [](const ProxyFlow &) {});
     EXPECT_EQ(flows.size(), 0u);
 }
 
