@@ -39,7 +39,11 @@ static_assert(sizeof(FlowKey) == 40);
 // The key of the connection a segment belongs to, from either side: from_client says which.
 FlowKey flow_key(const PacketInfo &p, bool from_client);
 
-enum class FlowState : uint8_t { free, opening, open };
+// closing: both sides sent a FIN; kept for one more server timeout so that the last ACKs and
+// any retransmitted FIN are still translated. failed: the server did not answer in time (or
+// refused); kept for one more server timeout so that the client's next segment can be
+// answered with a RST.
+enum class FlowState : uint8_t { free, opening, open, closing, failed };
 
 inline constexpr unsigned kHeldPerFlow = 4;  // client segments waiting for the server's SYN-ACK
 
@@ -50,8 +54,9 @@ struct ProxyFlow {
     uint8_t held_count = 0;
     ProxiedOptions client;  // what the client's SYN asked for (from the cookie)
     uint32_t client_isn = 0;
-    uint32_t cookie = 0;  // floodgate's ISN toward the client
-    uint32_t delta = 0;   // cookie - the server's ISN, once open
+    uint32_t cookie = 0;         // floodgate's ISN toward the client
+    uint32_t delta = 0;          // cookie - the server's ISN, once open
+    uint16_t client_window = 0;  // the window field of the client's ACK (its shift)
     // Window scales as RFC 7323 has them: a shift of 0 is scaling on, kNoWindowScale off. The
     // client's is client.wscale.
     uint8_t server_wscale = kNoWindowScale;     // the server's SYN-ACK's, once open
@@ -90,8 +95,10 @@ class ProxyFlows {
     // Ends a connection (its held handles are the caller's to free first).
     void close(ProxyFlow *f);
 
-    // Visits the next n slots round robin and ends those past their timeout at now_ns, after
-    // handing each to on_expired (which frees what it holds, answers the client...).
+    // Visits the next n slots round robin and hands each connection past its timeout at now_ns
+    // (idle_timeout while open, server_timeout in every other state) to on_expired, which
+    // frees what it holds and returns whether to keep it (having changed its state and
+    // last_ns: an opening one becomes failed); one not kept ends.
     template <class F>
     void sweep(uint64_t now_ns, uint32_t n, F &&on_expired) {
         for (uint32_t i = 0; i < n && size_ > 0; ++i) {
@@ -99,9 +106,9 @@ class ProxyFlows {
             cursor_ = cursor_ + 1 == slots_ ? 0 : cursor_ + 1;
             if (f.state == FlowState::free) continue;
             const uint64_t limit =
-                f.state == FlowState::opening ? server_timeout_ns_ : idle_timeout_ns_;
+                f.state == FlowState::open ? idle_timeout_ns_ : server_timeout_ns_;
             if (now_ns - f.last_ns < limit) continue;
-            on_expired(f);
+            if (on_expired(f)) continue;
             remove(&f);
             ++stats_.timed_out;
         }

@@ -138,7 +138,10 @@ TEST(ProxyFlows, SweepEndsExactlyTheConnectionsPastTheirTimeouts) {
     }
     auto sweep_all = [&](uint64_t now) {
         std::vector<uint32_t> ended;
-        flows.sweep(now, 1u << 20, [&](const ProxyFlow &f) { ended.push_back(f.cookie); });
+        flows.sweep(now, 1u << 20, [&](const ProxyFlow &f) {
+            ended.push_back(f.cookie);
+            return false;
+        });
         return ended;
     };
     EXPECT_TRUE(sweep_all(13 * kFlowSecond - 1).empty());
@@ -153,7 +156,7 @@ TEST(ProxyFlows, SweepEndsExactlyTheConnectionsPastTheirTimeouts) {
     // Sweeps of a few slots each go round the whole table.
     for (uint32_t i = 0; i < 10; ++i) flows.open(flow_key(from_client(i), true), 0);
     for (unsigned calls = 0; flows.size() > 0 && calls < 10000; ++calls)
-        flows.sweep(100 * kFlowSecond, 8, [](const ProxyFlow &) {});
+        flows.sweep(100 * kFlowSecond, 8, [](const ProxyFlow &) { return false; });
     EXPECT_EQ(flows.size(), 0u);
 }
 

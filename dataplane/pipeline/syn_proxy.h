@@ -1,0 +1,115 @@
+// syn-proxy's connections, segment by segment: what a core does with each segment of a
+// connection it proxies, in both directions, once the client's SYN was answered with the
+// cookie SYN-ACK (answer_syn_proxy.cpp). Owns no packets: it decides, rewrites headers in
+// place (tcp_translate.h), keeps the caller's handles of the client's early segments, and says
+// which frame to build (proxy_frames.h) and where to send it.
+//
+//   client ACK, no connection, valid cookie   -> open it; the ACK becomes the server's SYN
+//   client segment, connection opening        -> held (kHeldPerFlow at most, else dropped)
+//   server SYN-ACK acknowledging the SYN      -> open: the SYN-ACK becomes the server's ACK,
+//                                                then the held segments go on, translated
+//   server RST while opening                  -> the client gets it as its connection's RST,
+//                                                the held segments are freed
+//   no SYN-ACK within server_timeout          -> failed: the client's next segment gets a RST
+//   any segment of an open connection         -> translated (sequence space, SACK, windows)
+//   FIN both ways                             -> closing: translated one server timeout more
+//   a RST either way, once open               -> the connection ends (after that segment)
+//
+// Window scaling (RFC 7323): the client told floodgate its shift c and was told a (the rule's,
+// when c was offered); the server was told c and answered s, or nothing. Each side's window
+// fields are read with the shift the sender uses and written with the one the receiver
+// applies: client -> server c to (s offered ? c : 0); server -> client (s offered ? s : 0)
+// to a. With no shift from the client, scaling is off both ways.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/answer/proxy_cookie.h"
+#include "dataplane/core/proxy_flows.h"
+#include "dataplane/core/tcp_translate.h"
+
+namespace floodgate {
+
+// What floodgate announces to clients for the servers behind a rule.
+struct ProxyAnnounce {
+    uint16_t mss = 1460;
+    uint8_t wscale = 7;
+    uint16_t window = 65535;
+};
+
+enum class ProxyStep : uint8_t {
+    not_proxied,   // no connection and no cookie: the segment is judged as any other
+    forward,       // sent on its way (rewritten in place where the connection needs it)
+    drop,          // consumed or refused (counted)
+    server_syn,    // write build_server_syn over it and send it to the server
+    server_ack,    // write build_server_ack over it, send it back to the server, then the held
+    hold,          // keep it (hold()) until the server answers
+    refused,       // the server's RST, rewritten for the client: send it on, free take_held()
+    reset_client,  // answer it with a RST (answer kind tcp_rst): its connection failed
+};
+
+struct SynProxyStats {
+    uint64_t opened = 0;          // valid cookies: the server was sent a SYN
+    uint64_t proxied = 0;         // the server answered: the connection is open
+    uint64_t server_refused = 0;  // the server answered the SYN with a RST
+    uint64_t server_timeout = 0;  // no answer within server_timeout
+    uint64_t table_full = 0;      // valid cookies with no room for their connection
+    uint64_t held = 0;            // client segments kept while the server answered
+    uint64_t held_dropped = 0;    // client segments past kHeldPerFlow, dropped
+    uint64_t untranslatable = 0;  // segments of a connection whose options were malformed
+};
+
+class SynProxy {
+  public:
+    SynProxy(ProxyFlows *flows, const CookieKey &proxy_key) : flows_(flows), key_(proxy_key) {}
+
+    // A client's segment toward a proxied destination; tcp: its TCP header, tcp_len bytes of
+    // header and payload. On server_syn, *window is the SYN's window and *flow the new
+    // connection (its client options are the SYN's); on hold, *flow is the connection to
+    // hold() it in.
+    ProxyStep from_client(const PacketInfo &info, uint8_t *tcp, uint32_t tcp_len,
+                          const ProxyAnnounce &announce, uint64_t now_ns, uint16_t *window,
+                          ProxyFlow **flow);
+    // A segment from the inside. On server_ack, *isn and *window are build_server_ack's and
+    // *flow is the connection whose held segments go next (take_held(), then each through
+    // from_client again); on refused, *flow's held segments are to be freed.
+    ProxyStep from_server(const PacketInfo &info, uint8_t *tcp, uint32_t tcp_len, uint64_t now_ns,
+                          uint32_t *isn, uint16_t *window, ProxyFlow **flow);
+
+    // Keeps a client segment from_client said to hold (the handle is the caller's).
+    void hold(ProxyFlow *flow, uint64_t handle) {
+        flow->held[flow->held_count++] = handle;
+        ++stats_.held;
+    }
+    // The connection's held handles, in arrival order; it forgets them.
+    unsigned take_held(ProxyFlow *flow, uint64_t *out);
+
+    // Ends timed-out connections among the next n slots; the handles they held are handed to
+    // release (to free).
+    template <class F>
+    void sweep(uint64_t now_ns, uint32_t n, F &&release) {
+        flows_->sweep(now_ns, n, [&](ProxyFlow &f) {
+            for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
+            f.held_count = 0;
+            if (f.state != FlowState::opening) return false;  // idle, closed or failed
+            ++stats_.server_timeout;
+            f.state = FlowState::failed;
+            f.last_ns = now_ns;
+            return true;
+        });
+    }
+
+    const SynProxyStats &stats() const { return stats_; }
+
+  private:
+    ProxyStep open_from_ack(const PacketInfo &info, const uint8_t *tcp, const ProxyAnnounce &a,
+                            uint64_t now_ns, uint16_t *window, ProxyFlow **flow);
+    ProxyStep translate(ProxyFlow &f, const PacketInfo &info, uint8_t *tcp, uint32_t tcp_len,
+                        uint64_t now_ns, bool from_client);
+
+    ProxyFlows *flows_;
+    CookieKey key_;
+    SynProxyStats stats_;
+};
+
+}  // namespace floodgate
