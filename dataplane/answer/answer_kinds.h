@@ -82,21 +82,21 @@ inline uint32_t syn_options_bytes(uint8_t offered) {
 }
 inline void write_syn_options(uint8_t *o, uint8_t offered, uint16_t mss, uint8_t wscale) {
     if ((offered & kOfferedMss) != 0) {
-        o[0] = 2;
+        o[0] = kTcpOptionMss;
         o[1] = 4;
         store_be16(o + 2, mss);
         o += 4;
     }
     if ((offered & kOfferedSack) != 0) {
-        o[0] = 1;
-        o[1] = 1;
-        o[2] = 4;
+        o[0] = kTcpOptionNop;
+        o[1] = kTcpOptionNop;
+        o[2] = kTcpOptionSackPermitted;
         o[3] = 2;
         o += 4;
     }
     if ((offered & kOfferedWscale) != 0) {
-        o[0] = 1;
-        o[1] = 3;
+        o[0] = kTcpOptionNop;
+        o[1] = kTcpOptionWindowScale;
         o[2] = 3;
         o[3] = wscale;
     }

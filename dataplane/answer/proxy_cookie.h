@@ -31,26 +31,13 @@ inline CookieKey proxy_cookie_key(const CookieKey &syn_auth_key) {
 }
 
 namespace detail {
-// The tuple as syn_cookie() packs it, with the client's ISN beside the slot.
+// The tuple as syn_cookie() packs it, then the client's ISN.
 inline uint32_t proxy_mac(const CookieKey &key, const PacketInfo &p, uint32_t client_isn,
                           uint64_t slot) {
     uint64_t w[6];
-    const uint64_t tail =
-        uint64_t{p.src_port} << 16 | p.dst_port | uint64_t{p.family} << 32 | slot << 35;
-    if (p.family == 4) {
-        uint32_t src, dst;
-        std::memcpy(&src, p.src, 4);
-        std::memcpy(&dst, p.dst, 4);
-        w[0] = uint64_t{src} | uint64_t{dst} << 32;
-        w[1] = tail;
-        w[2] = client_isn;
-        return static_cast<uint32_t>(siphash24(key, w, 3));
-    }
-    std::memcpy(&w[0], p.src, 16);
-    std::memcpy(&w[2], p.dst, 16);
-    w[4] = tail;
-    w[5] = client_isn;
-    return static_cast<uint32_t>(siphash24(key, w, 6));
+    const unsigned n = cookie_message(p, slot, w);
+    w[n] = client_isn;
+    return static_cast<uint32_t>(siphash24(key, w, n + 1));
 }
 
 inline uint8_t pack_options(const ProxiedOptions &o) {

@@ -80,8 +80,8 @@ inline uint64_t siphash24(const CookieKey &key, const uint64_t *words, unsigned 
 // one word (a slot is now_ns >> 36, under 2^28), and IPv4's two addresses share another, so an
 // IPv4 cookie takes 2 words (10 rounds) and an IPv6 one 5 (16 rounds) where 6 words each took
 // 18 (callgrind per SYN answered: perf/results/notes.md).
-inline uint32_t syn_cookie(const CookieKey &key, const PacketInfo &p, uint64_t slot) {
-    uint64_t w[5];
+// The attempt packed as syn_cookie() hashes it into w (room for 5 words); returns the count.
+inline unsigned cookie_message(const PacketInfo &p, uint64_t slot, uint64_t *w) {
     const uint64_t tail =
         uint64_t{p.src_port} << 16 | p.dst_port | uint64_t{p.family} << 32 | slot << 35;
     if (p.family == 4) {
@@ -90,12 +90,18 @@ inline uint32_t syn_cookie(const CookieKey &key, const PacketInfo &p, uint64_t s
         std::memcpy(&dst, p.dst, 4);
         w[0] = uint64_t{src} | uint64_t{dst} << 32;
         w[1] = tail;
-        return static_cast<uint32_t>(siphash24(key, w, 2));
+        return 2;
     }
     std::memcpy(&w[0], p.src, 16);
     std::memcpy(&w[2], p.dst, 16);
     w[4] = tail;
-    return static_cast<uint32_t>(siphash24(key, w, 5));
+    return 5;
+}
+
+inline uint32_t syn_cookie(const CookieKey &key, const PacketInfo &p, uint64_t slot) {
+    uint64_t w[5];
+    const unsigned n = cookie_message(p, slot, w);
+    return static_cast<uint32_t>(siphash24(key, w, n));
 }
 
 inline uint64_t cookie_slot(uint64_t now_ns) {

@@ -5,12 +5,6 @@
 namespace floodgate {
 
 namespace {
-constexpr uint8_t kOptionEnd = 0;
-constexpr uint8_t kOptionNop = 1;
-constexpr uint8_t kOptionMss = 2;
-constexpr uint8_t kOptionWindowScale = 3;
-constexpr uint8_t kOptionSackPermitted = 4;
-constexpr uint8_t kOptionTimestamps = 8;
 constexpr uint32_t kTcpHeaderMin = 20;
 }  // namespace
 
@@ -22,8 +16,8 @@ bool read_syn_options(const uint8_t *tcp, uint32_t tcp_len, SynOptions *out) {
     uint32_t at = kTcpHeaderMin;
     while (at < header_len) {
         const uint8_t kind = tcp[at];
-        if (kind == kOptionEnd) break;
-        if (kind == kOptionNop) {
+        if (kind == kTcpOptionEnd) break;
+        if (kind == kTcpOptionNop) {
             ++at;
             continue;
         }
@@ -32,19 +26,19 @@ bool read_syn_options(const uint8_t *tcp, uint32_t tcp_len, SynOptions *out) {
         if (len < 2 || at + len > header_len) return false;
         const uint8_t *v = tcp + at + 2;
         switch (kind) {
-            case kOptionMss:
+            case kTcpOptionMss:
                 if (len != 4) return false;
                 out->mss = load_be16(v);
                 break;
-            case kOptionWindowScale:
+            case kTcpOptionWindowScale:
                 if (len != 3) return false;
                 out->wscale = v[0] > kMaxWindowScale ? kMaxWindowScale : v[0];
                 break;
-            case kOptionSackPermitted:
+            case kTcpOptionSackPermitted:
                 if (len != 2) return false;
                 out->sack_permitted = true;
                 break;
-            case kOptionTimestamps:
+            case kTcpOptionTimestamps:
                 if (len != 10) return false;
                 out->timestamps = true;
                 out->ts_val = load_be32(v);

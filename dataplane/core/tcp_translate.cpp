@@ -1,11 +1,10 @@
 #include "dataplane/core/tcp_translate.h"
 
+#include "dataplane/core/tcp_options.h"
+
 namespace floodgate {
 
 namespace {
-constexpr uint8_t kOptionEnd = 0;
-constexpr uint8_t kOptionNop = 1;
-constexpr uint8_t kOptionSack = 5;
 constexpr uint8_t kFlagSyn = 0x02;
 constexpr uint8_t kFlagAck = 0x10;
 constexpr uint32_t kTcpHeaderMin = 20;
@@ -40,15 +39,15 @@ bool scan_options(const uint8_t *tcp, uint32_t header_len, uint32_t *sack_at, un
     uint32_t at = kTcpHeaderMin;
     while (at < header_len) {
         const uint8_t kind = tcp[at];
-        if (kind == kOptionEnd) return true;
-        if (kind == kOptionNop) {
+        if (kind == kTcpOptionEnd) return true;
+        if (kind == kTcpOptionNop) {
             ++at;
             continue;
         }
         if (at + 2 > header_len) return false;
         const uint8_t len = tcp[at + 1];
         if (len < 2 || at + len > header_len) return false;
-        if (kind == kOptionSack && *sack_at == 0) {
+        if (kind == kTcpOptionSack && *sack_at == 0) {
             if ((len - 2) % 8 != 0) return false;
             *sack_at = at + 2;
             *blocks = (len - 2u) / 8;
