@@ -1,5 +1,6 @@
 // Wire constants shared by the parser, rule matching and the config loader: IP protocol
-// numbers (IANA) and TCP flag bits (RFC 9293 section 3.1; ECE and CWR from RFC 3168).
+// numbers (IANA), TCP flag bits (RFC 9293 section 3.1; ECE and CWR from RFC 3168) and the TCP
+// option kinds syn-proxy reads and writes (IANA).
 #pragma once
 
 #include <cstdint>
@@ -19,5 +20,13 @@ inline constexpr uint8_t kTcpAck = 0x10;
 inline constexpr uint8_t kTcpUrg = 0x20;
 inline constexpr uint8_t kTcpEce = 0x40;
 inline constexpr uint8_t kTcpCwr = 0x80;
+
+inline constexpr uint8_t kTcpOptionEnd = 0;
+inline constexpr uint8_t kTcpOptionNop = 1;
+inline constexpr uint8_t kTcpOptionMss = 2;
+inline constexpr uint8_t kTcpOptionWindowScale = 3;
+inline constexpr uint8_t kTcpOptionSackPermitted = 4;
+inline constexpr uint8_t kTcpOptionSack = 5;
+inline constexpr uint8_t kTcpOptionTimestamps = 8;
 
 }  // namespace floodgate

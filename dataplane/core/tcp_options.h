@@ -11,16 +11,9 @@
 
 #include <cstdint>
 
-namespace floodgate {
+#include "dataplane/api/protocols.h"
 
-// TCP option kinds (IANA's registry).
-inline constexpr uint8_t kTcpOptionEnd = 0;
-inline constexpr uint8_t kTcpOptionNop = 1;
-inline constexpr uint8_t kTcpOptionMss = 2;
-inline constexpr uint8_t kTcpOptionWindowScale = 3;
-inline constexpr uint8_t kTcpOptionSackPermitted = 4;
-inline constexpr uint8_t kTcpOptionSack = 5;
-inline constexpr uint8_t kTcpOptionTimestamps = 8;
+namespace floodgate {
 
 inline constexpr uint8_t kNoWindowScale = 0xff;
 inline constexpr uint8_t kMaxWindowScale = 14;  // RFC 7323 2.3: larger shifts are read as 14

@@ -5,8 +5,6 @@
 namespace floodgate {
 
 namespace {
-constexpr uint8_t kFlagSyn = 0x02;
-constexpr uint8_t kFlagAck = 0x10;
 constexpr uint32_t kTcpHeaderMin = 20;
 
 uint16_t get16(const uint8_t *p) {
@@ -62,7 +60,7 @@ bool rewrite_segment(uint8_t *tcp, uint32_t tcp_len, const SegmentRewrite &r) {
     if (tcp_len < kTcpHeaderMin) return false;
     const uint32_t header_len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
     if (header_len < kTcpHeaderMin || header_len > tcp_len) return false;
-    const bool has_ack = (tcp[13] & kFlagAck) != 0;
+    const bool has_ack = (tcp[13] & kTcpAck) != 0;
     uint32_t sack_at;
     unsigned blocks;
     if (!scan_options(tcp, header_len, &sack_at, &blocks)) return false;
@@ -74,7 +72,7 @@ bool rewrite_segment(uint8_t *tcp, uint32_t tcp_len, const SegmentRewrite &r) {
             replace(tcp, sack_at + 4 * e, get32(tcp + sack_at + 4 * e) - r.ack_sub, 4);
     }
     // A SYN's window is never scaled (RFC 7323 2.2).
-    if (r.shift_in != r.shift_out && (tcp[13] & kFlagSyn) == 0) {
+    if (r.shift_in != r.shift_out && (tcp[13] & kTcpSyn) == 0) {
         const uint16_t w = get16(tcp + 14);
         const uint16_t w2 = rescale_window(w, r.shift_in, r.shift_out);
         if (w2 != w) replace(tcp, 14, w2, 2);

@@ -6,8 +6,6 @@
 namespace floodgate {
 
 namespace {
-constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kAck = 0x10;
-
 uint8_t shift_of(uint8_t wscale) {
     return wscale == kNoWindowScale ? 0 : wscale;
 }
@@ -17,23 +15,23 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
                                 const ProxyAnnounce &announce, uint64_t now_ns, uint16_t *window,
                                 ProxyFlow **flow) {
     *flow = nullptr;
-    if ((info.tcp_flags & kSyn) != 0) return ProxyStep::not_proxied;
+    if ((info.tcp_flags & kTcpSyn) != 0) return ProxyStep::not_proxied;
     ProxyFlow *f = flows_->find(flow_key(info, true));
     if (f == nullptr) {
-        if ((info.tcp_flags & (kAck | kRst)) != kAck) return ProxyStep::not_proxied;
+        if ((info.tcp_flags & (kTcpAck | kTcpRst)) != kTcpAck) return ProxyStep::not_proxied;
         return open_from_ack(info, tcp, announce, now_ns, window, flow);
     }
     *flow = f;
     switch (f->state) {
         case FlowState::opening:
-            if ((info.tcp_flags & kRst) != 0) return ProxyStep::drop;  // the sweep ends it
+            if ((info.tcp_flags & kTcpRst) != 0) return ProxyStep::drop;  // the sweep ends it
             if (f->held_count >= kHeldPerFlow) {
                 ++stats_.held_dropped;
                 return ProxyStep::drop;
             }
             return ProxyStep::hold;
         case FlowState::failed:
-            if ((info.tcp_flags & kRst) != 0) return ProxyStep::drop;
+            if ((info.tcp_flags & kTcpRst) != 0) return ProxyStep::drop;
             flows_->close(f);
             return ProxyStep::reset_client;
         case FlowState::open:
@@ -72,11 +70,11 @@ ProxyStep SynProxy::from_server(const PacketInfo &info, uint8_t *tcp, uint32_t t
     ProxyFlow *f = flows_->find(flow_key(info, false));
     *flow = f;
     if (f == nullptr) return ProxyStep::not_proxied;
-    const bool syn_ack = (info.tcp_flags & (kSyn | kAck | kRst)) == (kSyn | kAck);
+    const bool syn_ack = (info.tcp_flags & (kTcpSyn | kTcpAck | kTcpRst)) == (kTcpSyn | kTcpAck);
     const uint8_t c = shift_of(f->client.wscale);
     switch (f->state) {
         case FlowState::opening:
-            if ((info.tcp_flags & kRst) != 0) {
+            if ((info.tcp_flags & kTcpRst) != 0) {
                 // Refused: the client hears it as its own connection's reset, whose sequence
                 // number must be the one it expects next (RFC 5961 3.2): the cookie + 1.
                 rewrite_segment(tcp, tcp_len, SegmentRewrite{f->cookie + 1 - info.tcp_seq});
@@ -140,11 +138,11 @@ ProxyStep SynProxy::translate(ProxyFlow &f, const PacketInfo &info, uint8_t *tcp
         ++stats_.untranslatable;
         return ProxyStep::drop;
     }
-    if ((info.tcp_flags & kRst) != 0) {
+    if ((info.tcp_flags & kTcpRst) != 0) {
         flows_->close(&f);
         return ProxyStep::forward;
     }
-    if ((info.tcp_flags & kFin) != 0) f.fins |= from_client ? kFinFromClient : kFinFromServer;
+    if ((info.tcp_flags & kTcpFin) != 0) f.fins |= from_client ? kFinFromClient : kFinFromServer;
     if (f.fins == (kFinFromClient | kFinFromServer) && f.state == FlowState::open) {
         f.state = FlowState::closing;  // one more server timeout for the last ACKs
         f.last_ns = now_ns;
