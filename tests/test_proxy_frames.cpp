@@ -19,7 +19,9 @@ Frame proxy_slice(const Frame &f, size_t from, size_t to) {
 void expect_checksums(const Frame &out, uint32_t n) {
     PacketInfo back;
     ASSERT_EQ(parse_packet(out.data(), n, &back), ParseStatus::ip);
-    if (back.family == 4) EXPECT_EQ(ones_sum(&out[back.l3_offset], 20), 0xffff);
+    if (back.family == 4) {
+        EXPECT_EQ(ones_sum(&out[back.l3_offset], 20), 0xffff);
+    }
     EXPECT_EQ(l4_sum(out, back.l3_offset, back.l4_offset, back.l4_len, back.family, kProtoTcp),
               0xffff);
 }
