@@ -134,7 +134,7 @@ void run(benchmark::State &state, Side side) {
     state.counters["ns_per_segment"] =
         benchmark::Counter(static_cast<double>(state.iterations()) * 32,
                            benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    if (side != Side::parse_only && forwarded != state.iterations() * 32)
+    if (side != Side::parse_only && forwarded != static_cast<uint64_t>(state.iterations()) * 32)
         state.SkipWithError("a segment was not forwarded");
 }
 
