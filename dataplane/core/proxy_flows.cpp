@@ -1,6 +1,7 @@
 #include "dataplane/core/proxy_flows.h"
 
 #include <rte_hash.h>
+#include <rte_prefetch.h>
 
 #include <cstring>
 #include <string>
@@ -55,6 +56,21 @@ ProxyFlows::~ProxyFlows() {
 ProxyFlow *ProxyFlows::find(const FlowKey &k) {
     const int32_t pos = rte_hash_lookup_with_hash(hash_, &k, hash(k));
     return pos < 0 ? nullptr : &flows_[pos];
+}
+
+void ProxyFlows::find_bulk(const FlowKey *const *keys, unsigned n, ProxyFlow **out) {
+    static_assert(kFindBulkMax == RTE_HASH_LOOKUP_BULK_MAX);
+    hash_sig_t sigs[kFindBulkMax];
+    int32_t positions[kFindBulkMax];
+    for (unsigned i = 0; i < n; ++i) sigs[i] = hash(*keys[i]);
+    // rte_hash takes the keys as const void ** (it writes none of them).
+    rte_hash_lookup_with_hash_bulk(
+        hash_, reinterpret_cast<const void **>(const_cast<const FlowKey **>(keys)), sigs, n,
+        positions);
+    for (unsigned i = 0; i < n; ++i) {
+        out[i] = positions[i] < 0 ? nullptr : &flows_[positions[i]];
+        if (out[i] != nullptr) rte_prefetch0(out[i]);
+    }
 }
 
 ProxyFlow *ProxyFlows::open(const FlowKey &k, uint64_t now_ns) {

@@ -89,6 +89,10 @@ class ProxyFlows {
     const ProxyFlowsStats &stats() const { return stats_; }
 
     ProxyFlow *find(const FlowKey &k);
+    // The connections of n keys (n <= kFindBulkMax) in one rte_hash call, out[i] nullptr where
+    // absent; each found connection's line is prefetched.
+    static constexpr unsigned kFindBulkMax = 64;  // RTE_HASH_LOOKUP_BULK_MAX
+    void find_bulk(const FlowKey *const *keys, unsigned n, ProxyFlow **out);
     // A new connection in state opening at now_ns; nullptr (counted in full) without room. A
     // key already present gives back its connection as it is (not counted as opened).
     ProxyFlow *open(const FlowKey &k, uint64_t now_ns);

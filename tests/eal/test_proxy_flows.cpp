@@ -102,6 +102,27 @@ TEST(ProxyFlows, OpensAndClosesCountOnce) {
     EXPECT_EQ(flows.size(), 16u);
 }
 
+TEST(ProxyFlows, FindsInBulkWhatItFindsOneByOne) {
+    ProxyFlows flows(256, 3 * kFlowSecond, 300 * kFlowSecond, kSeed, 0);
+    ASSERT_TRUE(flows.ok());
+    for (uint32_t i = 0; i < 100; i += 2) flows.open(flow_key(from_client(i), true), kFlowSecond);
+    std::vector<FlowKey> keys;
+    for (uint32_t i = 0; i < ProxyFlows::kFindBulkMax; ++i)
+        keys.push_back(flow_key(from_client(i * 3 % 101), true));
+    std::vector<const FlowKey *> ptrs;
+    for (const FlowKey &k : keys) ptrs.push_back(&k);
+    ProxyFlow *found[ProxyFlows::kFindBulkMax];
+    flows.find_bulk(ptrs.data(), ProxyFlows::kFindBulkMax, found);
+    unsigned present = 0;
+    for (uint32_t i = 0; i < ProxyFlows::kFindBulkMax; ++i) {
+        EXPECT_EQ(found[i], flows.find(keys[i])) << i;
+        const uint32_t client = i * 3 % 101;
+        EXPECT_EQ(found[i] != nullptr, client < 100 && client % 2 == 0) << i;
+        present += found[i] != nullptr ? 1 : 0;
+    }
+    EXPECT_EQ(present, 32u);
+}
+
 TEST(ProxyFlows, AFullTableRefusesExactlyThePastCapacity) {
     ProxyFlows flows(1000, 3 * kFlowSecond, 300 * kFlowSecond, kSeed, 0);
     ASSERT_TRUE(flows.ok());
