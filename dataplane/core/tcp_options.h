@@ -64,6 +64,38 @@ inline ProxiedOptions proxied_options(const SynOptions &syn, uint8_t family) {
     return {kProxyMssClasses[proxy_mss_class(mss)], syn.wscale, syn.sack_permitted};
 }
 
+inline constexpr uint32_t kTcpHeaderMinBytes = 20;
+
+// The length of the TCP header at tcp from its data offset, or 0 when it is under 20 bytes or
+// runs past the tcp_len bytes present.
+inline uint32_t tcp_header_len(const uint8_t *tcp, uint32_t tcp_len) {
+    if (tcp_len < kTcpHeaderMinBytes) return 0;
+    const uint32_t len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
+    return len < kTcpHeaderMinBytes || len > tcp_len ? 0 : len;
+}
+
+// Walks the options of a TCP header of header_len bytes (tcp_header_len), up to End: calls
+// visit(kind, at, len) for each but NOP, at being where its kind byte is and len its length
+// byte. False when an option's length is under 2 or runs past the header, or visit returns
+// false; the walk reads only the header's bytes, whatever they are.
+template <class F>
+bool walk_tcp_options(const uint8_t *tcp, uint32_t header_len, F &&visit) {
+    uint32_t at = kTcpHeaderMinBytes;
+    while (at < header_len) {
+        const uint8_t kind = tcp[at];
+        if (kind == kTcpOptionEnd) return true;
+        if (kind == kTcpOptionNop) {
+            ++at;
+            continue;
+        }
+        if (at + 2 > header_len) return false;
+        const uint8_t len = tcp[at + 1];
+        if (len < 2 || at + len > header_len || !visit(kind, at, len)) return false;
+        at += len;
+    }
+    return true;
+}
+
 // Reads the options of the TCP header at tcp, of which tcp_len bytes (header and payload) are
 // present. False when the header's data offset or an option does not fit, or a known option
 // has the wrong length.

@@ -1,79 +1,54 @@
 #include "dataplane/core/tcp_translate.h"
 
+#include "dataplane/core/load_be.h"
 #include "dataplane/core/tcp_options.h"
 
 namespace floodgate {
 
 namespace {
-constexpr uint32_t kTcpHeaderMin = 20;
-
-uint16_t get16(const uint8_t *p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t get32(const uint8_t *p) {
-    return uint32_t{get16(p)} << 16 | get16(p + 2);
-}
 
 // Writes n bytes of v (big-endian, n <= 4) at tcp + at and updates the checksum (at tcp + 16)
 // by RFC 1624 eqn. 3 over the 16-bit words that hold them: a field at an odd offset (a SACK
 // option without NOPs before it) spans three words, not two.
 void replace(uint8_t *tcp, uint32_t at, uint32_t v, unsigned n) {
     const uint32_t from = at & ~1u, to = (at + n + 1) & ~1u;
-    uint32_t sum = static_cast<uint16_t>(~get16(tcp + 16));
-    for (uint32_t i = from; i < to; i += 2) sum += static_cast<uint16_t>(~get16(tcp + i));
+    uint32_t sum = static_cast<uint16_t>(~load_be16(tcp + 16));
+    for (uint32_t i = from; i < to; i += 2) sum += static_cast<uint16_t>(~load_be16(tcp + i));
     for (unsigned b = 0; b < n; ++b) tcp[at + b] = static_cast<uint8_t>(v >> (8 * (n - 1 - b)));
-    for (uint32_t i = from; i < to; i += 2) sum += get16(tcp + i);
+    for (uint32_t i = from; i < to; i += 2) sum += load_be16(tcp + i);
     while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
     const auto check = static_cast<uint16_t>(~sum);
     tcp[16] = static_cast<uint8_t>(check >> 8);
     tcp[17] = static_cast<uint8_t>(check);
 }
 
-// Walks the options: false when one is malformed; else *sack_at is where the first SACK
-// option's blocks start (RFC 2018 3: 8 bytes each), 0 without one.
-bool scan_options(const uint8_t *tcp, uint32_t header_len, uint32_t *sack_at, unsigned *blocks) {
-    *sack_at = 0;
-    *blocks = 0;
-    uint32_t at = kTcpHeaderMin;
-    while (at < header_len) {
-        const uint8_t kind = tcp[at];
-        if (kind == kTcpOptionEnd) return true;
-        if (kind == kTcpOptionNop) {
-            ++at;
-            continue;
-        }
-        if (at + 2 > header_len) return false;
-        const uint8_t len = tcp[at + 1];
-        if (len < 2 || at + len > header_len) return false;
-        if (kind == kTcpOptionSack && *sack_at == 0) {
-            if ((len - 2) % 8 != 0) return false;
-            *sack_at = at + 2;
-            *blocks = (len - 2u) / 8;
-        }
-        at += len;
-    }
-    return true;
-}
 }  // namespace
 
 bool rewrite_segment(uint8_t *tcp, uint32_t tcp_len, const SegmentRewrite &r) {
-    if (tcp_len < kTcpHeaderMin) return false;
-    const uint32_t header_len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
-    if (header_len < kTcpHeaderMin || header_len > tcp_len) return false;
+    const uint32_t header_len = tcp_header_len(tcp, tcp_len);
+    if (header_len == 0) return false;
     const bool has_ack = (tcp[13] & kTcpAck) != 0;
-    uint32_t sack_at;
-    unsigned blocks;
-    if (!scan_options(tcp, header_len, &sack_at, &blocks)) return false;
+    // Where the first SACK option's blocks start (RFC 2018 3: 8 bytes each), 0 without one.
+    uint32_t sack_at = 0;
+    unsigned blocks = 0;
+    const bool ok = walk_tcp_options(tcp, header_len, [&](uint8_t kind, uint32_t at, uint8_t len) {
+        if (kind != kTcpOptionSack || sack_at != 0) return true;
+        if ((len - 2) % 8 != 0) return false;
+        sack_at = at + 2;
+        blocks = (len - 2u) / 8;
+        return true;
+    });
+    if (!ok) return false;
 
-    if (r.seq_add != 0) replace(tcp, 4, get32(tcp + 4) + r.seq_add, 4);
+    if (r.seq_add != 0) replace(tcp, 4, load_be32(tcp + 4) + r.seq_add, 4);
     if (has_ack && r.ack_sub != 0) {
-        replace(tcp, 8, get32(tcp + 8) - r.ack_sub, 4);
+        replace(tcp, 8, load_be32(tcp + 8) - r.ack_sub, 4);
         for (unsigned e = 0; e < 2 * blocks; ++e)
-            replace(tcp, sack_at + 4 * e, get32(tcp + sack_at + 4 * e) - r.ack_sub, 4);
+            replace(tcp, sack_at + 4 * e, load_be32(tcp + sack_at + 4 * e) - r.ack_sub, 4);
     }
     // A SYN's window is never scaled (RFC 7323 2.2).
     if (r.shift_in != r.shift_out && (tcp[13] & kTcpSyn) == 0) {
-        const uint16_t w = get16(tcp + 14);
+        const uint16_t w = load_be16(tcp + 14);
         const uint16_t w2 = rescale_window(w, r.shift_in, r.shift_out);
         if (w2 != w) replace(tcp, 14, w2, 2);
     }
