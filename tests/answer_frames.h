@@ -55,6 +55,14 @@ inline uint16_t l4_sum(const Frame &f, size_t l3, size_t l4, size_t l4_len, uint
     return test::l4_sum(f.data(), l3, l4, l4_len, family, proto);
 }
 
+// Bytes [from, to) of a frame (expected to hold them).
+inline Frame slice(const Frame &f, size_t from, size_t to) {
+    EXPECT_LE(to, f.size());
+    to = std::min(to, f.size());
+    from = std::min(from, to);
+    return Frame(f.begin() + static_cast<ptrdiff_t>(from), f.begin() + static_cast<ptrdiff_t>(to));
+}
+
 // ---- Frames ---------------------------------------------------------------------------------
 
 // Where a frame's packet is carried: the answer must keep the tags, and write a fresh IP header

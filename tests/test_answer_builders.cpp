@@ -21,13 +21,6 @@
 namespace floodgate::answer_test {
 namespace {
 
-Frame slice(const Frame &f, size_t from, size_t to) {
-    EXPECT_LE(to, f.size());
-    to = std::min(to, f.size());
-    from = std::min(from, to);
-    return Frame(f.begin() + static_cast<ptrdiff_t>(from), f.begin() + static_cast<ptrdiff_t>(to));
-}
-
 // What every answer has: Ethernet addresses swapped, tags kept, a fresh IP header from the
 // server to the client, a verified upper-layer checksum, zeros as padding to 60 bytes.
 void expect_envelope(const Frame &in, const Frame &out, const Net &n, uint8_t proto,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dataplane/answer/proxy_cookie.h"
+#include "tests/cookie_attempt.h"
 
 namespace floodgate {
 namespace {
@@ -117,17 +118,9 @@ TEST(ProxyCookie, RoundsTheMssDownToAClass) {
     EXPECT_EQ(proxied_options(SynOptions{}, 6).mss, 1220);
 }
 
+// The ACK completing a handshake whose SYN had client_isn and whose SYN-ACK the cookie.
 PacketInfo ack_of(uint8_t family, uint32_t client_isn, uint32_t cookie) {
-    PacketInfo p;
-    std::memset(static_cast<void *>(&p), 0, sizeof p);
-    p.family = family;
-    const uint8_t src4[4] = {198, 18, 0, 7}, dst4[4] = {198, 19, 0, 9};
-    const uint8_t src6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
-    const uint8_t dst6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
-    std::memcpy(p.src, family == 4 ? src4 : src6, family == 4 ? 4 : 16);
-    std::memcpy(p.dst, family == 4 ? dst4 : dst6, family == 4 ? 4 : 16);
-    p.src_port = 40000;
-    p.dst_port = 443;
+    PacketInfo p = test::cookie_attempt(family, 443);
     p.tcp_seq = client_isn + 1;
     p.tcp_ack = cookie + 1;
     return p;

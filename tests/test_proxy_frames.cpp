@@ -12,10 +12,6 @@ namespace {
 
 class ProxyFramesNet : public ::testing::TestWithParam<Net> {};
 
-Frame proxy_slice(const Frame &f, size_t from, size_t to) {
-    return Frame(f.begin() + static_cast<ptrdiff_t>(from), f.begin() + static_cast<ptrdiff_t>(to));
-}
-
 void expect_checksums(const Frame &out, uint32_t n) {
     PacketInfo back;
     ASSERT_EQ(parse_packet(out.data(), n, &back), ParseStatus::ip);
@@ -54,8 +50,7 @@ TEST_P(ProxyFramesNet, ServerSynGoesOnWithTheClientsIsnAndOptions) {
                                           static_cast<uint32_t>(buf.size()), client, 12800);
     ASSERT_EQ(len, std::max(ip_end, 60u));
     const Frame out(buf.begin(), buf.begin() + len);
-    EXPECT_EQ(proxy_slice(out, 0, n.l3()), proxy_slice(ack, 0, n.l3()))
-        << "Ethernet and tags as they were";
+    EXPECT_EQ(slice(out, 0, n.l3()), slice(ack, 0, n.l3())) << "Ethernet and tags as they were";
     PacketInfo syn;
     ASSERT_EQ(parse_packet(out.data(), len, &syn), ParseStatus::ip);
     EXPECT_EQ(std::memcmp(syn.src, info.src, 16), 0) << "from the client";
@@ -68,7 +63,7 @@ TEST_P(ProxyFramesNet, ServerSynGoesOnWithTheClientsIsnAndOptions) {
     const size_t t = n.answer_l4();
     EXPECT_EQ(out[t + 12], 8 << 4);
     EXPECT_EQ(be16(out, t + 14), 12800);
-    EXPECT_EQ(proxy_slice(out, t + 20, t + 32), (Frame{2, 4, 0x05, 0xac, 1, 1, 4, 2, 1, 3, 3, 7}));
+    EXPECT_EQ(slice(out, t + 20, t + 32), (Frame{2, 4, 0x05, 0xac, 1, 1, 4, 2, 1, 3, 3, 7}));
     expect_checksums(out, len);
 
     // A client without SACK or window scaling: MSS alone.
@@ -79,7 +74,7 @@ TEST_P(ProxyFramesNet, ServerSynGoesOnWithTheClientsIsnAndOptions) {
                                            ProxiedOptions{536, kNoWindowScale, false}, 100);
     ASSERT_GT(len2, 0u);
     EXPECT_EQ(buf2[t + 12], 6 << 4);
-    EXPECT_EQ(proxy_slice(Frame(buf2.begin(), buf2.begin() + len2), t + 20, t + 24),
+    EXPECT_EQ(slice(Frame(buf2.begin(), buf2.begin() + len2), t + 20, t + 24),
               (Frame{2, 4, 0x02, 0x18}));
     expect_checksums(Frame(buf2.begin(), buf2.begin() + len2), len2);
 }
@@ -113,7 +108,7 @@ TEST_P(ProxyFramesNet, ServerAckAnswersTheServersSynAck) {
     EXPECT_EQ(a.tcp_seq, 0x11223345u);
     EXPECT_EQ(a.tcp_ack, 0x55667789u) << "the server's ISN + 1";
     EXPECT_EQ(be16(out, n.answer_l4() + 14), 502);
-    EXPECT_EQ(proxy_slice(out, 0, 6), proxy_slice(synack, 6, 12)) << "back to the server's MAC";
+    EXPECT_EQ(slice(out, 0, 6), slice(synack, 6, 12)) << "back to the server's MAC";
     expect_checksums(out, len);
 }
 

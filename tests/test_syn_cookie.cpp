@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "dataplane/answer/syn_cookie.h"
+#include "tests/cookie_attempt.h"
 
 namespace floodgate {
 namespace {
@@ -20,17 +21,7 @@ TEST(SipHash, MatchesTheReferenceVectors) {
 }
 
 PacketInfo attempt(uint8_t family) {
-    PacketInfo p;
-    std::memset(static_cast<void *>(&p), 0, sizeof p);
-    p.family = family;
-    const uint8_t src4[4] = {198, 18, 0, 7}, dst4[4] = {198, 19, 0, 9};
-    const uint8_t src6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
-    const uint8_t dst6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
-    std::memcpy(p.src, family == 4 ? src4 : src6, family == 4 ? 4 : 16);
-    std::memcpy(p.dst, family == 4 ? dst4 : dst6, family == 4 ? 4 : 16);
-    p.src_port = 40000;
-    p.dst_port = 80;
-    return p;
+    return test::cookie_attempt(family, 80);
 }
 
 // Each field changed alone changes the cookie (for this key and tuple: a 32-bit PRF output
