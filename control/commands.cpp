@@ -280,7 +280,11 @@ int cmd_rules_show(const Ctl &ctl) {
                            {"loaded_unix", r["loaded_unix"]},
                            {"allow", prefixes(c.allow)},
                            {"block", prefixes(c.block)},
-                           {"table", {{"entries_per_core", c.table_entries_per_core}}},
+                           {"table",
+                            {{"entries_per_core", c.table_entries_per_core},
+                             {"proxy_connections_per_core", c.proxy_connections_per_core},
+                             {"proxy_server_timeout_ns", c.proxy_server_timeout_ns},
+                             {"proxy_idle_timeout_ns", c.proxy_idle_timeout_ns}}},
                            {"rules", rules},
                            {"text", r["text"]}});
     }

@@ -68,6 +68,33 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
      "Adaptive rules: sampled connections let go after 3 s without their next step (the "
      "server's reply or the client's request never seen on this core: spoofed SYNs, the inside "
      "port down, or replies reaching another worker)."},
+    {"proxy_opened",
+     "syn-proxy: client ACKs with a valid cookie: the connection was opened toward the server "
+     "(its SYN sent)."},
+    {"proxy_established",
+     "syn-proxy: connections the server answered: open, translated both ways from then on."},
+    {"proxy_server_refused",
+     "syn-proxy: connections the server refused with a RST, which was passed on to the client."},
+    {"proxy_server_timeout",
+     "syn-proxy: connections the server did not answer within table.proxy_server_timeout: the "
+     "client's next segment is answered with a RST."},
+    {"proxy_table_full",
+     "syn-proxy: SYNs challenged as syn-auth does, and valid cookie ACKs dropped, because the "
+     "core's connection table was full."},
+    {"proxy_cookie_failed",
+     "syn-proxy: ACKs toward a syn-proxy rule of no proxied connection whose acknowledgment was no "
+     "valid cookie: passed on unchanged, nothing stored."},
+    {"proxy_held", "syn-proxy: client segments kept while the server answered the SYN."},
+    {"proxy_held_dropped",
+     "syn-proxy: client segments past the 4 a connection may keep while opening: dropped."},
+    {"proxy_translated",
+     "syn-proxy: segments whose sequence numbers, SACK blocks and window were rewritten between "
+     "the client's and the server's sequence spaces."},
+    {"proxy_untranslatable",
+     "syn-proxy: segments of proxied connections with malformed TCP options: dropped."},
+    {"proxy_closed", "syn-proxy: connections ended by a FIN each way or a RST."},
+    {"proxy_expired",
+     "syn-proxy: connections ended by a timeout (idle, or the server's answer, or closing)."},
 };
 
 constexpr CounterHelp kRuleCounterHelp[] = {

@@ -146,9 +146,12 @@ std::string describe_queue(const ShapeQueue &q) {
 // The action with the settings it takes: "syn-auth verified_ttl 10m", "dns-truncate slip 2".
 std::string describe_action(const Rule &r) {
     std::string s = rule_action_name(r.action);
-    if (r.action == RuleAction::syn_auth)
+    if (verifies_sources(r.action))
         s += " verified_ttl " +
              format_duration_s(static_cast<long long>(r.verified_ttl_ns / 1'000'000'000ull));
+    if (r.action == RuleAction::syn_proxy)
+        s += " announce mss " + std::to_string(r.announce.mss) + " wscale " +
+             std::to_string(r.announce.wscale) + " window " + std::to_string(r.announce.window);
     if (r.action == RuleAction::dns_truncate) s += " slip " + std::to_string(r.slip);
     if (r.action == RuleAction::shape) s += " queue " + describe_queue(r.queue);
     return s;
@@ -244,7 +247,10 @@ nlohmann::json rule_json(const Rule &r) {
                              {"decrease_pct", r.adaptive.decrease_pct},
                              {"increase_pct", r.adaptive.increase_pct}};
     json action = {{"kind", rule_action_name(r.action)}};
-    if (r.action == RuleAction::syn_auth) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
+    if (verifies_sources(r.action)) action["verified_ttl_s"] = r.verified_ttl_ns / 1e9;
+    if (r.action == RuleAction::syn_proxy)
+        action["announce"] = {
+            {"mss", r.announce.mss}, {"wscale", r.announce.wscale}, {"window", r.announce.window}};
     if (r.action == RuleAction::dns_truncate) action["slip"] = r.slip;
     if (r.action == RuleAction::shape) {
         if (r.queue.packets != 0)
@@ -283,6 +289,12 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
                             std::to_string(running.table_entries_per_core) + " -> " +
                             std::to_string(next.table_entries_per_core) +
                             " (takes effect when floodgate restarts)");
+    if (running.proxy_connections_per_core != next.proxy_connections_per_core ||
+        running.proxy_server_timeout_ns != next.proxy_server_timeout_ns ||
+        running.proxy_idle_timeout_ns != next.proxy_idle_timeout_ns)
+        d.changes.push_back(
+            "table.proxy_* (syn-proxy's connection table) changed (takes effect "
+            "when floodgate restarts)");
 
     if (describe_established(running.established) != describe_established(next.established))
         d.changes.push_back("established " + describe_established(running.established) + " -> " +

@@ -31,6 +31,7 @@ class ConfigParser : DocReader {
                         const std::vector<Field> &block_items) const;
     void check_action(const Field &action, const Rule &r) const;
     ShapeQueue shape_queue(const Field &field) const;
+    ProxyAnnounce announce(const Field &field) const;
     std::string rule_name(const Field &field) const;
     Rule rule(const Field &field, const std::vector<Rule> &earlier,
               const ClusterOptions &cluster) const;

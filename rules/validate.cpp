@@ -25,6 +25,7 @@ constexpr std::pair<std::string_view, RuleAction> kActions[] = {
     {"tcp-rst", RuleAction::tcp_rst},
     {"icmp-unreachable", RuleAction::icmp_unreachable},
     {"shape", RuleAction::shape},
+    {"syn-proxy", RuleAction::syn_proxy},
 };
 constexpr std::pair<std::string_view, RuleMode> kModes[] = {
     {"enforce", RuleMode::enforce},
@@ -73,9 +74,16 @@ Config ConfigParser::parse(const DocNode &root) {
     refuse_in_both(cfg, allow_items, block_items);
 
     if (const Field *table = f.find("table")) {
-        const Fields t = fields(*table, {"entries_per_core"});
+        const Fields t = fields(*table, {"entries_per_core", "proxy_connections_per_core",
+                                         "proxy_server_timeout", "proxy_idle_timeout"});
         if (const Field *entries = t.find("entries_per_core"))
             cfg.table_entries_per_core = integer(*entries, 1, kMaxTableEntriesPerCore);
+        if (const Field *n = t.find("proxy_connections_per_core"))
+            cfg.proxy_connections_per_core = integer(*n, 0, kMaxProxyConnectionsPerCore);
+        if (const Field *s = t.find("proxy_server_timeout"))
+            cfg.proxy_server_timeout_ns = short_duration_ns(*s, kMaxProxyServerTimeoutNs);
+        if (const Field *s = t.find("proxy_idle_timeout"))
+            cfg.proxy_idle_timeout_ns = duration_ns(*s, kMaxProxyTimeoutNs);
     }
 
     if (const Field *s = f.find("steering")) cfg.steering = steering(*s);
@@ -129,17 +137,19 @@ void ConfigParser::check_action(const Field &action, const Rule &r) const {
     const RuleMatch &m = r.match;
     switch (r.action) {
         case RuleAction::syn_auth:
+        case RuleAction::syn_proxy: {
+            const std::string name = rule_action_name(r.action);
             if (m.payload.present())
-                fail(action, "syn-auth answers SYNs, which carry no payload: no payload match");
+                fail(action, name + " answers SYNs, which carry no payload: no payload match");
             if (is_aggregate(r.key_kind))
-                fail(action, std::string("syn-auth verifies sources: it needs a per-source key, "
-                                         "not key ") +
+                fail(action, name + " verifies sources: it needs a per-source key, not key " +
                                  key_kind_name(r.key_kind) + " (put an aggregate rule beside it)");
             if ((m.tcp_flags.must_set & kTcpSyn) == 0 || (m.tcp_flags.must_clear & kTcpAck) == 0)
-                fail(action,
-                     "syn-auth needs match.tcp_flags with \"syn !ack\" (it answers "
-                     "connection attempts only)");
+                fail(action, name +
+                                 " needs match.tcp_flags with \"syn !ack\" (it answers "
+                                 "connection attempts only)");
             break;
+        }
         case RuleAction::dns_truncate:
             if (!m.proto || *m.proto != kProtoUdp || m.dst_ports.empty())
                 fail(action, "dns-truncate needs match.proto udp and a dst_port (53)");
@@ -175,7 +185,7 @@ void ConfigParser::check_adaptive(const Field &limit, const Rule &r) const {
         fail(at,
              "adaptive learns from the connections it admits: it needs match.tcp_flags "
              "\"syn !ack\"");
-    if (r.action == RuleAction::shape || r.action == RuleAction::syn_auth)
+    if (r.action == RuleAction::shape || verifies_sources(r.action))
         fail(at,
              std::string("adaptive does not combine with action ") + rule_action_name(r.action));
 }
@@ -196,6 +206,18 @@ ShapeQueue ConfigParser::shape_queue(const Field &field) const {
     return q;
 }
 
+// announce: { mss, wscale, window }: what syn-proxy's SYN-ACK says of the servers behind it.
+ProxyAnnounce ConfigParser::announce(const Field &field) const {
+    const Fields f = fields(field, {"mss", "wscale", "window"});
+    ProxyAnnounce a;
+    if (const Field *m = f.find("mss"))
+        a.mss = static_cast<uint16_t>(integer(*m, kMinAnnouncedMss, kMaxAnnouncedMss));
+    if (const Field *w = f.find("wscale"))
+        a.wscale = static_cast<uint8_t>(integer(*w, 0, kMaxAnnouncedWindowScale));
+    if (const Field *w = f.find("window")) a.window = static_cast<uint16_t>(integer(*w, 1, 65535));
+    return a;
+}
+
 // Names appear in metrics labels and CLI output, hence the plain character set.
 std::string ConfigParser::rule_name(const Field &field) const {
     const std::string &name = scalar(field);
@@ -211,9 +233,9 @@ std::string ConfigParser::rule_name(const Field &field) const {
 
 Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
                         const ClusterOptions &cluster) const {
-    const Fields f = fields(
-        field, {"name", "match", "key", "algorithm", "limit", "action", "slip", "verified_ttl",
-                "mode", "on_table_full", "reserve", "escalate", "share", "fallback", "queue"});
+    const Fields f = fields(field, {"name", "match", "key", "algorithm", "limit", "action", "slip",
+                                    "verified_ttl", "announce", "mode", "on_table_full", "reserve",
+                                    "escalate", "share", "fallback", "queue"});
     Rule r;
     r.line = field.line;
     const Field &name = require(f, "name");
@@ -243,8 +265,13 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
         r.slip = static_cast<uint32_t>(integer(*slip, 0, kMaxSlip));
     }
     if (const Field *ttl = f.find("verified_ttl")) {
-        if (r.action != RuleAction::syn_auth) fail(*ttl, "verified_ttl needs action syn-auth");
+        if (!verifies_sources(r.action))
+            fail(*ttl, "verified_ttl needs action syn-auth or syn-proxy");
         r.verified_ttl_ns = duration_ns(*ttl, kMaxVerifiedTtlNs);
+    }
+    if (const Field *a = f.find("announce")) {
+        if (r.action != RuleAction::syn_proxy) fail(*a, "announce needs action syn-proxy");
+        r.announce = announce(*a);
     }
     if (const Field *q = f.find("queue")) {
         if (r.action != RuleAction::shape) fail(*q, "queue needs action shape");

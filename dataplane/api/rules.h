@@ -61,15 +61,32 @@ struct RuleMatch {
 
 enum class RuleMode : uint8_t { enforce, shadow };
 enum class TableFullPolicy : uint8_t { shared, pass, drop };
-// What happens to a packet the rule does not admit (for syn_auth, also to a SYN from a source
-// that has not proven itself yet): dropped, dropped and answered (dataplane/answer/answer.h),
-// or (shape) held and sent when the limit admits it, dropped only when its key's queue is full.
-enum class RuleAction : uint8_t { drop, syn_auth, dns_truncate, tcp_rst, icmp_unreachable, shape };
+// What happens to a packet the rule does not admit (for syn_auth and syn_proxy, also to a SYN
+// from a source that has not proven itself yet): dropped, dropped and answered
+// (dataplane/answer/answer.h), or (shape) held and sent when the limit admits it, dropped only
+// when its key's queue is full. syn_proxy answers the unproven source's SYN as its server would
+// and opens the connection to the server itself once the client's ACK proves the source
+// (dataplane/pipeline/syn_proxy.h).
+enum class RuleAction : uint8_t {
+    drop,
+    syn_auth,
+    dns_truncate,
+    tcp_rst,
+    icmp_unreachable,
+    shape,
+    syn_proxy
+};
+// The actions under which a source proves itself (and is then verified for verified_ttl).
+inline bool verifies_sources(RuleAction a) {
+    return a == RuleAction::syn_auth || a == RuleAction::syn_proxy;
+}
 // As the rules file spells it.
 inline const char *rule_action_name(RuleAction a) {
     switch (a) {
         case RuleAction::syn_auth:
             return "syn-auth";
+        case RuleAction::syn_proxy:
+            return "syn-proxy";
         case RuleAction::dns_truncate:
             return "dns-truncate";
         case RuleAction::tcp_rst:
@@ -261,6 +278,18 @@ struct ShapeQueue {
 inline constexpr uint32_t kMaxShapePackets = 1u << 20;
 inline constexpr uint64_t kMaxShapeDelayNs = 60'000'000'000ull;  // a minute
 
+// syn_proxy: what floodgate's SYN-ACK tells clients of the servers behind the rule, as a
+// server's would (announce: { mss, wscale, window }); each option only to a client that offered
+// it. The defaults are Linux's on Ethernet.
+struct ProxyAnnounce {
+    uint16_t mss = 1460;
+    uint8_t wscale = 7;
+    uint16_t window = 65535;
+    bool operator==(const ProxyAnnounce &) const = default;
+};
+inline constexpr uint16_t kMinAnnouncedMss = 536;
+inline constexpr uint16_t kMaxAnnouncedMss = 9000;
+
 struct Rule {
     std::string name;
     int line = 0;  // where the rule starts in its file, for messages (0: not from a file)
@@ -281,9 +310,10 @@ struct Rule {
     RuleAction action = RuleAction::drop;
     // dns_truncate: one refused query in slip is answered, the others dropped (0: none).
     uint32_t slip = 2;
-    // syn_auth: how long a source that answered a cookie stays verified.
+    // syn_auth, syn_proxy: how long a source that answered a cookie stays verified.
     uint64_t verified_ttl_ns = 600'000'000'000ull;
-    ShapeQueue queue;  // shape
+    ProxyAnnounce announce;  // syn_proxy
+    ShapeQueue queue;        // shape
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
     EscalateOptions escalate;
@@ -339,6 +369,12 @@ struct Config {
     std::vector<Prefix> allow;
     std::vector<Prefix> block;
     uint64_t table_entries_per_core = 1u << 20;
+    // syn-proxy's connection table (dataplane/core/proxy_flows.h), sized and timed at start
+    // like the limit table: connections per core, how long the server has to answer the SYN,
+    // and how long an open connection may stay silent.
+    uint64_t proxy_connections_per_core = 1u << 16;
+    uint64_t proxy_server_timeout_ns = 3'000'000'000ull;
+    uint64_t proxy_idle_timeout_ns = 900'000'000'000ull;
     SteeringOptions steering;
     ClusterOptions cluster;
     AnswerCaps answers;
@@ -348,6 +384,10 @@ struct Config {
 
 // Limits that keep every later computation in range.
 inline constexpr uint64_t kMaxTableEntriesPerCore = 1ull << 30;
+inline constexpr uint64_t kMaxProxyConnectionsPerCore = 1ull << 24;
+inline constexpr uint64_t kMaxProxyTimeoutNs = 86'400'000'000'000ull;  // a day (idle)
+inline constexpr uint64_t kMaxProxyServerTimeoutNs = 60'000'000'000ull;
+inline constexpr uint8_t kMaxAnnouncedWindowScale = 14;  // RFC 7323 2.3
 inline constexpr size_t kMaxRules = 256;
 inline constexpr uint32_t kMaxBurstPkts = 1u << 20;
 inline constexpr size_t kMaxRuleNameLen = 64;

@@ -438,7 +438,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     // before the dataplane closes the port (closing it detaches the program).
     std::unique_ptr<XdpFeedHandle> xdp;
     if (!open_xdp_tier(setup.outside, opt, config, &xdp, &error)) return failed(error);
-    if (!dataplane.create_workers(config.table_entries_per_core, &error)) return failed(error);
+    if (!dataplane.create_workers(config, &error)) return failed(error);
     if (xdp) dataplane.enable_refusal_samples();  // what escalation reads besides the summaries
 
     std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,

@@ -86,6 +86,7 @@ class ProxyFlows {
     bool ok() const { return hash_ != nullptr; }
     uint32_t capacity() const { return capacity_; }
     uint32_t size() const { return size_; }
+    uint32_t slots() const { return slots_; }  // positions sweep() goes round
     const ProxyFlowsStats &stats() const { return stats_; }
 
     ProxyFlow *find(const FlowKey &k);

@@ -87,6 +87,10 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
         case RuleAction::syn_auth:
             c.answer = AnswerKind::syn_cookie;
             break;
+        case RuleAction::syn_proxy:
+            c.answer = AnswerKind::syn_proxy;
+            c.announce = r.announce;
+            break;
         case RuleAction::dns_truncate:
             c.answer = AnswerKind::dns_truncated;
             break;
@@ -110,8 +114,7 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.escalates = r.escalate.enabled() && !c.shadow;
     c.shared = r.shared;
     c.on_table_full = r.on_table_full;
-    c.plain =
-        !is_aggregate(c.key_kind) && c.action != RuleAction::syn_auth && !c.shadow && !c.shared;
+    c.plain = !is_aggregate(c.key_kind) && !verifies_sources(c.action) && !c.shadow && !c.shared;
     return c;
 }
 

@@ -87,7 +87,8 @@ struct CompiledRule {
     // shape: how far ahead of now a held packet's release may be (its queue: packets x T, or
     // the delay), and T itself for the check that the queue carries over a reload.
     uint64_t shape_lead_ns = 0;
-    uint64_t verified_ttl_ns = 0;  // syn_auth
+    uint64_t verified_ttl_ns = 0;  // syn_auth, syn_proxy
+    ProxyAnnounce announce;        // syn_proxy
     bool shadow = false;
     // An enforcing rule with escalate options: its refusals are sampled for the XDP tier
     // (dataplane/pipeline/refusal_samples.h).
@@ -101,8 +102,8 @@ struct CompiledRule {
     // share: cluster: what its keys admit is also counted for the other boxes (Pipeline's
     // cluster ledger, dataplane/pipeline/cluster_ledger.h).
     bool shared = false;
-    // Neither aggregate nor syn-auth nor shadow nor shared: a packet it alone matches is decided by
-    // its limit and nothing else (Pipeline::decide_one's short path).
+    // Neither aggregate nor syn-auth/syn-proxy nor shadow nor shared: a packet it alone matches is
+    // decided by its limit and nothing else (Pipeline::decide_one's short path).
     bool plain = false;
 };
 

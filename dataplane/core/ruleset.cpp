@@ -113,9 +113,9 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
         if (r.key_kind == KeyKind::src || r.key_kind == KeyKind::src_dst)
             steer.published(r.key_ipv4_len, r.key_ipv6_len, rs->rules_.back().published);
         rs->states_.push_back(std::move(state));
-        rs->has_syn_auth_ |= r.action == RuleAction::syn_auth;
-        if (r.action == RuleAction::syn_auth)
-            rs->syn_auth_rules_.push_back(static_cast<uint16_t>(i));
+        rs->has_syn_auth_ |= verifies_sources(r.action);
+        rs->has_syn_proxy_ |= r.action == RuleAction::syn_proxy;
+        if (verifies_sources(r.action)) rs->syn_auth_rules_.push_back(static_cast<uint16_t>(i));
         rs->has_aggregate_ |= is_aggregate(r.key_kind);
         rs->has_shape_ |= r.action == RuleAction::shape;
     }

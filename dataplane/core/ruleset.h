@@ -113,12 +113,16 @@ class RuleSet {
     const CompiledRule *find_rule(const std::string &name) const;
     const Config &config() const { return config_; }
     const AnswerCapProfiles &answer_caps() const { return answer_caps_; }
+    // Rules that verify sources by cookie (syn-auth, and syn-proxy, which falls back to
+    // syn-auth's challenge when its connection table is full).
     bool has_syn_auth() const { return has_syn_auth_; }
+    bool has_syn_proxy() const { return has_syn_proxy_; }
     // Rules with an aggregate key (dst or none): their refusals are counted by trust class, and
     // replies going out mark their destinations established.
     bool has_aggregate() const { return has_aggregate_; }
     const EstablishedProfile &established() const { return established_; }
-    // The indices of the syn-auth rules (whose verifications make a source's class verified).
+    // The indices of the syn-auth and syn-proxy rules (whose verifications make a source's class
+    // verified).
     const std::vector<uint16_t> &syn_auth_rules() const { return syn_auth_rules_; }
     // The indices of the rules with an adaptive limit (limit.adaptive).
     const std::vector<uint16_t> &adaptive_rules() const { return adaptive_rules_; }
@@ -142,6 +146,7 @@ class RuleSet {
     RuleIndex index_;
     AnswerCapProfiles answer_caps_;
     bool has_syn_auth_ = false;
+    bool has_syn_proxy_ = false;
     bool has_aggregate_ = false;
     bool has_shape_ = false;
     EstablishedProfile established_;

@@ -150,8 +150,12 @@ bool Dataplane::choose_steering(std::string *error) {
     return true;
 }
 
-bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *error) {
+// Each worker's limit table, syn-proxy connection table (unless sized 0), pipeline and loop, as
+// the config at start sizes them.
+bool Dataplane::create_workers(const Config &config, std::string *error) {
+    const uint64_t table_entries_per_core = config.table_entries_per_core;
     const HashSeed seed = random_hash_seed();
+    const HashSeed proxy_seed = random_hash_seed();
     const HashSeed cookie_seed = random_hash_seed();
     const CookieKey cookie_key{cookie_seed.k[0], cookie_seed.k[1]};
     // Records a worker may publish per merge: one per key it admitted since the last one; and
@@ -176,6 +180,20 @@ bool Dataplane::create_workers(uint64_t table_entries_per_core, std::string *err
         pipelines_.push_back(
             std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
         pipelines_.back()->set_cookie_key(cookie_key);
+        if (config.proxy_connections_per_core > 0) {
+            proxy_flows_.push_back(std::make_unique<ProxyFlows>(
+                static_cast<uint32_t>(config.proxy_connections_per_core),
+                config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, proxy_seed,
+                static_cast<int>(rte_lcore_to_socket_id(lcore))));
+            if (!proxy_flows_.back()->ok()) {
+                *error = "cannot allocate syn-proxy's connection table of " +
+                         std::to_string(config.proxy_connections_per_core) +
+                         " connections for lcore " + std::to_string(lcore) +
+                         " (table.proxy_connections_per_core; not enough hugepage memory?)";
+                return false;
+            }
+            pipelines_.back()->enable_syn_proxy(proxy_flows_.back().get());
+        }
         pipelines_.back()->set_hold_capacity(hold_per_worker_);
         workers_.push_back(std::make_unique<Worker>(
             WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_},

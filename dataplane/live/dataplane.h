@@ -91,7 +91,7 @@ class Dataplane {
     // One table per worker, allocated on its socket; one secret hash seed for the process (so
     // per-core top-offender summaries can be merged), and one secret syn-auth cookie key, so
     // that every worker accepts the RST to a SYN-ACK another worker sent.
-    bool create_workers(uint64_t table_entries_per_core, std::string *error);
+    bool create_workers(const Config &config, std::string *error);
 
     // Starts every worker on its lcore, and the watch on the ports; they run until *stop is set.
     void launch();
@@ -153,6 +153,7 @@ class Dataplane {
     std::unique_ptr<PortWatch> port_watch_;
     std::vector<std::unique_ptr<LimitTable>> tables_;
     std::vector<std::unique_ptr<Pipeline>> pipelines_;
+    std::vector<std::unique_ptr<ProxyFlows>> proxy_flows_;  // syn-proxy's, one per worker
     std::unique_ptr<LiveMerger> merger_;
     std::unique_ptr<SteeringRings> steering_rings_;
     std::vector<std::unique_ptr<Worker>> workers_;

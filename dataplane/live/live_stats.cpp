@@ -27,11 +27,13 @@ struct WorkerReading {
     uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, answers_tx_failed, busy_tsc,
         merge_max_lag_ns, merge_records_lost;
     uint64_t handed_out = 0, taken_in = 0, ring_full = 0;  // software steering
+    uint64_t returning_kept = 0;                           // syn-proxy's
 };
 WorkerReading read_worker(const Worker &w) {
     WorkerReading r{w.filtered_tx_failed(), w.returning_rx(), w.returning_tx_failed(),
                     w.answers_tx_failed(),  w.busy_tsc(),     w.merge_max_lag_ns(),
                     w.merge_records_lost()};
+    r.returning_kept = w.returning_kept();
     if (const SteeringStage *s = w.steering()) {
         r.handed_out = s->handed_out();
         r.taken_in = s->taken_in();
@@ -50,7 +52,7 @@ PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
     return {c.packets, c.passed - c.held - c.shape_flushed, w.filtered_tx_failed};
 }
 PortCounters returning(const WorkerReading &w) {
-    return {w.returning_rx, w.returning_rx, w.returning_tx_failed};
+    return {w.returning_rx, w.returning_rx - w.returning_kept, w.returning_tx_failed};
 }
 // Answers leave by the outside port: each answered frame was received there and its answer
 // handed to the TX queue.
@@ -99,6 +101,7 @@ ordered_json core(const RuleSet &rules, unsigned index, unsigned lcore, const Co
 #define FG_X(name) j[#name] = c.name;
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
+    j["proxy_connections"] = c.proxy_connections;
     j["table"] = {{"capacity", r.table_capacity},
                   {"occupancy", t.occupancy},
                   {"reclaims", t.reclaims},

@@ -20,6 +20,10 @@ TscClock TscClock::calibrated() {
 }
 
 namespace {
+// syn-proxy's connection table slots the sweep visits per loop pass: a 65,536-connection table
+// (82,000 slots) is gone through in about a second at one pass every 10 us.
+constexpr uint32_t kProxySweepSlotsPerPass = 8;
+
 // Frames the NIC does not take are freed and counted, never retried or leaked: DPDK's
 // rte_eth_tx_buffer_count_callback, with a counter other threads may read.
 void count_unsent(rte_mbuf **pkts, uint16_t unsent, void *failed) {
@@ -38,6 +42,32 @@ void answer_tx_offload(const AnswerPlan &plan, const PacketInfo &info, rte_mbuf 
         (info.family == 4 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM : RTE_MBUF_F_TX_IPV6) |
         (plan.kind == AnswerKind::dns_truncated ? RTE_MBUF_F_TX_UDP_CKSUM
                                                 : RTE_MBUF_F_TX_TCP_CKSUM);
+}
+
+// A frame rewritten in place to len bytes (within its first segment's room), as an answer:
+// the buffer-ownership bits of an external or indirect mbuf kept, no offload asked.
+void set_frame_len(rte_mbuf *m, uint32_t len) {
+    const uint32_t now_len = rte_pktmbuf_data_len(m);
+    if (len < now_len)
+        rte_pktmbuf_trim(m, static_cast<uint16_t>(now_len - len));
+    else if (len > now_len)
+        rte_pktmbuf_append(m, static_cast<uint16_t>(len - now_len));
+    m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
+    m->tx_offload = 0;
+}
+
+// The bytes syn-proxy may write a frame into: its first segment, whole (a chain is made one
+// first; false if it does not fit).
+bool writable_frame(rte_mbuf *m, uint8_t **frame, uint32_t *len, uint32_t *cap) {
+    if (!rte_pktmbuf_is_contiguous(m) && rte_pktmbuf_linearize(m) != 0) return false;
+    *frame = rte_pktmbuf_mtod(m, uint8_t *);
+    *len = rte_pktmbuf_data_len(m);
+    *cap = *len + rte_pktmbuf_tailroom(m);
+    return true;
+}
+
+rte_mbuf *mbuf_of(uint64_t handle) {
+    return reinterpret_cast<rte_mbuf *>(static_cast<uintptr_t>(handle));
 }
 
 rte_eth_dev_tx_buffer *make_tx_buffer(Counter *failed, int socket) {
@@ -163,9 +193,13 @@ void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
     rte_mbuf *dropped[kMaxBurst];
     unsigned n_dropped = 0;
     unsigned n_answers = 0;
+    bool proxied = false;
     for (uint16_t i = 0; i < n; ++i) {
         if (verdicts[i] == Verdict::pass) {
             rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, pkts[i]);
+        } else if (verdicts[i] == Verdict::proxy) {
+            proxy_from_client(pkts[i], i, dropped, &n_dropped);
+            proxied = true;  // a RST may have gone back to the client
         } else if (verdicts[i] == Verdict::delay) {
             pipeline_->hold(i, reinterpret_cast<uintptr_t>(pkts[i]));  // sent by release_held
         } else if (verdicts[i] == Verdict::answer) {
@@ -198,7 +232,98 @@ void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
     // One call back to the mempool for the burst's drops (a flood drops most).
     rte_pktmbuf_free_bulk(dropped, n_dropped);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
-    if (n_answers > 0) rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
+    if (n_answers > 0 || proxied)
+        rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, answers_out_);
+}
+
+// A client's segment toward a syn-proxy rule's servers, as the proxy's step says: on to the
+// inside (rewritten, or as the server's SYN), kept until the server answers, back to the client
+// as a RST (its connection failed), or dropped.
+void Worker::proxy_from_client(rte_mbuf *m, uint16_t i, rte_mbuf **dropped, unsigned *n_dropped) {
+    uint8_t *frame;
+    uint32_t len, cap;
+    if (!writable_frame(m, &frame, &len, &cap)) {
+        dropped[(*n_dropped)++] = m;
+        return;
+    }
+    const Pipeline::ProxyOut out = pipeline_->proxy_client(i, frame, cap);
+    switch (out.step) {
+        case ProxyStep::not_proxied:
+        case ProxyStep::forward:
+            rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+            return;
+        case ProxyStep::server_syn:
+            set_frame_len(m, out.len);
+            rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+            return;
+        case ProxyStep::hold:
+            pipeline_->proxy_hold(out.flow, reinterpret_cast<uintptr_t>(m));
+            return;
+        case ProxyStep::reset_client:
+            set_frame_len(m, out.len);
+            rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
+            return;
+        default:
+            dropped[(*n_dropped)++] = m;
+            return;
+    }
+}
+
+// Frames from the inside while syn-proxy has connections: each server's segment as the proxy's
+// step says (out to the client, rewritten; its SYN-ACK answered with the ACK back inside, then
+// the client's held segments after it; dropped), anything else out unchanged.
+void Worker::proxy_returning(rte_mbuf *const *pkts, uint16_t n, uint64_t now) {
+    rte_mbuf *dropped[kMaxBurst];
+    unsigned n_dropped = 0, kept = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf *m = pkts[i];
+        uint8_t *frame;
+        uint32_t len, cap;
+        if (!writable_frame(m, &frame, &len, &cap)) {
+            rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, m);
+            continue;
+        }
+        const Pipeline::ProxyOut out = pipeline_->proxy_server(frame, len, cap, now);
+        switch (out.step) {
+            case ProxyStep::server_ack:
+                set_frame_len(m, out.len);
+                rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+                proxy_release_held(out.flow, true, now);
+                ++kept;
+                break;
+            case ProxyStep::refused:
+                proxy_release_held(out.flow, false, now);
+                rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, m);
+                break;
+            case ProxyStep::drop:
+                dropped[n_dropped++] = m;
+                ++kept;
+                break;
+            default:
+                rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, m);
+                break;
+        }
+    }
+    rte_pktmbuf_free_bulk(dropped, n_dropped);
+    if (kept > 0) returning_kept_ += kept;
+    rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);
+}
+
+// The client segments a connection held while it opened: sent on, translated, once the server
+// answered (send), or freed.
+void Worker::proxy_release_held(ProxyFlow *flow, bool send, uint64_t now) {
+    uint64_t held[kHeldPerFlow];
+    const unsigned n = pipeline_->proxy_take_held(flow, held);
+    for (unsigned k = 0; k < n; ++k) {
+        rte_mbuf *m = mbuf_of(held[k]);
+        uint8_t *frame;
+        uint32_t len, cap;
+        if (send && writable_frame(m, &frame, &len, &cap) &&
+            pipeline_->proxy_held(frame, len, cap, now).step == ProxyStep::forward)
+            rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+        else
+            rte_pktmbuf_free(m);
+    }
 }
 
 // Sends the frames shape rules held whose time has come (up to four bursts a pass, so that
@@ -297,11 +422,18 @@ void Worker::run(uint64_t tsc0) {
                     std::fill(now_ns, now_ns + m, now);
                     pipeline_->observe_returning(frames, lens, m, now_ns, captured);
                 }
-                for (uint16_t i = 0; i < m; ++i)
-                    rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, returning[i]);
+                if (pipeline_->proxying()) {
+                    proxy_returning(returning, m, now);
+                } else {
+                    for (uint16_t i = 0; i < m; ++i)
+                        rte_eth_tx_buffer(ports_.outside, ports_.queue, to_outside_, returning[i]);
+                }
                 rte_eth_tx_buffer_flush(ports_.outside, ports_.queue, to_outside_);
             }
         }
+        // syn-proxy's timed-out connections, a few table slots a pass; what they held is freed.
+        pipeline_->proxy_sweep(now, kProxySweepSlotsPerPass,
+                               [](uint64_t h) { rte_pktmbuf_free(mbuf_of(h)); });
         pipeline_->serve_reads();
         rules_->quiescent(ports_.queue);
     }
@@ -311,6 +443,7 @@ void Worker::run(uint64_t tsc0) {
         decide_waiting(bursts[waiting], epoch_ns + clock.ns(rte_rdtsc() - tsc0));
     }
     release_held(0, true);  // held frames are dropped, counted (shape_flushed)
+    pipeline_->proxy_drop_held([](uint64_t h) { rte_pktmbuf_free(mbuf_of(h)); });
     pipeline_->stop_serving_reads();
     rules_->offline(ports_.queue);
     rte_eth_tx_buffer_flush(ports_.inside, ports_.queue, to_inside_);

@@ -59,6 +59,9 @@ class Worker {
     uint64_t filtered_tx_failed() const { return filtered_tx_failed_; }
     uint64_t returning_rx() const { return returning_rx_; }
     uint64_t returning_tx_failed() const { return returning_tx_failed_; }
+    // Frames from the inside syn-proxy kept from the outside: server SYN-ACKs it answered (its
+    // ACK went back inside) and segments it refused. The rest are handed to the TX queue.
+    uint64_t returning_kept() const { return returning_kept_; }
     // Answers the outside port's TX queue refused (every answer verdict, the pipeline's
     // answered counter, is handed to it).
     uint64_t answers_tx_failed() const { return answers_tx_failed_; }
@@ -87,6 +90,7 @@ class Worker {
     Counter answers_tx_failed_;
     Counter returning_rx_;
     Counter returning_tx_failed_;
+    Counter returning_kept_;
     LiveMerger *merge_;
     uint64_t merge_interval_ns_;
     std::vector<Consumption> published_;   // capacity reserved once
@@ -110,6 +114,10 @@ class Worker {
     void decide_waiting(Received &b, uint64_t now);
     void send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts);
     void release_held(uint64_t now, bool stopping);
+    // syn-proxy's steps (a client segment's, a server segment's) and its held segments.
+    void proxy_from_client(rte_mbuf *m, uint16_t i, rte_mbuf **dropped, unsigned *n_dropped);
+    void proxy_returning(rte_mbuf *const *pkts, uint16_t n, uint64_t now);
+    void proxy_release_held(ProxyFlow *flow, bool send, uint64_t now);
     void publish_consumption(uint64_t now_ns);
     void apply_consumption(uint64_t now_ns);
 };

@@ -12,7 +12,7 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
     RuleCoreState &state = mine(r);
     RuleCounters &rc = state.counters;
     // syn-auth answers only the unproven: a verified source over its limit is just dropped.
-    if (r.answer == AnswerKind::count || (r.action == RuleAction::syn_auth && !c.unverified)) {
+    if (r.answer == AnswerKind::count || (verifies_sources(r.action) && !c.unverified)) {
         ++rc.unanswered;
         return Verdict::drop;
     }
@@ -22,7 +22,10 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
         ++rc.answer_skipped;
         return Verdict::drop;
     }
-    *plan = plan_answer(r.answer, frame.bytes, frame.len, info);
+    // syn-proxy challenges as syn-auth does when its connection table has no room.
+    const AnswerKind kind =
+        r.answer == AnswerKind::syn_proxy && !proxy_room() ? AnswerKind::syn_cookie : r.answer;
+    *plan = plan_answer(kind, frame.bytes, frame.len, info);
     if (!plan->ok()) {
         ++rc.answer_skipped;
         return Verdict::drop;
@@ -41,8 +44,10 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
         ++counters_.answer_capped;
         return Verdict::drop;
     }
-    if (r.answer == AnswerKind::syn_cookie)
+    if (plan->kind == AnswerKind::syn_cookie)
         plan->cookie = syn_cookie(cookie_key_, info, cookie_slot(now_ns));
+    else if (plan->kind == AnswerKind::syn_proxy)
+        plan_proxy_answer(r, info, now_ns, plan);
     plan->offload_checksums = checksum_offload_ && plan->kind != AnswerKind::icmp_unreachable;
     ++rc.answered;
     rc.answered_bytes += plan->answer_len;

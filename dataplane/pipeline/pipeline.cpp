@@ -18,6 +18,10 @@ bool is_bare_rst(const PacketInfo &p) {
     return p.l4_proto == kProtoTcp && p.has_l4 &&
            (p.tcp_flags & (kTcpRst | kTcpSyn | kTcpAck)) == kTcpRst;
 }
+// A TCP segment with its header, no SYN: what follows a connection's handshake.
+bool is_after_syn(const PacketInfo &p) {
+    return p.l4_proto == kProtoTcp && p.has_l4 && (p.tcp_flags & kTcpSyn) == 0;
+}
 }  // namespace
 
 Pipeline::Pipeline(const RuleSet *rules, LimitTable *table, unsigned core)
@@ -98,9 +102,9 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
             c.key = rule_key(r, info);
             c.hash = rule_key_hash(r, info, *table_, c.key);
             const bool aggregate = is_aggregate(r.key_kind);
-            c.aux_hash = r.action == RuleAction::syn_auth ? table_->hash(verified_key(r, info))
-                         : aggregate                      ? mark_hash(info, kTagEstablished)
-                                                          : 0;
+            c.aux_hash = verifies_sources(r.action) ? table_->hash(verified_key(r, info))
+                         : aggregate                ? mark_hash(info, kTagEstablished)
+                                                    : 0;
             c.known_hash = aggregate ? mark_hash(info, kTagKnown) : 0;
             if (prefetch) prefetch_check(c);
         }
@@ -152,6 +156,16 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                     const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
                     v = decide_one(info, frame, &b.checks[b.first_check[i]],
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
+                    // A passed segment after a SYN, toward a syn-proxy rule's servers: its
+                    // connection may be proxied (syn_proxy_path.cpp).
+                    if (v == Verdict::pass && rules_->has_syn_proxy() && proxy_ &&
+                        is_after_syn(info)) [[unlikely]] {
+                        const int r = proxy_rule_of(info, b.source[i], *b.dst_rules[i]);
+                        if (r >= 0) {
+                            v = Verdict::proxy;
+                            b.proxy_rule[i] = static_cast<uint16_t>(r);
+                        }
+                    }
                 }
                 break;
         }
@@ -164,7 +178,8 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
             client_segment(info, Frame{b.frames[i], b.lens[i], b.captured[i]}, now_ns);
         ++counters_.packets;
         // answered: dropped; delayed: passed, later
-        ++(v == Verdict::pass || v == Verdict::delay ? counters_.passed : counters_.dropped);
+        ++(v == Verdict::pass || v == Verdict::delay || v == Verdict::proxy ? counters_.passed
+                                                                            : counters_.dropped);
     }
     if (ahead != nullptr) prefetch_checks(*ahead, ahead_done);  // any left (n == 0)
     if (n > 0) {
@@ -178,8 +193,8 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
 // RememberedFilter).
 inline void Pipeline::prefetch_check(const Check &c) {
     table_->prefetch(c.hash);
-    if (c.aux_hash != 0 && (rules_->rules()[c.rule].action != RuleAction::syn_auth ||
-                            remembered_.may_contain(c.aux_hash)))
+    if (c.aux_hash != 0 &&
+        (!verifies_sources(rules_->rules()[c.rule].action) || remembered_.may_contain(c.aux_hash)))
         table_->prefetch(c.aux_hash);
     if (c.known_hash != 0) table_->prefetch(c.known_hash);
 }

@@ -40,6 +40,7 @@
 #include "dataplane/pipeline/cluster_ledger.h"
 #include "dataplane/pipeline/merge.h"
 #include "dataplane/pipeline/refusal_samples.h"
+#include "dataplane/pipeline/syn_proxy.h"
 
 namespace floodgate {
 
@@ -59,7 +60,9 @@ inline constexpr unsigned kPrefetchAhead = 32;
 // (build_answer, dataplane/answer/answer.h), out of the port it came in on.
 // delay: a shape rule holds it; the caller hands it over (hold()) and sends it on when
 // release() gives it back, at its time.
-enum class Verdict : uint8_t { pass, drop, answer, delay };
+// proxy: passed, toward a syn-proxy rule's servers: the caller hands it to proxy_client() with
+// its bytes writable and does what the step says (it may belong to a proxied connection).
+enum class Verdict : uint8_t { pass, drop, answer, delay, proxy };
 
 class Pipeline {
   public:
@@ -146,7 +149,48 @@ class Pipeline {
     }
 
     // The secret of syn-auth cookies (syn_cookie.h); every core of a dataplane has the same.
-    void set_cookie_key(const CookieKey &key) { cookie_key_ = key; }
+    // syn-proxy's cookies are under a key derived from it (proxy_cookie.h).
+    void set_cookie_key(const CookieKey &key) {
+        cookie_key_ = key;
+        proxy_key_ = proxy_cookie_key(key);
+        if (proxy_) proxy_->set_key(proxy_key_);
+    }
+
+    // syn-proxy (syn_proxy_path.cpp). The connection table (this core's, outliving the
+    // pipeline) is given before the core runs; without one a syn-proxy rule challenges as
+    // syn-auth does (counted in proxy_table_full). Each step's frame is written in place in a
+    // buffer of cap bytes; len is its new length where it changed (server_syn, server_ack,
+    // reset_client); flow is the connection to hold() the frame in (hold) or whose held
+    // frames go next (server_ack: take each back with proxy_take_held() and pass it to
+    // proxy_held()) or are to be freed (refused).
+    struct ProxyOut {
+        ProxyStep step = ProxyStep::not_proxied;
+        uint32_t len = 0;
+        ProxyFlow *flow = nullptr;
+    };
+    void enable_syn_proxy(ProxyFlows *flows);
+    bool proxying() const { return proxy_ != nullptr && proxy_->flows()->size() > 0; }
+    // A frame of the last burst decided whose verdict was proxy.
+    ProxyOut proxy_client(uint16_t i, uint8_t *frame, uint32_t cap);
+    // A client frame held while its connection opened, once the server answered.
+    ProxyOut proxy_held(uint8_t *frame, uint32_t len, uint32_t cap, uint64_t now_ns);
+    // A frame from the inside (any: not_proxied unless it belongs to a proxied connection).
+    ProxyOut proxy_server(uint8_t *frame, uint32_t len, uint32_t cap, uint64_t now_ns);
+    void proxy_hold(ProxyFlow *flow, uint64_t handle) { proxy_->hold(flow, handle); }
+    unsigned proxy_take_held(ProxyFlow *flow, uint64_t *out) {
+        return proxy_->take_held(flow, out);
+    }
+    // Ends timed-out connections among the next n table slots; release(handle) frees each
+    // frame they held.
+    template <class F>
+    void proxy_sweep(uint64_t now_ns, uint32_t n, F &&release) {
+        if (proxying()) proxy_->sweep(now_ns, n, release);
+    }
+    // Frees every frame the connections hold (a stopping core).
+    template <class F>
+    void proxy_drop_held(F &&release) {
+        if (proxy_) proxy_->drop_held(release);
+    }
     // Whether the port answers leave by computes IPv4, TCP and UDP checksums itself
     // (AnswerPlan::offload_checksums).
     void set_checksum_offload(bool on) { checksum_offload_ = on; }
@@ -251,6 +295,7 @@ class Pipeline {
         PacketInfo infos[kMaxBurst];
         ParseStatus status[kMaxBurst];
         PrefixClass source[kMaxBurst];
+        uint16_t proxy_rule[kMaxBurst];  // proxy: the syn-proxy rule it goes toward
         const RuleBits *dst_rules[kMaxBurst];
         AnswerPlan plans[kMaxBurst];
         uint32_t held_item[kMaxBurst];  // delay: the ShapeWheel item holding it
@@ -321,6 +366,17 @@ class Pipeline {
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
+    // syn-proxy (syn_proxy_path.cpp): the syn-proxy rule a client's non-SYN segment goes
+    // toward (its destination and ports), or -1; the SYN-ACK's cookie and announcement; one
+    // client segment's step; the proxy's counters in a reading.
+    int proxy_rule_of(const PacketInfo &info, const PrefixClass &source, const RuleBits &dst) const;
+    bool proxy_room();
+    void plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns,
+                           AnswerPlan *plan) const;
+    ProxyOut proxy_segment(const PacketInfo &info, uint8_t *frame, uint32_t len, uint32_t cap,
+                           uint64_t now_ns, const CompiledRule *rule);
+    void fill_proxy_counters(WorkerCounters *out) const;
+
     // Trust classes, established and known marks (trust.cpp).
     [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
                                       const Check *checks, unsigned n_checks, uint64_t tat_ns,
@@ -367,6 +423,9 @@ class Pipeline {
     // pipeline (live/dataplane.cpp, replay/replay.cpp), so no remembered key is missing from it.
     RememberedFilter remembered_;
     CookieKey cookie_key_;
+    CookieKey proxy_key_;
+    std::unique_ptr<SynProxy> proxy_;
+    uint64_t proxy_fallbacks_ = 0;  // syn-proxy SYNs challenged instead: no room for more
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state

@@ -35,7 +35,7 @@ inline uint64_t &reserve_by_class(RuleCounters &rc, TrustClass c) {
 inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
                             uint64_t now_ns) {
     const CompiledRule &r = rules_->rules()[c.rule];
-    c.unverified = r.action == RuleAction::syn_auth && !verified(c.aux_hash, now_ns);
+    c.unverified = verifies_sources(r.action) && !verified(c.aux_hash, now_ns);
     c.cls = TrustClass::fresh;
     c.by_reserve = false;
     if (c.unverified) {

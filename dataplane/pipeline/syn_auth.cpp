@@ -14,7 +14,7 @@ bool Pipeline::take_cookie_reply(const PacketInfo &info, const PrefixClass &sour
     const RuleCandidates candidates = rules_->candidates(info);
     for (unsigned k = 0; k < candidates.count; ++k) {
         const CompiledRule &r = rules_->rules()[candidates.index[k]];
-        if (r.action != RuleAction::syn_auth || r.shadow ||
+        if (!verifies_sources(r.action) || r.shadow ||
             !rule_matches_rest(r, info, *source.rules, dst, false))
             continue;
         if (!any) valid = cookie_valid(cookie_key_, info, info.tcp_seq, now_ns);

@@ -47,7 +47,10 @@ ProxyStep SynProxy::open_from_ack(const PacketInfo &info, const uint8_t *tcp,
                                   const ProxyAnnounce &a, uint64_t now_ns, uint16_t *window,
                                   ProxyFlow **flow) {
     ProxiedOptions o;
-    if (!proxy_cookie_check(key_, info, now_ns, &o)) return ProxyStep::not_proxied;
+    if (!proxy_cookie_check(key_, info, now_ns, &o)) {
+        ++stats_.cookie_failed;
+        return ProxyStep::not_proxied;
+    }
     ProxyFlow *f = flows_->open(flow_key(info, true), now_ns);
     if (f == nullptr) {
         ++stats_.table_full;
@@ -138,6 +141,7 @@ ProxyStep SynProxy::translate(ProxyFlow &f, const PacketInfo &info, uint8_t *tcp
         ++stats_.untranslatable;
         return ProxyStep::drop;
     }
+    ++stats_.translated;
     if ((info.tcp_flags & kTcpRst) != 0) {
         flows_->close(&f);
         return ProxyStep::forward;

@@ -25,17 +25,11 @@
 #include <cstdint>
 
 #include "dataplane/answer/proxy_cookie.h"
+#include "dataplane/api/rules.h"
 #include "dataplane/core/proxy_flows.h"
 #include "dataplane/core/tcp_translate.h"
 
 namespace floodgate {
-
-// What floodgate announces to clients for the servers behind a rule.
-struct ProxyAnnounce {
-    uint16_t mss = 1460;
-    uint8_t wscale = 7;
-    uint16_t window = 65535;
-};
 
 enum class ProxyStep : uint8_t {
     not_proxied,   // no connection and no cookie: the segment is judged as any other
@@ -57,6 +51,8 @@ struct SynProxyStats {
     uint64_t held = 0;            // client segments kept while the server answered
     uint64_t held_dropped = 0;    // client segments past kHeldPerFlow, dropped
     uint64_t untranslatable = 0;  // segments of a connection whose options were malformed
+    uint64_t cookie_failed = 0;   // ACKs of no connection whose number was no cookie: passed on
+    uint64_t translated = 0;      // segments moved between the two sequence spaces
 };
 
 class SynProxy {
@@ -81,6 +77,8 @@ class SynProxy {
         flow->held[flow->held_count++] = handle;
         ++stats_.held;
     }
+    // Ends a connection just opened whose SYN could not be written (its held handles none).
+    void abandon(ProxyFlow *flow) { flows_->close(flow); }
     // The connection's held handles, in arrival order; it forgets them.
     unsigned take_held(ProxyFlow *flow, uint64_t *out);
 
@@ -99,7 +97,19 @@ class SynProxy {
         });
     }
 
+    // Hands every held handle to release, keeping the connections as they are.
+    template <class F>
+    void drop_held(F &&release) {
+        flows_->sweep(~uint64_t{0}, flows_->slots(), [&](ProxyFlow &f) {
+            for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
+            f.held_count = 0;
+            return true;
+        });
+    }
+
     const SynProxyStats &stats() const { return stats_; }
+    ProxyFlows *flows() const { return flows_; }
+    void set_key(const CookieKey &proxy_key) { key_ = proxy_key; }
 
   private:
     ProxyStep open_from_ack(const PacketInfo &info, const uint8_t *tcp, const ProxyAnnounce &a,
