@@ -17,7 +17,11 @@
 // its source, nothing decided: the cost the other two share), drop (a drop rule, burst 1 and
 // 1/min, every source pre-warmed, so every SYN is refused and dropped) and answer (a syn-auth
 // rule with both answer caps at 10^9/s, burst 2^20: every SYN answered, its SYN-ACK cookie
-// built by build_answer in the frame). answered/refused count the verdicts of the timed loop.
+// built by build_answer in the frame), and proxy (the same with action syn-proxy: its SYN-ACK
+// carries a cookie of the SYN's options and answers them; a connection table of 65,536, empty,
+// as during a spoofed flood). options: the SYN bare (54 bytes, padded to 60) or with Linux's 20
+// bytes of options (MSS, SACK-permitted, timestamps, window scale), which syn-proxy reads and
+// answers. answered/refused count the verdicts of the timed loop.
 //
 // BM_Shape: action shape against the same rule with action drop (a per-source rule, burst 1),
 // on traffic over the limit, at 1,024 and 1,048,576 keys, at 100 ns a packet (10 Mpps on one
@@ -41,6 +45,7 @@
 //
 //   build/perf/bench_decision --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
+#include <rte_memory.h>
 
 #include <algorithm>
 #include <cstring>
@@ -147,9 +152,10 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     state.counters["passed"] = static_cast<double>(passed) / kMaxBurst;  // of the last burst
 }
 
-enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2 };
+enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2, kSynProxy = 3 };
 
-// One rule on SYNs to port 80, as a deployment would write it ("syn !ack"): drop or syn-auth.
+// One rule on SYNs to port 80, as a deployment would write it ("syn !ack"): drop, syn-auth or
+// syn-proxy.
 Config syn_config(SynRegime regime) {
     Config c;
     c.table_entries_per_core = 1 << 20;
@@ -161,7 +167,9 @@ Config syn_config(SynRegime regime) {
     r.rate_count = 1;
     r.rate_period_ns = 60ull * 1000000000;  // 1/min, burst 1: a source's second SYN is refused
     r.burst_pkts = 1;
-    r.action = regime == kSynAnswer ? RuleAction::syn_auth : RuleAction::drop;
+    r.action = regime == kSynAnswer  ? RuleAction::syn_auth
+               : regime == kSynProxy ? RuleAction::syn_proxy
+                                     : RuleAction::drop;
     c.rules.push_back(r);
     // Caps that never bind: 10^9 answers/s (one per virtual nanosecond) with bursts of 2^20.
     c.answers.per_destination = RateLimit{1000000000, 1000000000, kMaxBurstPkts};
@@ -169,19 +177,33 @@ Config syn_config(SynRegime regime) {
     return c;
 }
 
-void syn_flood(benchmark::State &state, SynRegime regime) {
+void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     constexpr uint64_t keys = 1 << 20;
     Bench bench;
     if (!make_bench(state, syn_config(regime), keys, &bench)) return;
     Pipeline &pipeline = *bench.pipeline;
     pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
+    ProxyFlows flows(1 << 16, 3'000'000'000ull, 900'000'000'000ull, HashSeed{{9, 8, 7, 6}},
+                     SOCKET_ID_ANY);
+    if (regime == kSynProxy) {
+        if (!flows.ok()) {
+            state.SkipWithError("cannot create the connection table");
+            return;
+        }
+        pipeline.enable_syn_proxy(&flows);
+    }
 
-    // 60 bytes (64 on the wire): a 54-byte SYN and 6 bytes of Ethernet padding.
-    const test::Frame tmpl = test::PacketBuilder()
-                                 .ipv4("10.0.0.1", "198.18.255.1")
-                                 .tcp(40000, 80, 0x02)
-                                 .trailing(6)
-                                 .build();
+    // Bare: 60 bytes (64 on the wire), a 54-byte SYN and 6 bytes of Ethernet padding. With
+    // options: 74 bytes, as Linux sends it.
+    static const std::vector<uint8_t> kLinuxOptions = {2,    4,    0x05, 0xb4, 4, 2, 8, 10, 0, 0,
+                                                       0x12, 0x34, 0,    0,    0, 0, 1, 3,  3, 7};
+    test::PacketBuilder builder;
+    builder.ipv4("10.0.0.1", "198.18.255.1").tcp(40000, 80, 0x02);
+    if (options)
+        builder.tcp_data_offset(10).payload(kLinuxOptions);
+    else
+        builder.trailing(6);
+    const test::Frame tmpl = builder.build();
     const size_t src_offset = 14 + 12, sport_offset = 14 + 20;
     const size_t frame_len = tmpl.size();
     // Scratch frames the answers are built in, rewritten from the template every burst as a
@@ -275,13 +297,17 @@ BENCHMARK(BM_Decide)
     ->UseRealTime();
 
 void BM_SynFlood(benchmark::State &state) {
-    syn_flood(state, static_cast<SynRegime>(state.range(0)));
+    syn_flood(state, static_cast<SynRegime>(state.range(0)), state.range(1) != 0);
 }
 BENCHMARK(BM_SynFlood)
-    ->ArgName("regime")  // 0 copy only, 1 drop, 2 answer
-    ->Arg(kSynCopy)
-    ->Arg(kSynDrop)
-    ->Arg(kSynAnswer)
+    ->ArgNames({"regime", "options"})  // regime: 0 copy only, 1 drop, 2 syn-auth, 3 syn-proxy
+    ->Args({kSynCopy, 0})
+    ->Args({kSynDrop, 0})
+    ->Args({kSynAnswer, 0})
+    ->Args({kSynProxy, 0})
+    ->Args({kSynCopy, 1})
+    ->Args({kSynAnswer, 1})
+    ->Args({kSynProxy, 1})
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 

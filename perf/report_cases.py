@@ -15,7 +15,8 @@ MIX_NAMES = {"a": "a: one source", "b": "b: 1,048,576 random sources",
              "b-payload": "b-payload: mix b under a payload rule (perf-payload.yaml)",
              "held-out": "held-out: 262,144 random sources, Zipf, UDP and TCP, IPv4 and IPv6, "
                          "a fresh seed each run"}
-SYN_REGIMES = {0: "frame copy only", 1: "every SYN dropped", 2: "every SYN answered"}
+SYN_REGIMES = {0: "frame copy only", 1: "every SYN dropped", 2: "every SYN answered (syn-auth)",
+               3: "every SYN answered (syn-proxy)"}
 
 
 def answer_cost(rows, h, targets):
@@ -65,9 +66,11 @@ def answer_cost(rows, h, targets):
 
 
 def syn_bench(rows, h, targets):
-    by = {}
+    by, with_options = {}, {}
     for b in rows:
-        by[int(re.search(r"regime:(\d+)", b["name"]).group(1))] = b
+        regime = int(re.search(r"regime:(\d+)", b["name"]).group(1))
+        options = re.search(r"options:(\d+)", b["name"])
+        (with_options if options and options.group(1) == "1" else by)[regime] = b
     out = [h + " Per-packet cost of a SYN flood (`perf/bench_decision` BM_SynFlood, bursts of 32)",
            "", "1,048,576 sources, each once per pass; each frame rewritten from a template "
            "before its burst (the copy regime measures that alone); drop: a drop rule (burst 1, "
@@ -95,6 +98,20 @@ def syn_bench(rows, h, targets):
         targets.append(("answering a SYN <= %.0f x dropping it: bench_decision ns/packet, net "
                         "of the frame copy" % TARGET_ANSWER_OVER_DROP, ratio(net),
                         met(net, TARGET_ANSWER_OVER_DROP, False)))
+    if with_options:
+        out += ["The same SYNs with Linux's 20 bytes of options (74-byte frames):", "",
+                "| regime | ns/packet | answered |", "|---|---|---|"]
+        for k in sorted(with_options):
+            b = with_options[k]
+            out.append("| %s | %.1f (%.1f-%.1f) | %s |" % (
+                SYN_REGIMES.get(k, k), b["median_ns"], min(b["ns"]), max(b["ns"]),
+                "%.4f" % b["answered"] if "answered" in b else "-"))
+        out.append("")
+    for name, table in (("bare SYNs", by), ("SYNs with options", with_options)):
+        if 2 in table and 3 in table:
+            r = table[3]["median_ns"] / table[2]["median_ns"]
+            targets.append(("a SYN answered by syn-proxy <= syn-auth's answer (%s): "
+                            "bench_decision ns/packet" % name, ratio(r), met(r, 1.0, False)))
     return out
 
 
