@@ -5,6 +5,10 @@
 //   floodgate-gen syn-flood --out syn.pcap  spoofed SYNs toward the answers lab's web server
 //                                           (tests/lab/answers.sh), replayed in a loop by
 //                                           floodgate-tx
+//   floodgate-gen proxied --out two-way.pcap
+//                                           both sides of syn-proxy's connections to a web
+//                                           server, as `floodgate replay --inside` reads them
+//                                           (below)
 //   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out mix.pcap
 //                                           the benchmark mixes (perf/harness.py), 64-byte
 //                                           frames on the wire (IPv6: 66, its minimum)
@@ -23,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/answer/proxy_cookie.h"
+#include "dataplane/replay/replay.h"
 #include "tests/pcap_io.h"
 #include "tests/pkt_builder.h"
 
@@ -361,9 +367,132 @@ int held_out_mix(uint64_t seed, const std::string &out) {
     return write_frames(frames, out);
 }
 
+// Both sides of syn-proxy's connections to the web server 198.18.1.1 / 2001:db8:1::1 port 80,
+// as a tap on both of floodgate's ports would see them: each client's SYN (Linux's options),
+// its ACK to floodgate's SYN-ACK (the cookie replay's fixed key gives), its request before the
+// server answered (held), then the server's side as if it had received floodgate's SYN: its
+// SYN-ACK, a 1000-byte response, and a close both ways. Clients 198.18.1.10-11 and
+// 2001:db8:1::10 and 2001:db8:2::11 (another /64: syn-proxy verifies IPv6 sources per /64)
+// are served; 198.18.1.12 is refused by the server (its RST); 198.18.1.13
+// answers with a wrong cookie (passed on, nothing opened). 10 ms between connections, 1 ms
+// between a connection's steps.
+int proxied(const std::string &out) {
+    using floodgate::CookieKey;
+    using floodgate::PacketInfo;
+    const CookieKey key = floodgate::proxy_cookie_key(floodgate::kReplayCookieKey);
+    const std::vector<uint8_t> syn_options = {2,    4,    0x05, 0xb4, 4, 2, 8, 10, 0, 0,
+                                              0x12, 0x34, 0,    0,    0, 0, 1, 3,  3, 7};
+    const std::vector<uint8_t> server_options = {2, 4, 0x05, 0xb4, 4, 2, 1, 3, 3, 7};  // + pad
+    floodgate::test::PcapWriter w(out, floodgate::test::PcapPrecision::nano);
+    enum class Kind { served, refused, wrong_cookie };
+    struct Client {
+        std::string addr;
+        bool v6;
+        Kind kind;
+    };
+    const Client clients[] = {
+        {"198.18.1.10", false, Kind::served},   {"198.18.1.11", false, Kind::served},
+        {"2001:db8:1::10", true, Kind::served}, {"2001:db8:2::11", true, Kind::served},
+        {"198.18.1.12", false, Kind::refused},  {"198.18.1.13", false, Kind::wrong_cookie}};
+    uint64_t t = kSecond;
+    uint16_t port = 40000;
+    for (const Client &c : clients) {
+        const std::string server = c.v6 ? "2001:db8:1::1" : "198.18.1.1";
+        const auto from_client = [&](uint8_t flags) {
+            PacketBuilder b;
+            if (c.v6)
+                b.ipv6(c.addr, server);
+            else
+                b.ipv4(c.addr, server);
+            return b.tcp(port, 80, flags);
+        };
+        const auto from_server = [&](uint8_t flags) {
+            PacketBuilder b;
+            if (c.v6)
+                b.ipv6(server, c.addr);
+            else
+                b.ipv4(server, c.addr);
+            return b.tcp(80, port, flags);
+        };
+        const uint32_t isn = 0x10000000u + port * 7919u, server_isn = 0x70000000u + port * 104729u;
+        // The cookie floodgate's SYN-ACK carries, as replay computes it at this time.
+        PacketInfo p;
+        p.family = c.v6 ? 6 : 4;
+        floodgate::test::PacketBuilder probe = from_client(0x02);
+        const Frame syn_frame = probe.build();
+        const size_t l3 = 14, addr_at = c.v6 ? l3 + 8 : l3 + 12, addr_len = c.v6 ? 16 : 4;
+        std::memcpy(p.src, syn_frame.data() + addr_at, addr_len);
+        std::memcpy(p.dst, syn_frame.data() + addr_at + addr_len, addr_len);
+        p.src_port = port;
+        p.dst_port = 80;
+        const floodgate::ProxiedOptions asked{1460, 7, true};
+        uint32_t cookie = floodgate::proxy_cookie(key, p, isn, asked, floodgate::cookie_slot(t));
+        if (c.kind == Kind::wrong_cookie) cookie ^= 0x5a5a5a00u;
+        const uint32_t request = 40, response = 1000;
+        const auto step = [&](Frame f) {
+            w.write(t, f);
+            t += kSecond / 1000;
+        };
+        step(from_client(0x02).tcp_seq(isn).tcp_data_offset(10).payload(syn_options).build());
+        step(from_client(0x10).tcp_seq(isn + 1).tcp_ack(cookie + 1).tcp_window(502).build());
+        if (c.kind == Kind::wrong_cookie) {
+            t += 9 * kSecond / 1000;
+            ++port;
+            continue;
+        }
+        step(from_client(0x18)
+                 .tcp_seq(isn + 1)
+                 .tcp_ack(cookie + 1)
+                 .tcp_window(502)
+                 .payload(request)
+                 .build());
+        if (c.kind == Kind::refused) {
+            step(from_server(0x14).tcp_seq(0).tcp_ack(isn + 1).tcp_window(0).build());
+        } else {
+            std::vector<uint8_t> opts = server_options;
+            opts.resize(12, 0);  // NOP-free end-of-options padding to 3 words
+            step(from_server(0x12)
+                     .tcp_seq(server_isn)
+                     .tcp_ack(isn + 1)
+                     .tcp_window(65160)
+                     .tcp_data_offset(8)
+                     .payload(opts)
+                     .build());
+            step(from_server(0x18)
+                     .tcp_seq(server_isn + 1)
+                     .tcp_ack(isn + 1 + request)
+                     .tcp_window(502)
+                     .payload(response)
+                     .build());
+            step(from_client(0x11)
+                     .tcp_seq(isn + 1 + request)
+                     .tcp_ack(cookie + 1 + response)
+                     .tcp_window(502)
+                     .build());
+            step(from_server(0x11)
+                     .tcp_seq(server_isn + 1 + response)
+                     .tcp_ack(isn + 2 + request)
+                     .tcp_window(502)
+                     .build());
+            step(from_client(0x10)
+                     .tcp_seq(isn + 2 + request)
+                     .tcp_ack(cookie + 2 + response)
+                     .tcp_window(502)
+                     .build());
+        }
+        t += 3 * kSecond / 1000;
+        ++port;
+    }
+    w.close();
+    std::printf("wrote %llu frames to %s\n", static_cast<unsigned long long>(w.records_written()),
+                out.c_str());
+    return 0;
+}
+
 void usage(std::FILE *to) {
     std::fputs(
-        "usage: floodgate-gen demo|lab|syn-flood|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out "
+        "usage: floodgate-gen demo|lab|syn-flood|proxied|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e "
+        "--out "
         "FILE.pcap\n"
         "       floodgate-gen mix-held-out --seed N --out FILE.pcap\n",
         to);
@@ -378,6 +507,7 @@ int main(int argc, char **argv) {
             if (what == "demo") return demo(argv[3]);
             if (what == "lab") return lab(argv[3]);
             if (what == "syn-flood") return syn_flood(argv[3]);
+            if (what == "proxied") return proxied(argv[3]);
             int rc = mix(what, argv[3]);
             if (rc >= 0) return rc;
         } catch (const std::exception &e) {

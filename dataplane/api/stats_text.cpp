@@ -106,6 +106,17 @@ std::string stats_text(const json &s) {
                  (ull)u64(s, "answered"), kinds.c_str(), (ull)u64(s, "answered_bytes"),
                  (ull)u64(s, "answer_capped"), (ull)u64(s, "cookie_failed"));
     }
+    if (u64(s, "proxy_opened") != 0 || u64(s, "proxy_table_full") != 0 ||
+        u64(s, "proxy_cookie_failed") != 0)
+        o +=
+            fmt("syn-proxy: %llu opened, %llu established, %llu refused by the server, %llu timed "
+                "out, %llu table full, %llu cookies failed; %llu segments translated, %llu held "
+                "(%llu dropped); %llu connections now\n",
+                (ull)u64(s, "proxy_opened"), (ull)u64(s, "proxy_established"),
+                (ull)u64(s, "proxy_server_refused"), (ull)u64(s, "proxy_server_timeout"),
+                (ull)u64(s, "proxy_table_full"), (ull)u64(s, "proxy_cookie_failed"),
+                (ull)u64(s, "proxy_translated"), (ull)u64(s, "proxy_held"),
+                (ull)u64(s, "proxy_held_dropped"), (ull)u64(s, "proxy_connections"));
     if (u64(s, "established_marked") != 0 || u64(s, "established_full") != 0)
         o += fmt("established: %llu replies marked their destination, %llu found the table full\n",
                  (ull)u64(s, "established_marked"), (ull)u64(s, "established_full"));

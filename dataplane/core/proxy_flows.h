@@ -84,6 +84,11 @@ class ProxyFlows {
     ProxyFlows &operator=(const ProxyFlows &) = delete;
 
     bool ok() const { return hash_ != nullptr; }
+    // What a table of capacity connections takes of the EAL's memory, about (rte_hash's keys
+    // and buckets; the connections themselves are on the heap).
+    static uint64_t dpdk_bytes_for(uint64_t capacity) {
+        return (capacity + capacity / 4 + 8) * 128;
+    }
     uint32_t capacity() const { return capacity_; }
     uint32_t size() const { return size_; }
     uint32_t slots() const { return slots_; }  // positions sweep() goes round

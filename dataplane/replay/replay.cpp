@@ -29,15 +29,21 @@ namespace {
 constexpr HashSeed kReplaySeed = {
     {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull}};
 
-// And a fixed syn-auth cookie key, so that the SYN-ACKs written to --answers are the same on
-// every run (syn_cookie.h).
-constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
-
 // DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
 // the EAL itself, in MiB.
+// syn-proxy's connection tables are made only for rules that need them (replay's memory is
+// --no-huge, sized by what the config needs).
+bool has_syn_proxy(const Config &config) {
+    return config.proxy_connections_per_core > 0 &&
+           std::any_of(config.rules.begin(), config.rules.end(),
+                       [](const Rule &r) { return r.action == RuleAction::syn_proxy; });
+}
+
 uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
     uint64_t bytes = workers * LimitTable::bytes_for(config.table_entries_per_core) +
                      RuleSet::dpdk_memory_bytes(config);
+    if (has_syn_proxy(config))
+        bytes += workers * ProxyFlows::dpdk_bytes_for(config.proxy_connections_per_core);
     return (bytes >> 20) + 64;
 }
 
@@ -207,6 +213,12 @@ class TraceRun {
         }
         decide_window();
         release_until(UINT64_MAX);  // what is still held leaves at its time, after the capture
+        // syn-proxy's held frames whose server never answered within the capture: dropped.
+        for (Pipeline *core : cores_)
+            core->proxy_drop_held([&](uint64_t h) {
+                if (out_.drop != nullptr) out_.drop->write(held_[h]);
+                free_held_.push_back(h);
+            });
         *error = in.error();
         return error->empty();
     }
@@ -223,6 +235,9 @@ class TraceRun {
         bool back = false;  // went inside to outside: passed unjudged
         bool answered = false;
         Verdict verdict = Verdict::pass;
+        // syn-proxy's held frames this one lets go (the server answered: sent after it;
+        // refused or timed out: dropped), by handle (keep()).
+        std::vector<std::pair<uint64_t, bool>> then;
     };
 
     // Gives window slot n_ (just read) its core and direction.
@@ -291,7 +306,12 @@ class TraceRun {
         }
         if (back) {
             core.observe_returning(frames, wire, n, now_ns, captured);
-            for (uint16_t i = 0; i < n; ++i) window_[slots[i]].verdict = Verdict::pass;
+            for (uint16_t i = 0; i < n; ++i) {
+                Slot &s = window_[slots[i]];
+                s.verdict = Verdict::pass;
+                if (core.proxying()) proxy_from_server(core, s);
+            }
+            sweep_proxy(core, window_[slots[n - 1]]);
             return;
         }
         // With shape rules, frames of one time at a time, after what has left by then is
@@ -310,11 +330,104 @@ class TraceRun {
                 Slot &s = window_[slots[at + i]];
                 s.verdict = verdicts[i];
                 if (s.verdict == Verdict::delay) core.hold(i, keep(s.rec));
+                if (s.verdict == Verdict::proxy) proxy_from_client(core, i, s);
                 // The answer is built now: the plan lasts until the core's next burst.
                 s.answered = verdicts[i] == Verdict::answer && out_.answers != nullptr &&
                              build_answer_record(core, i, s.rec, &s.answer);
             }
         }
+        sweep_proxy(core, window_[slots[n - 1]]);
+    }
+
+    // Room syn-proxy may need past a frame: its SYN to the server carries up to 12 bytes of
+    // options over an ACK that may have none.
+    static constexpr uint32_t kProxyRoom = 64;
+
+    // A client's frame the pipeline gave to syn-proxy, as a live worker sends it: on
+    // (rewritten, or as the server's SYN), held until the server answers, answered with a RST
+    // (its connection failed), or dropped.
+    void proxy_from_client(Pipeline &core, uint16_t i, Slot &s) {
+        PcapRecord original = s.rec;  // for --drop, should it be rewritten into a RST
+        const uint32_t len = s.rec.captured_len();
+        s.rec.data.resize(len + kProxyRoom);
+        const Pipeline::ProxyOut out = core.proxy_client(i, s.rec.data.data(), len + kProxyRoom);
+        // The SYN may be longer than the ACK it was written over; nothing else is.
+        s.rec.data.resize(out.step == ProxyStep::server_syn ? out.len : len);
+        s.verdict = Verdict::pass;
+        switch (out.step) {
+            case ProxyStep::server_syn:
+                s.rec.orig_len = out.len;
+                break;
+            case ProxyStep::hold:
+                core.proxy_hold(out.flow, keep(s.rec));
+                s.verdict = Verdict::delay;  // written when the server answers
+                break;
+            case ProxyStep::reset_client:
+                s.answer = s.rec;
+                set_len(&s.answer, out.len);
+                s.answered = out_.answers != nullptr;
+                s.rec = std::move(original);
+                s.verdict = Verdict::drop;
+                break;
+            case ProxyStep::drop:
+                s.rec = std::move(original);
+                s.verdict = Verdict::drop;
+                break;
+            default:
+                break;
+        }
+    }
+
+    // A frame from the inside while syn-proxy has connections: the server's SYN-ACK becomes
+    // the ACK back to it (the held frames follow it), its RST goes to the client rewritten (the
+    // held frames are dropped), its segments are rewritten.
+    void proxy_from_server(Pipeline &core, Slot &s) {
+        const uint32_t len = s.rec.captured_len();
+        s.rec.data.resize(len + kProxyRoom);
+        const Pipeline::ProxyOut out =
+            core.proxy_server(s.rec.data.data(), len, len + kProxyRoom, s.now_ns);
+        s.rec.data.resize(len);
+        switch (out.step) {
+            case ProxyStep::server_ack:
+                set_len(&s.rec, out.len);
+                take_held(core, out.flow, true, s);
+                break;
+            case ProxyStep::refused:
+                take_held(core, out.flow, false, s);
+                break;
+            case ProxyStep::drop:
+                s.verdict = Verdict::drop;
+                break;
+            default:
+                break;
+        }
+    }
+
+    void take_held(Pipeline &core, ProxyFlow *flow, bool send, Slot &s) {
+        uint64_t held[kHeldPerFlow];
+        const unsigned n = core.proxy_take_held(flow, held);
+        for (unsigned k = 0; k < n; ++k) {
+            bool sent = false;
+            if (send) {
+                PcapRecord &r = held_[held[k]];
+                const uint32_t len = r.captured_len();
+                r.data.resize(len + kProxyRoom);
+                sent = core.proxy_held(r.data.data(), len, len + kProxyRoom, s.now_ns).step ==
+                       ProxyStep::forward;
+                r.data.resize(len);
+            }
+            s.then.emplace_back(held[k], sent);
+        }
+    }
+
+    // Connections past their timeouts, a few slots a burst; what they held is dropped after s.
+    void sweep_proxy(Pipeline &core, Slot &s) {
+        core.proxy_sweep(s.now_ns, 64, [&](uint64_t h) { s.then.emplace_back(h, false); });
+    }
+
+    static void set_len(PcapRecord *r, uint32_t len) {
+        r->data.resize(len);
+        r->orig_len = len;
     }
 
     static bool build_answer_record(const Pipeline &core, uint16_t i, const PcapRecord &r,
@@ -328,15 +441,22 @@ class TraceRun {
         return true;
     }
 
-    void write(const Slot &s) {
+    void write(Slot &s) {
         release_until(s.now_ns);
-        if (s.verdict == Verdict::delay) return;  // written when released
         if (s.verdict == Verdict::pass) {
             out_.pass->write(s.rec);
-            return;
+        } else if (s.verdict != Verdict::delay) {  // delay: written when released
+            if (out_.drop != nullptr) out_.drop->write(s.rec);
+            if (s.answered) out_.answers->write(s.answer);
         }
-        if (out_.drop != nullptr) out_.drop->write(s.rec);
-        if (s.answered) out_.answers->write(s.answer);
+        for (const auto &[handle, sent] : s.then) {
+            if (sent)
+                out_.pass->write_at(held_[handle], s.now_ns);
+            else if (out_.drop != nullptr)
+                out_.drop->write(held_[handle]);
+            free_held_.push_back(handle);
+        }
+        s.then.clear();
     }
 
     // A frame a shape rule holds, kept until it is released: its handle.
@@ -507,6 +627,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
         }
         const unsigned n_cores = options.cores;
         std::vector<std::unique_ptr<LimitTable>> tables;
+        std::vector<std::unique_ptr<ProxyFlows>> proxy_flows;
         std::vector<std::unique_ptr<Pipeline>> pipelines;
         std::vector<Pipeline *> cores;
         for (unsigned w = 0; w < n_cores; ++w) {
@@ -521,6 +642,17 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             cores.back()->set_cookie_key(kReplayCookieKey);
             cores.back()->set_hold_capacity(opt.shape_hold);
             if (opt.workers > 1) cores.back()->enable_merge();
+            if (has_syn_proxy(config)) {
+                proxy_flows.push_back(std::make_unique<ProxyFlows>(
+                    static_cast<uint32_t>(config.proxy_connections_per_core),
+                    config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, kReplaySeed,
+                    SOCKET_ID_ANY));
+                if (!proxy_flows.back()->ok())
+                    return fail("cannot allocate syn-proxy's connection table (" +
+                                std::to_string(config.proxy_connections_per_core) +
+                                " connections)");
+                cores.back()->enable_syn_proxy(proxy_flows.back().get());
+            }
         }
 
         const Outputs out{&pass, drop.get(), answers.get()};

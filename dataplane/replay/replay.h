@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/answer/syn_cookie.h"
 #include "dataplane/api/prefix.h"
 
 namespace floodgate {
@@ -17,6 +18,11 @@ namespace floodgate {
 // full source address, as RSS on the whole address would (an IPv6 /64 key is then shared); or
 // round robin (every key shared).
 enum class Spread : uint8_t { steering, hash, round_robin };
+
+// Replay's cookie key, fixed so that the SYN-ACKs written to --answers are the same on every
+// run (syn_cookie.h), and so that a capture can carry clients' answers to them (floodgate-gen
+// proxied, whose ACKs complete syn-proxy's handshakes). A live dataplane draws a secret one.
+inline constexpr CookieKey kReplayCookieKey = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
 
 struct ReplayOptions {
     std::string config;   // RULES.yaml
