@@ -10,6 +10,7 @@
 #include "dataplane/answer/proxy_frames.h"
 #include "dataplane/pipeline/syn_proxy.h"
 #include "tests/answer_frames.h"
+#include "tests/proxy_segments.h"
 
 namespace floodgate::answer_test {
 namespace {
@@ -21,45 +22,6 @@ constexpr uint32_t kServerIsn = 0x7000'0000;
 const HashSeed kProxySeed{{5, 6, 7, 8}};
 const CookieKey kProxyKey = proxy_cookie_key(CookieKey{11, 12});
 
-struct Seg {
-    Frame frame;
-    PacketInfo info;
-    uint8_t *tcp() { return frame.data() + info.l4_offset; }
-    uint32_t tcp_len() const { return info.l4_len; }
-    bool checksum_ok() const {
-        return l4_sum(frame, info.l3_offset, info.l4_offset, info.l4_len, info.family, kProtoTcp) ==
-               0xffff;
-    }
-};
-
-Seg parsed(Frame f) {
-    Seg s{std::move(f), {}};
-    EXPECT_EQ(parse_packet(s.frame.data(), static_cast<uint32_t>(s.frame.size()), &s.info),
-              ParseStatus::ip);
-    return s;
-}
-
-// Client -> server and server -> client segments with options (a multiple of 4) and payload.
-Seg from_client_seg(const Net &n, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t window,
-                    std::vector<uint8_t> options = {}, size_t payload = 0) {
-    const auto words = static_cast<uint8_t>(5 + options.size() / 4);
-    for (size_t i = 0; i < payload; ++i) options.push_back(static_cast<uint8_t>('a' + i % 26));
-    Frame f = build(n, base(n).tcp(40000, 443, flags).tcp_data_offset(words).payload(options));
-    put16(&f, n.l4() + 14, window);
-    return parsed(with_seq_ack(f, n, seq, ack));
-}
-Seg from_server_seg(const Net &n, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t window,
-                    std::vector<uint8_t> options = {}, size_t payload = 0) {
-    const char *client = n.family == 4 ? kClient4 : kClient6;
-    const char *server = n.family == 4 ? kServer4 : kServer6;
-    const auto words = static_cast<uint8_t>(5 + options.size() / 4);
-    for (size_t i = 0; i < payload; ++i) options.push_back(static_cast<uint8_t>('A' + i % 26));
-    Frame f = build(
-        n, base(n, server, client).tcp(443, 40000, flags).tcp_data_offset(words).payload(options));
-    put16(&f, n.l4() + 14, window);
-    return parsed(with_seq_ack(f, n, seq, ack));
-}
-
 // The client's SYN answered as the pipeline will: its cookie, from the options it offered.
 uint32_t cookie_for(const Net &n, const std::vector<uint8_t> &syn_options, uint64_t now_ns) {
     Seg syn = parsed(syn_with_options(n, syn_options, kClientIsn));
@@ -67,10 +29,6 @@ uint32_t cookie_for(const Net &n, const std::vector<uint8_t> &syn_options, uint6
     EXPECT_TRUE(a.plan.ok());
     return proxy_cookie(kProxyKey, syn.info, kClientIsn, a.plan.client, cookie_slot(now_ns));
 }
-
-// Linux's server SYN-ACK options: MSS 1460, SACK-permitted, timestamps, NOP, window scale 9.
-const std::vector<uint8_t> kServerOptions = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0,
-                                             0, 1, 0,    0,    0, 0, 1, 3,  3, 9};
 
 class SynProxyNet : public ::testing::TestWithParam<Net> {
   protected:
