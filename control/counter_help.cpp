@@ -93,6 +93,9 @@ constexpr CounterHelp kWorkerCounterHelp[] = {
     {"proxy_untranslatable",
      "syn-proxy: segments of proxied connections with malformed TCP options: dropped."},
     {"proxy_closed", "syn-proxy: connections ended by a FIN each way or a RST."},
+    {"proxy_client_resets",
+     "syn-proxy: RSTs sent back to the clients of connections the server did not answer in time "
+     "(out of the outside port, like answers)."},
     {"proxy_expired",
      "syn-proxy: connections ended by a timeout (idle, or the server's answer, or closing)."},
 };

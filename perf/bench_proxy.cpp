@@ -77,6 +77,7 @@ bool open_connections(benchmark::State &state, uint32_t n, Connections *c) {
         const AnswerPlan plan =
             plan_answer(AnswerKind::syn_proxy, syn.data(), static_cast<uint32_t>(syn.size()), info);
         const uint32_t cookie = proxy_cookie(key, info, kClientIsn, plan.client, cookie_slot(kNow));
+        c->proxy->answering(info, kNow);
         std::vector<uint8_t> ack = segment(i, true, 0x10, kClientIsn + 1, cookie + 1);
         parse_packet(ack.data(), static_cast<uint32_t>(ack.size()), &info);
         uint16_t window;

@@ -416,7 +416,7 @@ int proxied(const std::string &out) {
         };
         const uint32_t isn = 0x10000000u + port * 7919u, server_isn = 0x70000000u + port * 104729u;
         // The cookie floodgate's SYN-ACK carries, as replay computes it at this time.
-        PacketInfo p;
+        PacketInfo p{};
         p.family = c.v6 ? 6 : 4;
         floodgate::test::PacketBuilder probe = from_client(0x02);
         const Frame syn_frame = probe.build();

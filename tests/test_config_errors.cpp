@@ -57,8 +57,8 @@ TEST(ConfigErrors, UnknownField) {
          "established, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
-         "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, mode, "
-         "on_table_full, reserve, escalate, share, fallback"},
+         "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, "
+         "announce, mode, on_table_full, reserve, escalate, share, fallback"},
         {"match", rule_with_match("{ proto: udp, dport: 53 }"), 3, "rules[0].match.dport",
          "unknown field"},
         {"match in block style",
@@ -356,7 +356,7 @@ TEST(ConfigErrors, BadEnumValue) {
         {"mode is case-sensitive", with("mode: Enforce"), 4, "rules[0].mode", "unknown value"},
         {"action", with("action: pass"), 4, "rules[0].action",
          "unknown value 'pass' (expected one of: drop, syn-auth, dns-truncate, tcp-rst, "
-         "icmp-unreachable, shape)"},
+         "icmp-unreachable, shape, syn-proxy)"},
         {"on_table_full", with("on_table_full: bucket"), 4, "rules[0].on_table_full",
          "(expected one of: shared, pass, drop)"},
         {"proto name", rule_with_match("{ proto: sctp }"), 3, "rules[0].match.proto",

@@ -65,6 +65,7 @@ namespace floodgate {
     X(proxy_translated)      /* segments rewritten between the two sequence spaces */              \
     X(proxy_untranslatable)  /* segments of proxied connections with malformed options: dropped */ \
     X(proxy_closed)          /* connections ended by a FIN each way or a RST */                    \
+    X(proxy_client_resets)   /* RSTs sent to the clients of failed connections */                  \
     X(proxy_expired)         /* connections ended by their timeout (idle, or the server's) */
 
 // Per rule, per worker core.
@@ -103,6 +104,9 @@ struct alignas(64) WorkerCounters {
 #undef FG_X
     uint64_t held = 0;               // gauge: packets waiting in the core's shape queues
     uint64_t proxy_connections = 0;  // gauge: syn-proxy's connections in the core's table
+    // Passed frames syn-proxy has not sent on: held (for now), dropped, or answered with a RST
+    // in their place. Outside to inside, tx = passed - held - shape_flushed - proxy_withheld.
+    uint64_t proxy_withheld = 0;
     uint64_t malformed_by_reason[static_cast<unsigned>(MalformedReason::count)] = {};
     uint64_t answers_by_kind[static_cast<unsigned>(AnswerKind::count)] = {};
 };

@@ -54,7 +54,9 @@ ProxyFlows::~ProxyFlows() {
 }
 
 ProxyFlow *ProxyFlows::find(const FlowKey &k) {
-    const int32_t pos = rte_hash_lookup_with_hash(hash_, &k, hash(k));
+    const hash_sig_t sig = hash(k);
+    if (present_[presence(sig)] == 0) return nullptr;  // certainly absent
+    const int32_t pos = rte_hash_lookup_with_hash(hash_, &k, sig);
     return pos < 0 ? nullptr : &flows_[pos];
 }
 
@@ -90,6 +92,8 @@ ProxyFlow *ProxyFlows::open(const FlowKey &k, uint64_t now_ns) {
     f = ProxyFlow{};
     f.key = k;
     f.state = FlowState::opening;
+    uint8_t &count = present_[presence(sig)];
+    if (count < kPresenceStuck) ++count;
     f.last_ns = now_ns;
     ++size_;
     ++stats_.opened;
@@ -106,7 +110,10 @@ void ProxyFlows::remove(ProxyFlow *f) {
     if (f->state == FlowState::free) return;
     f->state = FlowState::free;
     f->held_count = 0;
-    if (rte_hash_del_key_with_hash(hash_, &f->key, hash(f->key)) >= 0) --size_;
+    const hash_sig_t sig = hash(f->key);
+    uint8_t &count = present_[presence(sig)];
+    if (count < kPresenceStuck) --count;
+    if (rte_hash_del_key_with_hash(hash_, &f->key, sig) >= 0) --size_;
 }
 
 }  // namespace floodgate

@@ -49,15 +49,18 @@ WorkerReading read_worker(const Worker &w) {
 // Passed frames are handed to the TX queue when decided, or, held by a shape rule, when sent.
 PortCounters filtered(const CoreReading &r, const WorkerReading &w) {
     const WorkerCounters &c = r.stats.counters;
-    return {c.packets, c.passed - c.held - c.shape_flushed, w.filtered_tx_failed};
+    return {c.packets, c.passed - c.held - c.shape_flushed - c.proxy_withheld,
+            w.filtered_tx_failed};
 }
 PortCounters returning(const WorkerReading &w) {
     return {w.returning_rx, w.returning_rx - w.returning_kept, w.returning_tx_failed};
 }
 // Answers leave by the outside port: each answered frame was received there and its answer
-// handed to the TX queue.
+// handed to the TX queue; so do syn-proxy's RSTs to the clients of failed connections.
 PortCounters answers(const CoreReading &r, const WorkerReading &w) {
-    return {r.stats.counters.answered, r.stats.counters.answered, w.answers_tx_failed};
+    const WorkerCounters &c = r.stats.counters;
+    return {c.answered + c.proxy_client_resets, c.answered + c.proxy_client_resets,
+            w.answers_tx_failed};
 }
 
 void add(PortCounters *sum, const PortCounters &c) {

@@ -44,9 +44,10 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
         ++counters_.answer_capped;
         return Verdict::drop;
     }
-    if (plan->kind == AnswerKind::syn_cookie)
+    if (plan->kind == AnswerKind::syn_cookie) {
         plan->cookie = syn_cookie(cookie_key_, info, cookie_slot(now_ns));
-    else if (plan->kind == AnswerKind::syn_proxy)
+        if (r.answer == AnswerKind::syn_proxy) ++proxy_fallbacks_;  // no room: challenged
+    } else if (plan->kind == AnswerKind::syn_proxy)
         plan_proxy_answer(r, info, now_ns, plan);
     plan->offload_checksums = checksum_offload_ && plan->kind != AnswerKind::icmp_unreachable;
     ++rc.answered;

@@ -86,11 +86,18 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
     unsigned n_checks = 0;
     for (uint16_t i = 0; i < n; ++i) {
         b.first_check[i] = static_cast<uint16_t>(n_checks);
+        b.proxy_rule[i] = kNoProxyRule;
         if (b.status[i] != ParseStatus::ip || b.source[i].verdict != PrefixVerdict::none) continue;
         const PacketInfo &info = b.infos[i];
         const RuleCandidates candidates = rules_->candidates(info);
         for (unsigned k = 0; k < candidates.count; ++k) {
             const CompiledRule &r = rules[candidates.index[k]];
+            // A segment after a SYN toward a syn-proxy rule's servers (its flags aside: the rule
+            // matches SYNs, the connection is everything after): its connection may be proxied.
+            if (r.action == RuleAction::syn_proxy && b.proxy_rule[i] == kNoProxyRule && !r.shadow &&
+                is_after_syn(info) &&
+                rule_matches_rest(r, info, *b.source[i].rules, *b.dst_rules[i], false)) [[unlikely]]
+                b.proxy_rule[i] = r.index;
             if (!rule_matches_rest(r, info, *b.source[i].rules, *b.dst_rules[i])) continue;
             // The payload last: only packets that could match pay for the scan.
             if (r.payload != nullptr &&
@@ -156,16 +163,11 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                     const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
                     v = decide_one(info, frame, &b.checks[b.first_check[i]],
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
-                    // A passed segment after a SYN, toward a syn-proxy rule's servers: its
-                    // connection may be proxied (syn_proxy_path.cpp).
-                    if (v == Verdict::pass && rules_->has_syn_proxy() && proxy_ &&
-                        is_after_syn(info)) [[unlikely]] {
-                        const int r = proxy_rule_of(info, b.source[i], *b.dst_rules[i]);
-                        if (r >= 0) {
-                            v = Verdict::proxy;
-                            b.proxy_rule[i] = static_cast<uint16_t>(r);
-                        }
-                    }
+                    // A passed segment toward a syn-proxy rule's servers goes through the proxy
+                    // (syn_proxy_path.cpp).
+                    if (v == Verdict::pass && b.proxy_rule[i] != kNoProxyRule && proxy_)
+                        [[unlikely]]
+                        v = Verdict::proxy;
                 }
                 break;
         }

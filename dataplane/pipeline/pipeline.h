@@ -170,7 +170,8 @@ class Pipeline {
     };
     void enable_syn_proxy(ProxyFlows *flows);
     bool proxying() const { return proxy_ != nullptr && proxy_->flows()->size() > 0; }
-    // A frame of the last burst decided whose verdict was proxy.
+    // A frame of the last burst decided whose verdict was proxy (its length and time are read
+    // from the arrays the burst was decided with, which must still hold them).
     ProxyOut proxy_client(uint16_t i, uint8_t *frame, uint32_t cap);
     // A client frame held while its connection opened, once the server answered.
     ProxyOut proxy_held(uint8_t *frame, uint32_t len, uint32_t cap, uint64_t now_ns);
@@ -295,7 +296,7 @@ class Pipeline {
         PacketInfo infos[kMaxBurst];
         ParseStatus status[kMaxBurst];
         PrefixClass source[kMaxBurst];
-        uint16_t proxy_rule[kMaxBurst];  // proxy: the syn-proxy rule it goes toward
+        uint16_t proxy_rule[kMaxBurst];  // the syn-proxy rule it goes toward, or kNoProxyRule
         const RuleBits *dst_rules[kMaxBurst];
         AnswerPlan plans[kMaxBurst];
         uint32_t held_item[kMaxBurst];  // delay: the ShapeWheel item holding it
@@ -366,13 +367,12 @@ class Pipeline {
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
-    // syn-proxy (syn_proxy_path.cpp): the syn-proxy rule a client's non-SYN segment goes
-    // toward (its destination and ports), or -1; the SYN-ACK's cookie and announcement; one
-    // client segment's step; the proxy's counters in a reading.
-    int proxy_rule_of(const PacketInfo &info, const PrefixClass &source, const RuleBits &dst) const;
-    bool proxy_room();
+    // syn-proxy (syn_proxy_path.cpp): room for a new connection, the SYN-ACK's cookie and
+    // announcement, one client segment's step, the proxy's counters in a reading.
+    static constexpr uint16_t kNoProxyRule = 0xffff;
+    bool proxy_room() const;
     void plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns,
-                           AnswerPlan *plan) const;
+                           AnswerPlan *plan);
     ProxyOut proxy_segment(const PacketInfo &info, uint8_t *frame, uint32_t len, uint32_t cap,
                            uint64_t now_ns, const CompiledRule *rule);
     void fill_proxy_counters(WorkerCounters *out) const;
@@ -426,6 +426,8 @@ class Pipeline {
     CookieKey proxy_key_;
     std::unique_ptr<SynProxy> proxy_;
     uint64_t proxy_fallbacks_ = 0;  // syn-proxy SYNs challenged instead: no room for more
+    uint64_t proxy_withheld_ = 0;   // WorkerCounters::proxy_withheld
+    uint64_t proxy_resets_ = 0;     // WorkerCounters::proxy_client_resets
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state

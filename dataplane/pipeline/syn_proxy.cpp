@@ -16,9 +16,18 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
                                 ProxyFlow **flow) {
     *flow = nullptr;
     if ((info.tcp_flags & kTcpSyn) != 0) return ProxyStep::not_proxied;
-    ProxyFlow *f = flows_->find(flow_key(info, true));
+    ProxyFlow *f = flows_->size() > 0 ? flows_->find(flow_key(info, true)) : nullptr;
     if (f == nullptr) {
-        if ((info.tcp_flags & (kTcpAck | kTcpRst)) != kTcpAck) return ProxyStep::not_proxied;
+        // The handshake's ACK: no RST, FIN or data (a segment of a connection that ended here,
+        // idle, still acknowledges the cookie, and must not open it again toward a server that
+        // still has it).
+        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck ||
+            tcp_len != tcp_header_len(tcp, tcp_len))
+            return ProxyStep::not_proxied;
+        if (!answered_.may_contain(info, now_ns)) {  // no SYN-ACK went to it: no cookie
+            ++stats_.cookie_failed;
+            return ProxyStep::not_proxied;
+        }
         return open_from_ack(info, tcp, announce, now_ns, window, flow);
     }
     *flow = f;

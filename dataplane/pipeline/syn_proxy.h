@@ -26,6 +26,7 @@
 
 #include "dataplane/answer/proxy_cookie.h"
 #include "dataplane/api/rules.h"
+#include "dataplane/core/answered_filter.h"
 #include "dataplane/core/proxy_flows.h"
 #include "dataplane/core/tcp_translate.h"
 
@@ -58,6 +59,10 @@ struct SynProxyStats {
 class SynProxy {
   public:
     SynProxy(ProxyFlows *flows, const CookieKey &proxy_key) : flows_(flows), key_(proxy_key) {}
+
+    // Notes that a SYN (info: as the client sent it) is being answered with a cookie, so that
+    // its ACK is checked (AnsweredFilter).
+    void answering(const PacketInfo &info, uint64_t now_ns) { answered_.add(info, now_ns); }
 
     // A client's segment toward a proxied destination; tcp: its TCP header, tcp_len bytes of
     // header and payload. On server_syn, *window is the SYN's window and *flow the new
@@ -120,6 +125,7 @@ class SynProxy {
     ProxyFlows *flows_;
     CookieKey key_;
     SynProxyStats stats_;
+    AnsweredFilter answered_;
 };
 
 }  // namespace floodgate

@@ -10,34 +10,18 @@ void Pipeline::enable_syn_proxy(ProxyFlows *flows) {
     proxy_ = std::make_unique<SynProxy>(flows, proxy_key_);
 }
 
-// The first enforcing syn-proxy rule whose destination, ports and sources the segment matches
-// (its flags aside: the rule matches SYNs, the connection is everything after).
-int Pipeline::proxy_rule_of(const PacketInfo &info, const PrefixClass &source,
-                            const RuleBits &dst) const {
-    const RuleCandidates candidates = rules_->candidates(info);
-    for (unsigned k = 0; k < candidates.count; ++k) {
-        const CompiledRule &r = rules_->rules()[candidates.index[k]];
-        if (r.action == RuleAction::syn_proxy && !r.shadow &&
-            rule_matches_rest(r, info, *source.rules, dst, false))
-            return r.index;
-    }
-    return -1;
-}
-
 // Whether a new connection could be proxied: else (the connection table full, or none) the SYN
 // is challenged as syn-auth does, which stores nothing either.
-bool Pipeline::proxy_room() {
+bool Pipeline::proxy_room() const {
     const ProxyFlows *flows = proxy_ ? proxy_->flows() : nullptr;
-    if (flows != nullptr && flows->size() < flows->capacity()) [[likely]]
-        return true;
-    ++proxy_fallbacks_;
-    return false;
+    return flows != nullptr && flows->size() < flows->capacity();
 }
 
 // The SYN-ACK for an unproven source's SYN: its ISN the cookie that carries the SYN's options,
 // the rule's announcement.
 void Pipeline::plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns,
-                                 AnswerPlan *plan) const {
+                                 AnswerPlan *plan) {
+    proxy_->answering(info, now_ns);
     plan->cookie = proxy_cookie(proxy_key_, info, info.tcp_seq, plan->client, cookie_slot(now_ns));
     plan->mss = r.announce.mss;
     plan->wscale = r.announce.wscale;
@@ -46,8 +30,13 @@ void Pipeline::plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, 
 
 Pipeline::ProxyOut Pipeline::proxy_client(uint16_t i, uint8_t *frame, uint32_t cap) {
     const Burst &b = bursts_[decided_];
-    return proxy_segment(b.infos[i], frame, b.lens[i], cap, b.now_ns[i],
-                         &rules_->rules()[b.proxy_rule[i]]);
+    const ProxyOut out = proxy_segment(b.infos[i], frame, b.lens[i], cap, b.now_ns[i],
+                                       &rules_->rules()[b.proxy_rule[i]]);
+    // Passed, and not sent on (for now, if held).
+    if (out.step == ProxyStep::hold || out.step == ProxyStep::drop ||
+        out.step == ProxyStep::reset_client)
+        ++proxy_withheld_;
+    return out;
 }
 
 Pipeline::ProxyOut Pipeline::proxy_held(uint8_t *frame, uint32_t len, uint32_t cap,
@@ -56,7 +45,9 @@ Pipeline::ProxyOut Pipeline::proxy_held(uint8_t *frame, uint32_t len, uint32_t c
     if (parse_packet(frame, len, &info) != ParseStatus::ip || info.l4_proto != kProtoTcp ||
         !info.has_l4)
         return ProxyOut{ProxyStep::drop};
-    return proxy_segment(info, frame, len, cap, now_ns, nullptr);
+    const ProxyOut out = proxy_segment(info, frame, len, cap, now_ns, nullptr);
+    if (out.step == ProxyStep::forward) --proxy_withheld_;  // withheld since it was held
+    return out;
 }
 
 // rule: the syn-proxy rule the segment went toward (null for a held segment, whose connection
@@ -83,7 +74,10 @@ Pipeline::ProxyOut Pipeline::proxy_segment(const PacketInfo &info, uint8_t *fram
         case ProxyStep::reset_client: {
             const AnswerPlan plan = plan_answer(AnswerKind::tcp_rst, frame, len, info);
             out.len = plan.ok() ? build_answer(plan, info, frame, len) : 0;
-            if (out.len == 0) out.step = ProxyStep::drop;
+            if (out.len == 0)
+                out.step = ProxyStep::drop;
+            else
+                ++proxy_resets_;
             break;
         }
         default:
@@ -112,6 +106,8 @@ Pipeline::ProxyOut Pipeline::proxy_server(uint8_t *frame, uint32_t len, uint32_t
 // The proxy's counters in a reading of this core's.
 void Pipeline::fill_proxy_counters(WorkerCounters *out) const {
     out->proxy_table_full = proxy_fallbacks_;
+    out->proxy_withheld = proxy_withheld_;
+    out->proxy_client_resets = proxy_resets_;
     if (!proxy_) return;
     const SynProxyStats &s = proxy_->stats();
     const ProxyFlowsStats &f = proxy_->flows()->stats();

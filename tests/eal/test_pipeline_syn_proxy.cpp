@@ -165,6 +165,7 @@ void expect_other_proxy_counters_zero(const WorkerCounters &c,
         {"proxy_untranslatable", &c.proxy_untranslatable},
         {"proxy_closed", &c.proxy_closed},
         {"proxy_expired", &c.proxy_expired},
+        {"proxy_client_resets", &c.proxy_client_resets},
     };
     for (const auto &[name, p] : all) {
         bool is_named = false;
@@ -510,10 +511,13 @@ TEST_P(PipelineProxyNet, AServerThatNeverAnswers) {
     EXPECT_EQ(st.counters.proxy_held, 1u);
     EXPECT_EQ(st.counters.proxy_server_timeout, 1u);
     EXPECT_EQ(st.counters.proxy_closed, 1u) << "ended by the RST";
+    EXPECT_EQ(st.counters.proxy_client_resets, 1u);
+    EXPECT_EQ(st.counters.proxy_withheld, 2u) << "the held request (freed) and the reset one";
     EXPECT_EQ(st.counters.proxy_connections, 0u);
     expect_other_proxy_counters_zero(
-        st.counters, {&st.counters.proxy_opened, &st.counters.proxy_held,
-                      &st.counters.proxy_server_timeout, &st.counters.proxy_closed});
+        st.counters,
+        {&st.counters.proxy_opened, &st.counters.proxy_held, &st.counters.proxy_server_timeout,
+         &st.counters.proxy_closed, &st.counters.proxy_client_resets});
 }
 
 // The verified source's next connection goes to the server directly: none of its segments is

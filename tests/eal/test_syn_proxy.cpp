@@ -39,7 +39,10 @@ class SynProxyNet : public ::testing::TestWithParam<Net> {
     uint32_t isn_ = 0;
     ProxyFlow *flow_ = nullptr;
 
+    // Every connection here was answered with the cookie SYN-ACK (the pipeline tells the proxy
+    // so: AnsweredFilter), so its ACK is checked.
     ProxyStep client(Seg &s, uint64_t now = kT0) {
+        proxy_.answering(s.info, kT0);
         return proxy_.from_client(s.info, s.tcp(), s.tcp_len(), announce_, now, &window_, &flow_);
     }
     ProxyStep server(Seg &s, uint64_t now = kT0) {
@@ -249,6 +252,7 @@ TEST_P(SynProxyNet, AFullTableRefusesNewConnections) {
         const Answer a = answer(AnswerKind::syn_proxy, syn.frame);
         const uint32_t cookie =
             proxy_cookie(kProxyKey, syn.info, kClientIsn, a.plan.client, cookie_slot(kT0));
+        proxy.answering(syn.info, kT0);
         Seg ack = parsed(tcp_frame(n, kAck, kClientIsn + 1, cookie + 1, 0, port));
         const ProxyStep step =
             proxy.from_client(ack.info, ack.tcp(), ack.tcp_len(), announce_, kT0, &window_, &flow_);
