@@ -53,5 +53,18 @@ TEST(AnsweredFilter, AJumpOverSeveralGenerationsForgetsEverything) {
     EXPECT_FALSE(f.may_contain(connection(1), 3 * kGeneration)) << "the clock never goes back";
 }
 
+TEST(AnsweredFilter, AFloodSetsItAsideUntilAQuieterGeneration) {
+    AnsweredFilter f;
+    const uint64_t t0 = 11 * kGeneration;
+    for (uint32_t n = 0; n < (1u << 19); ++n) f.add(connection(n), t0);
+    EXPECT_TRUE(f.saturated());
+    EXPECT_TRUE(f.may_contain(connection(1u << 20), t0)) << "every ACK checked";
+    // The next generation still counts the flood's answers; the one after, none.
+    EXPECT_TRUE(f.may_contain(connection(1u << 20), t0 + kGeneration));
+    f.add(connection(7), t0 + 2 * kGeneration);
+    EXPECT_FALSE(f.saturated());
+    EXPECT_TRUE(f.may_contain(connection(7), t0 + 2 * kGeneration));
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -7,8 +7,10 @@
 // 8.6 to 17.2 s, far longer than any client takes to ACK a SYN-ACK (a client that retries its
 // SYN is answered again). No false negatives within that time; false positives cost the check
 // they would have cost anyway: 1 - e^(-A / 2^20) for A answers in two generations (8 % at
-// 10,000 answers a second). Under a spoofed SYN flood the bits fill up and every ACK is checked,
-// as without the filter. Unkeyed: a chosen collision only buys its sender a check it fails.
+// 10,000 answers a second). Past 2^19 answers in two generations (a spoofed SYN flood: 40 % of
+// the bits would be set) the filter stands aside until a generation is quieter: every ACK is
+// checked, as without it, and no answer pays for the bit it would set (a cache miss in 256 KiB).
+// Unkeyed: a chosen collision only buys its sender a check it fails.
 #pragma once
 
 #include <algorithm>
@@ -29,17 +31,22 @@ class AnsweredFilter {
 
     void add(const PacketInfo &p, uint64_t now_ns) {
         rotate(now_ns);
+        if (saturated()) return;
+        ++added_[generation_ & 1];
         const uint64_t i = index(p);
         current()[i / 64] |= uint64_t{1} << (i % 64);
     }
     bool may_contain(const PacketInfo &p, uint64_t now_ns) {
         rotate(now_ns);
+        if (saturated()) return true;
         const uint64_t i = index(p), bit = uint64_t{1} << (i % 64);
         return ((current()[i / 64] | previous()[i / 64]) & bit) != 0;
     }
+    bool saturated() const { return added_[0] + added_[1] >= kSaturated; }
 
   private:
     static constexpr uint64_t kWords = (uint64_t{1} << kBitsLog2) / 64;
+    static constexpr uint64_t kSaturated = uint64_t{1} << (kBitsLog2 - 1);
 
     // The connection as the client sends it: both addresses (IPv4's in their first 4 bytes,
     // the rest zero) and both ports, mixed by multiplication.
@@ -64,14 +71,17 @@ class AnsweredFilter {
         if (g == generation_ + 1) {
             generation_ = g;
             std::fill_n(current(), kWords, 0);
+            added_[g & 1] = 0;
         } else {
             generation_ = g;
             std::fill(words_.begin(), words_.end(), 0);
+            added_[0] = added_[1] = 0;
         }
     }
 
     std::vector<uint64_t> words_;
     uint64_t generation_ = 0;
+    uint64_t added_[2] = {};  // answers noted in each generation's bitmap
 };
 
 }  // namespace floodgate
