@@ -35,8 +35,10 @@ struct Connections {
     std::vector<std::vector<uint8_t>> client_data, server_data;
 };
 
+// A segment of connection `client`: its options, or else (data) 10 bytes of payload.
 std::vector<uint8_t> segment(uint32_t client, bool from_client, uint8_t flags, uint32_t seq,
-                             uint32_t ack, const std::vector<uint8_t> &options = {}) {
+                             uint32_t ack, const std::vector<uint8_t> &options = {},
+                             bool data = true) {
     test::PacketBuilder b;
     const std::string c =
         "198.18." + std::to_string(client >> 8 & 0xff) + "." + std::to_string(client & 0xff);
@@ -47,7 +49,7 @@ std::vector<uint8_t> segment(uint32_t client, bool from_client, uint8_t flags, u
         b.ipv4("198.19.0.1", c).tcp(443, port, flags);
     b.tcp_data_offset(static_cast<uint8_t>(5 + options.size() / 4));
     std::vector<uint8_t> payload = options;
-    if (options.empty()) payload.resize(10, 'x');
+    if (options.empty() && data) payload.resize(10, 'x');
     std::vector<uint8_t> f = b.payload(payload).build();
     PacketInfo info;
     parse_packet(f.data(), static_cast<uint32_t>(f.size()), &info);
@@ -78,7 +80,7 @@ bool open_connections(benchmark::State &state, uint32_t n, Connections *c) {
             plan_answer(AnswerKind::syn_proxy, syn.data(), static_cast<uint32_t>(syn.size()), info);
         const uint32_t cookie = proxy_cookie(key, info, kClientIsn, plan.client, cookie_slot(kNow));
         c->proxy->answering(info, kNow);
-        std::vector<uint8_t> ack = segment(i, true, 0x10, kClientIsn + 1, cookie + 1);
+        std::vector<uint8_t> ack = segment(i, true, 0x10, kClientIsn + 1, cookie + 1, {}, false);
         parse_packet(ack.data(), static_cast<uint32_t>(ack.size()), &info);
         uint16_t window;
         uint32_t isn;
