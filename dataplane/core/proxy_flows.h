@@ -70,8 +70,8 @@ inline constexpr uint8_t kFinFromServer = 2;
 struct ProxyFlowsStats {
     uint64_t opened = 0;
     uint64_t full = 0;       // opens refused: every slot taken
-    uint64_t closed = 0;     // by FIN both ways or RST
-    uint64_t timed_out = 0;  // by sweep()
+    uint64_t closed = 0;     // by a RST, or a FIN each way (ended by sweep() a timeout later)
+    uint64_t timed_out = 0;  // by sweep(): idle, or the server's timeout
 };
 
 class ProxyFlows {
@@ -118,9 +118,10 @@ class ProxyFlows {
             const uint64_t limit =
                 f.state == FlowState::open ? idle_timeout_ns_ : server_timeout_ns_;
             if (now_ns - f.last_ns < limit) continue;
+            const bool closed = f.state == FlowState::closing;  // a FIN each way: its end
             if (on_expired(f)) continue;
             remove(&f);
-            ++stats_.timed_out;
+            ++(closed ? stats_.closed : stats_.timed_out);
         }
     }
 

@@ -23,7 +23,8 @@ void Pipeline::plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, 
                                  AnswerPlan *plan) {
     proxy_->answering(info, now_ns);
     plan->cookie = proxy_cookie(proxy_key_, info, info.tcp_seq, plan->client, cookie_slot(now_ns));
-    plan->mss = r.announce.mss;
+    // announce.mss is IPv4's (1460 on Ethernet); an IPv6 header is 20 bytes longer.
+    plan->mss = static_cast<uint16_t>(info.family == 6 ? r.announce.mss - 20 : r.announce.mss);
     plan->wscale = r.announce.wscale;
     plan->window = r.announce.window;
 }
