@@ -53,17 +53,25 @@ TEST(AnsweredFilter, AJumpOverSeveralGenerationsForgetsEverything) {
     EXPECT_FALSE(f.may_contain(connection(1), 3 * kGeneration)) << "the clock never goes back";
 }
 
-TEST(AnsweredFilter, AFloodSetsItAsideUntilAQuieterGeneration) {
+TEST(AnsweredFilter, AFloodSetsItAsideUntilItsAnswersAreAllNoted) {
     AnsweredFilter f;
     const uint64_t t0 = 11 * kGeneration;
     for (uint32_t n = 0; n < (1u << 19); ++n) f.add(connection(n), t0);
     EXPECT_TRUE(f.saturated());
     EXPECT_TRUE(f.may_contain(connection(1u << 20), t0)) << "every ACK checked";
-    // The next generation still counts the flood's answers; the one after, none.
-    EXPECT_TRUE(f.may_contain(connection(1u << 20), t0 + kGeneration));
-    f.add(connection(7), t0 + 2 * kGeneration);
+    // An answer past the limit sets no bit: it is found all the same a generation later.
+    f.add(connection(5), t0 + 1);
+    EXPECT_TRUE(f.may_contain(connection(5), t0 + kGeneration + 1));
+    // The next generation's answers still count the flood's beside them: not noted either.
+    f.add(connection(6), t0 + kGeneration + 2);
+    EXPECT_TRUE(f.may_contain(connection(6), t0 + 2 * kGeneration + 1));
+    // Quiet from then on: its answers are noted, and once the generations that skipped some
+    // are gone, the filter is consulted again.
+    f.add(connection(7), t0 + 2 * kGeneration + 2);
+    EXPECT_TRUE(f.saturated());
+    EXPECT_TRUE(f.may_contain(connection(7), t0 + 3 * kGeneration));
     EXPECT_FALSE(f.saturated());
-    EXPECT_TRUE(f.may_contain(connection(7), t0 + 2 * kGeneration));
+    EXPECT_FALSE(f.may_contain(connection(6), t0 + 3 * kGeneration));
 }
 
 }  // namespace

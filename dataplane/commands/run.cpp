@@ -370,27 +370,23 @@ void print_steering(const LiveView &view, const LiveRuleSet &rules) {
 
 // syn-proxy sees a connection's two sides on one worker only: with one port there is no inside
 // side, and with several workers the inside port must steer the servers' replies to the
-// client's owner (NIC steering on both ports). Otherwise its connections fail, which the
-// operator is told at start (the rules are not refused: a reload may add a syn-proxy rule).
-void warn_syn_proxy(const Config &config, const DataplaneSetup &setup, const LiveView &view,
+// client's owner (NIC steering on both ports). Otherwise the dataplane makes no connection
+// table and syn-proxy rules challenge as syn-auth does, which the operator is told at start
+// (the rules are not refused: they keep working, the same for a reload that adds one).
+void tell_syn_proxy(const Config &config, const DataplaneSetup &setup, const LiveView &view,
                     unsigned n_workers) {
-    const bool proxy = std::any_of(config.rules.begin(), config.rules.end(),
-                                   [](const Rule &r) { return r.action == RuleAction::syn_proxy; });
-    if (!proxy) return;
-    if (setup.inside == setup.outside)
-        std::printf(
-            "warning: syn-proxy needs an inside port (--inside): in one-port mode the "
-            "servers' SYN-ACKs are judged as outside traffic and its connections fail\n");
-    else if (n_workers > 1 && !view.steering.replies_by_destination)
-        std::printf(
-            "warning: syn-proxy with %u workers needs the inside port to steer replies "
-            "to the client's worker (NIC steering on both ports, the same RETA size); "
-            "here replies may reach another worker, whose connections then fail\n",
-            n_workers);
-    if (config.proxy_connections_per_core == 0)
-        std::printf(
-            "warning: table.proxy_connections_per_core is 0: syn-proxy rules challenge "
-            "as syn-auth does\n");
+    if (std::none_of(config.rules.begin(), config.rules.end(),
+                     [](const Rule &r) { return r.action == RuleAction::syn_proxy; }))
+        return;
+    const char *why =
+        setup.inside == setup.outside ? "one-port mode has no inside port for the servers' side"
+        : n_workers > 1 && !view.steering.replies_by_destination
+            ? "with several workers the inside port must steer replies to the "
+              "client's worker: NIC steering on both ports, the same RETA size"
+        : config.proxy_connections_per_core == 0 ? "table.proxy_connections_per_core is 0"
+                                                 : nullptr;
+    if (why != nullptr)
+        std::printf("syn-proxy: off (%s); syn-proxy rules challenge as syn-auth does\n", why);
 }
 
 // On exit, once the workers have returned: the stats, to --stats and summed up on stdout.
@@ -466,7 +462,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     if (!dataplane.create_workers(config, &error)) return failed(error);
     if (xdp) dataplane.enable_refusal_samples();  // what escalation reads besides the summaries
 
-    warn_syn_proxy(config, setup, dataplane.view(), n_workers);
+    tell_syn_proxy(config, setup, dataplane.view(), n_workers);
     std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,
                 setup.inside == setup.outside ? "one-port mode" : "inline between two ports",
                 config.rules.size());

@@ -8,8 +8,9 @@
 // SYN is answered again). No false negatives within that time; false positives cost the check
 // they would have cost anyway: 1 - e^(-A / 2^20) for A answers in two generations (8 % at
 // 10,000 answers a second). Past 2^19 answers in two generations (a spoofed SYN flood: 40 % of
-// the bits would be set) the filter stands aside until a generation is quieter: every ACK is
-// checked, as without it, and no answer pays for the bit it would set (a cache miss in 256 KiB).
+// the bits would be set) the filter stands aside until both generations are quieter: every ACK
+// is checked, as without it, and no answer pays for the bit it would set (a cache miss in
+// 256 KiB).
 // Unkeyed: a chosen collision only buys its sender a check it fails.
 #pragma once
 
@@ -31,8 +32,11 @@ class AnsweredFilter {
 
     void add(const PacketInfo &p, uint64_t now_ns) {
         rotate(now_ns);
-        if (saturated()) return;
         ++added_[generation_ & 1];
+        if (added_[0] + added_[1] >= kSaturated) {
+            skipped_[generation_ & 1] = true;
+            return;
+        }
         const uint64_t i = index(p);
         current()[i / 64] |= uint64_t{1} << (i % 64);
     }
@@ -42,7 +46,8 @@ class AnsweredFilter {
         const uint64_t i = index(p), bit = uint64_t{1} << (i % 64);
         return ((current()[i / 64] | previous()[i / 64]) & bit) != 0;
     }
-    bool saturated() const { return added_[0] + added_[1] >= kSaturated; }
+    // Set aside while either generation has answers whose bits were not set.
+    bool saturated() const { return skipped_[0] || skipped_[1]; }
 
   private:
     static constexpr uint64_t kWords = (uint64_t{1} << kBitsLog2) / 64;
@@ -72,16 +77,19 @@ class AnsweredFilter {
             generation_ = g;
             std::fill_n(current(), kWords, 0);
             added_[g & 1] = 0;
+            skipped_[g & 1] = false;
         } else {
             generation_ = g;
             std::fill(words_.begin(), words_.end(), 0);
             added_[0] = added_[1] = 0;
+            skipped_[0] = skipped_[1] = false;
         }
     }
 
     std::vector<uint64_t> words_;
     uint64_t generation_ = 0;
-    uint64_t added_[2] = {};  // answers noted in each generation's bitmap
+    uint64_t added_[2] = {};  // answers in each generation
+    bool skipped_[2] = {};    // ... some of which past kSaturated: their bits not set
 };
 
 }  // namespace floodgate

@@ -69,8 +69,9 @@ bool Dataplane::create_pool(std::string *error) {
                                       setup_.steering != SteeringMode::nic
                                   ? setup_.workers * SteeringRings::kRingSize
                                   : 0;
-    const uint64_t receiving =
-        2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024 + steering;
+    // And what syn-proxy may hold per worker while servers answer.
+    const uint64_t receiving = 2 * setup_.workers * (1024 + 1024 + kMaxBurst + 256) + 1024 +
+                               steering + setup_.workers * kProxyHeldPerWorker;
     const auto n_mbufs = static_cast<unsigned>(
         setup_.mbufs != 0 ? setup_.mbufs : receiving * 100 / (100 - setup_.shape_share));
     hold_per_worker_ =
@@ -150,8 +151,16 @@ bool Dataplane::choose_steering(std::string *error) {
     return true;
 }
 
-// Each worker's limit table, syn-proxy connection table (unless sized 0), pipeline and loop, as
-// the config at start sizes them.
+// Whether each worker sees both sides of the connections it would proxy: an inside port, and
+// with several workers the servers' replies steered to the client's owner. Otherwise syn-proxy
+// rules challenge as syn-auth does (no connection table).
+bool Dataplane::proxy_sees_both_sides() const {
+    return setup_.inside != setup_.outside &&
+           (setup_.workers == 1 || view_.steering.replies_by_destination);
+}
+
+// Each worker's limit table, syn-proxy connection table (unless sized 0, or it would not see
+// both sides), pipeline and loop, as the config at start sizes them.
 bool Dataplane::create_workers(const Config &config, std::string *error) {
     const uint64_t table_entries_per_core = config.table_entries_per_core;
     const HashSeed seed = random_hash_seed();
@@ -180,7 +189,7 @@ bool Dataplane::create_workers(const Config &config, std::string *error) {
         pipelines_.push_back(
             std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
         pipelines_.back()->set_cookie_key(cookie_key);
-        if (config.proxy_connections_per_core > 0) {
+        if (config.proxy_connections_per_core > 0 && proxy_sees_both_sides()) {
             proxy_flows_.push_back(std::make_unique<ProxyFlows>(
                 static_cast<uint32_t>(config.proxy_connections_per_core),
                 config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, proxy_seed,

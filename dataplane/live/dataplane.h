@@ -92,6 +92,7 @@ class Dataplane {
     // per-core top-offender summaries can be merged), and one secret syn-auth cookie key, so
     // that every worker accepts the RST to a SYN-ACK another worker sent.
     bool create_workers(const Config &config, std::string *error);
+    bool proxy_sees_both_sides() const;
 
     // Starts every worker on its lcore, and the watch on the ports; they run until *stop is set.
     void launch();

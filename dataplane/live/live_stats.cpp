@@ -105,6 +105,7 @@ ordered_json core(const RuleSet &rules, unsigned index, unsigned lcore, const Co
     FG_WORKER_COUNTERS(FG_X)
 #undef FG_X
     j["proxy_connections"] = c.proxy_connections;
+    j["proxy_withheld"] = c.proxy_withheld;
     j["table"] = {{"capacity", r.table_capacity},
                   {"occupancy", t.occupancy},
                   {"reclaims", t.reclaims},

@@ -173,10 +173,18 @@ class Pipeline {
     // A frame of the last burst decided whose verdict was proxy (its length and time are read
     // from the arrays the burst was decided with, which must still hold them).
     ProxyOut proxy_client(uint16_t i, uint8_t *frame, uint32_t cap);
+    // A frame to rewrite in place: len bytes on the wire, the first captured of them at bytes
+    // (its headers among them), room for cap.
+    struct ProxyFrame {
+        uint8_t *bytes;
+        uint32_t len;
+        uint32_t captured;
+        uint32_t cap;
+    };
     // A client frame held while its connection opened, once the server answered.
-    ProxyOut proxy_held(uint8_t *frame, uint32_t len, uint32_t cap, uint64_t now_ns);
+    ProxyOut proxy_held(const ProxyFrame &frame, uint64_t now_ns);
     // A frame from the inside (any: not_proxied unless it belongs to a proxied connection).
-    ProxyOut proxy_server(uint8_t *frame, uint32_t len, uint32_t cap, uint64_t now_ns);
+    ProxyOut proxy_server(const ProxyFrame &frame, uint64_t now_ns);
     void proxy_hold(ProxyFlow *flow, uint64_t handle) { proxy_->hold(flow, handle); }
     unsigned proxy_take_held(ProxyFlow *flow, uint64_t *out) {
         return proxy_->take_held(flow, out);

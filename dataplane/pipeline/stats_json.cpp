@@ -70,6 +70,7 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
             total.answers_by_kind[i] += c.answers_by_kind[i];
         total.held += c.held;
         total.proxy_connections += c.proxy_connections;
+        total.proxy_withheld += c.proxy_withheld;
         table.occupancy += core.stats.table.occupancy;
         table.reclaims += core.stats.table.reclaims;
         table.full_events += core.stats.table.full_events;
@@ -83,6 +84,7 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
 #undef FG_X
     j["held"] = total.held;
     j["proxy_connections"] = total.proxy_connections;
+    j["proxy_withheld"] = total.proxy_withheld;
     // Every reason, zeros included, so that a reader sees the same keys from the start.
     ordered_json reasons = ordered_json::object();
     for (unsigned i = 1; i < static_cast<unsigned>(MalformedReason::count); ++i)

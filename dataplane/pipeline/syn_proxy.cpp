@@ -18,11 +18,10 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
     if ((info.tcp_flags & kTcpSyn) != 0) return ProxyStep::not_proxied;
     ProxyFlow *f = flows_->size() > 0 ? flows_->find(flow_key(info, true)) : nullptr;
     if (f == nullptr) {
-        // The handshake's ACK: no RST, FIN or data (a segment of a connection that ended here,
-        // idle, still acknowledges the cookie, and must not open it again toward a server that
-        // still has it).
-        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck ||
-            tcp_len != tcp_header_len(tcp, tcp_len))
+        // The handshake's ACK, or, if that was lost, the client's first data segment: its
+        // sequence number is the client's ISN + 1, which the cookie binds (a later segment of a
+        // connection whose entry ended moved on, and fails the check). No RST or FIN.
+        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck)
             return ProxyStep::not_proxied;
         if (!answered_.may_contain(info, now_ns)) {  // no SYN-ACK went to it: no cookie
             ++stats_.cookie_failed;
@@ -34,7 +33,7 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
     switch (f->state) {
         case FlowState::opening:
             if ((info.tcp_flags & kTcpRst) != 0) return ProxyStep::drop;  // the sweep ends it
-            if (f->held_count >= kHeldPerFlow) {
+            if (f->held_count >= kHeldPerFlow || held_now_ >= held_capacity_) {
                 ++stats_.held_dropped;
                 return ProxyStep::drop;
             }
@@ -83,6 +82,13 @@ ProxyStep SynProxy::from_server(const PacketInfo &info, uint8_t *tcp, uint32_t t
     *flow = f;
     if (f == nullptr) return ProxyStep::not_proxied;
     const bool syn_ack = (info.tcp_flags & (kTcpSyn | kTcpAck | kTcpRst)) == (kTcpSyn | kTcpAck);
+    // A SYN-ACK to another SYN than the proxy's: a new connection with the same addresses and
+    // ports (a verified client's, straight to the server), which ends what is left of the old.
+    if (syn_ack && info.tcp_ack != f->client_isn + 1 && f->state != FlowState::opening) {
+        flows_->close(f);
+        *flow = nullptr;
+        return ProxyStep::not_proxied;
+    }
     const uint8_t c = shift_of(f->client.wscale);
     switch (f->state) {
         case FlowState::opening:
@@ -129,6 +135,7 @@ unsigned SynProxy::take_held(ProxyFlow *flow, uint64_t *out) {
     const unsigned n = flow->held_count;
     for (unsigned i = 0; i < n; ++i) out[i] = flow->held[i];
     flow->held_count = 0;
+    held_now_ -= n;
     return n;
 }
 

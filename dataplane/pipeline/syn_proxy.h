@@ -32,6 +32,10 @@
 
 namespace floodgate {
 
+// Client segments a core's syn-proxy may hold at once (their mbufs are reserved in the pool):
+// 256 connections' worth of kHeldPerFlow, waiting for their servers at the same time.
+inline constexpr uint32_t kProxyHeldPerWorker = 1024;
+
 enum class ProxyStep : uint8_t {
     not_proxied,   // no connection and no cookie: the segment is judged as any other
     forward,       // sent on its way (rewritten in place where the connection needs it)
@@ -58,7 +62,11 @@ struct SynProxyStats {
 
 class SynProxy {
   public:
-    SynProxy(ProxyFlows *flows, const CookieKey &proxy_key) : flows_(flows), key_(proxy_key) {}
+    // held_capacity: client segments this core may hold at once, over all its connections
+    // (their mbufs come out of the port's pool, sized for it: kProxyHeldPerWorker).
+    SynProxy(ProxyFlows *flows, const CookieKey &proxy_key,
+             uint32_t held_capacity = kProxyHeldPerWorker)
+        : flows_(flows), key_(proxy_key), held_capacity_(held_capacity) {}
 
     // Notes that a SYN (info: as the client sent it) is being answered with a cookie, so that
     // its ACK is checked (AnsweredFilter).
@@ -80,8 +88,10 @@ class SynProxy {
     // Keeps a client segment from_client said to hold (the handle is the caller's).
     void hold(ProxyFlow *flow, uint64_t handle) {
         flow->held[flow->held_count++] = handle;
+        ++held_now_;
         ++stats_.held;
     }
+    uint32_t holding() const { return held_now_; }
     // Ends a connection just opened whose SYN could not be written (its held handles none).
     void abandon(ProxyFlow *flow) { flows_->close(flow); }
     // The connection's held handles, in arrival order; it forgets them.
@@ -93,6 +103,7 @@ class SynProxy {
     void sweep(uint64_t now_ns, uint32_t n, F &&release) {
         flows_->sweep(now_ns, n, [&](ProxyFlow &f) {
             for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
+            held_now_ -= f.held_count;
             f.held_count = 0;
             if (f.state != FlowState::opening) return false;  // idle, closed or failed
             ++stats_.server_timeout;
@@ -107,6 +118,7 @@ class SynProxy {
     void drop_held(F &&release) {
         flows_->sweep(~uint64_t{0}, flows_->slots(), [&](ProxyFlow &f) {
             for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
+            held_now_ -= f.held_count;
             f.held_count = 0;
             return true;
         });
@@ -126,6 +138,8 @@ class SynProxy {
     CookieKey key_;
     SynProxyStats stats_;
     AnsweredFilter answered_;
+    uint32_t held_capacity_;
+    uint32_t held_now_ = 0;
 };
 
 }  // namespace floodgate

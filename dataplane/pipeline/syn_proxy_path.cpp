@@ -40,13 +40,12 @@ Pipeline::ProxyOut Pipeline::proxy_client(uint16_t i, uint8_t *frame, uint32_t c
     return out;
 }
 
-Pipeline::ProxyOut Pipeline::proxy_held(uint8_t *frame, uint32_t len, uint32_t cap,
-                                        uint64_t now_ns) {
+Pipeline::ProxyOut Pipeline::proxy_held(const ProxyFrame &frame, uint64_t now_ns) {
     PacketInfo info;
-    if (parse_packet(frame, len, &info) != ParseStatus::ip || info.l4_proto != kProtoTcp ||
-        !info.has_l4)
+    if (parse_packet(frame.bytes, frame.len, &info, frame.captured) != ParseStatus::ip ||
+        info.l4_proto != kProtoTcp || !info.has_l4)
         return ProxyOut{ProxyStep::drop};
-    const ProxyOut out = proxy_segment(info, frame, len, cap, now_ns, nullptr);
+    const ProxyOut out = proxy_segment(info, frame.bytes, frame.len, frame.cap, now_ns, nullptr);
     if (out.step == ProxyStep::forward) --proxy_withheld_;  // withheld since it was held
     return out;
 }
@@ -87,20 +86,22 @@ Pipeline::ProxyOut Pipeline::proxy_segment(const PacketInfo &info, uint8_t *fram
     return out;
 }
 
-Pipeline::ProxyOut Pipeline::proxy_server(uint8_t *frame, uint32_t len, uint32_t cap,
-                                          uint64_t now_ns) {
-    (void)cap;  // what the proxy writes toward the server is never longer than the SYN-ACK
+// What the proxy writes toward the server (the ACK) is never longer than the SYN-ACK it is
+// written over: cap is not needed.
+Pipeline::ProxyOut Pipeline::proxy_server(const ProxyFrame &frame, uint64_t now_ns) {
     PacketInfo info;
-    if (parse_packet(frame, len, &info) != ParseStatus::ip || info.l4_proto != kProtoTcp ||
-        !info.has_l4)
+    if (parse_packet(frame.bytes, frame.len, &info, frame.captured) != ParseStatus::ip ||
+        info.l4_proto != kProtoTcp || !info.has_l4)
         return ProxyOut{};
     ProxyOut out;
     uint32_t isn = 0;
     uint16_t window = 0;
-    out.step = proxy_->from_server(info, frame + info.l4_offset, info.l4_len, now_ns, &isn, &window,
-                                   &out.flow);
-    if (out.step == ProxyStep::server_ack)
-        out.len = build_server_ack(info, frame, len, isn, window);
+    out.step = proxy_->from_server(info, frame.bytes + info.l4_offset, info.l4_len, now_ns, &isn,
+                                   &window, &out.flow);
+    if (out.step == ProxyStep::server_ack) {
+        out.len = build_server_ack(info, frame.bytes, frame.len, isn, window);
+        if (out.len == 0) out.step = ProxyStep::drop;
+    }
     return out;
 }
 

@@ -384,8 +384,8 @@ class TraceRun {
     void proxy_from_server(Pipeline &core, Slot &s) {
         const uint32_t len = s.rec.captured_len();
         s.rec.data.resize(len + kProxyRoom);
-        const Pipeline::ProxyOut out =
-            core.proxy_server(s.rec.data.data(), len, len + kProxyRoom, s.now_ns);
+        const Pipeline::ProxyOut out = core.proxy_server(
+            {s.rec.data.data(), s.rec.wire_len(), len, len + kProxyRoom}, s.now_ns);
         s.rec.data.resize(len);
         switch (out.step) {
             case ProxyStep::server_ack:
@@ -412,8 +412,9 @@ class TraceRun {
                 PcapRecord &r = held_[held[k]];
                 const uint32_t len = r.captured_len();
                 r.data.resize(len + kProxyRoom);
-                sent = core.proxy_held(r.data.data(), len, len + kProxyRoom, s.now_ns).step ==
-                       ProxyStep::forward;
+                sent =
+                    core.proxy_held({r.data.data(), r.wire_len(), len, len + kProxyRoom}, s.now_ns)
+                        .step == ProxyStep::forward;
                 r.data.resize(len);
             }
             s.then.emplace_back(held[k], sent);

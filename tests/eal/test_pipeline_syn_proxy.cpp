@@ -101,9 +101,9 @@ class PipelineProxyNet : public ::testing::TestWithParam<Net> {
     Pipeline::ProxyOut server(const Seg &s, Frame *out, uint64_t now_ns = kT0) {
         Frame buf = s.frame;
         buf.resize(s.frame.size() + 64);
-        const Pipeline::ProxyOut o =
-            pipeline_->proxy_server(buf.data(), static_cast<uint32_t>(s.frame.size()),
-                                    static_cast<uint32_t>(buf.size()), now_ns);
+        const auto len = static_cast<uint32_t>(s.frame.size());
+        const Pipeline::ProxyOut o = pipeline_->proxy_server(
+            {buf.data(), len, len, static_cast<uint32_t>(buf.size())}, now_ns);
         buf.resize(o.len != 0 ? o.len : s.frame.size());
         *out = std::move(buf);
         return o;
@@ -111,8 +111,9 @@ class PipelineProxyNet : public ::testing::TestWithParam<Net> {
     Pipeline::ProxyOut held(const Frame &f, Frame *out, uint64_t now_ns = kT0) {
         Frame buf = f;
         buf.resize(f.size() + 64);
+        const auto len = static_cast<uint32_t>(f.size());
         const Pipeline::ProxyOut o = pipeline_->proxy_held(
-            buf.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(buf.size()), now_ns);
+            {buf.data(), len, len, static_cast<uint32_t>(buf.size())}, now_ns);
         buf.resize(o.len != 0 ? o.len : f.size());
         *out = std::move(buf);
         return o;
