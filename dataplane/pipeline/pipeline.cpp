@@ -94,7 +94,9 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
             const CompiledRule &r = rules[candidates.index[k]];
             // A segment after a SYN toward a syn-proxy rule's servers (its flags aside: the rule
             // matches SYNs, the connection is everything after): its connection may be proxied.
-            if (r.action == RuleAction::syn_proxy && b.proxy_rule[i] == kNoProxyRule && !r.shadow &&
+            // A shadow rule's too: it answers no SYN, but the connections it proxied before
+            // it was set to shadow go on (the way to retire one without breaking them).
+            if (r.action == RuleAction::syn_proxy && b.proxy_rule[i] == kNoProxyRule &&
                 is_after_syn(info) &&
                 rule_matches_rest(r, info, *b.source[i].rules, *b.dst_rules[i], false)) [[unlikely]]
                 b.proxy_rule[i] = r.index;
