@@ -152,6 +152,21 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     state.counters["passed"] = static_cast<double>(passed) / kMaxBurst;  // of the last burst
 }
 
+// Two bursts of writable frames of frame_len bytes (up to 128), for the pipelined decision's
+// two slots, and the pointers and lengths it reads.
+struct ScratchBursts {
+    alignas(64) uint8_t scratch[2][kMaxBurst][128];
+    const uint8_t *ptrs[2][kMaxBurst];
+    uint32_t lens[kMaxBurst];
+    explicit ScratchBursts(size_t frame_len) {
+        for (unsigned i = 0; i < kMaxBurst; ++i) {
+            ptrs[0][i] = scratch[0][i];
+            ptrs[1][i] = scratch[1][i];
+            lens[i] = static_cast<uint32_t>(frame_len);
+        }
+    }
+};
+
 enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2, kSynProxy = 3 };
 
 // One rule on SYNs to port 80, as a deployment would write it ("syn !ack"): drop, syn-auth or
@@ -208,16 +223,12 @@ void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     const size_t frame_len = tmpl.size();
     // Scratch frames the answers are built in, rewritten from the template every burst as a
     // NIC's DMA would leave them.
-    alignas(64) uint8_t scratch[2][kMaxBurst][128];
-    const uint8_t *ptrs[2][kMaxBurst];
-    uint32_t lens[kMaxBurst];
+    ScratchBursts bursts(frame_len);
+    auto &scratch = bursts.scratch;
+    auto &ptrs = bursts.ptrs;
+    auto &lens = bursts.lens;
     uint64_t now[2][kMaxBurst];
     Verdict verdicts[kMaxBurst];
-    for (unsigned i = 0; i < kMaxBurst; ++i) {
-        ptrs[0][i] = scratch[0][i];
-        ptrs[1][i] = scratch[1][i];
-        lens[i] = static_cast<uint32_t>(frame_len);
-    }
 
     uint64_t seq = 0, clock = 1, answered = 0, refused = 0, answer_bytes = 0;
     bench::Pipelined pipelined(&pipeline);
@@ -356,16 +367,12 @@ void proxy_established(benchmark::State &state, bool proxy) {
                                  .build();
     const size_t src_offset = 14 + 12;
     const size_t frame_len = tmpl.size();
-    alignas(64) uint8_t scratch[2][kMaxBurst][128];
-    const uint8_t *ptrs[2][kMaxBurst];
-    uint32_t lens[kMaxBurst];
+    ScratchBursts bursts(frame_len);  // written in place by the proxy, as mbufs are
+    auto &scratch = bursts.scratch;
+    auto &ptrs = bursts.ptrs;
+    auto &lens = bursts.lens;
     uint64_t now[2][kMaxBurst];
     Verdict verdicts[kMaxBurst];
-    for (unsigned i = 0; i < kMaxBurst; ++i) {
-        ptrs[0][i] = scratch[0][i];
-        ptrs[1][i] = scratch[1][i];
-        lens[i] = static_cast<uint32_t>(frame_len);
-    }
     uint64_t seq = 0, clock = 1, not_proxied = 0, passed = 0;
     bench::Pipelined pipelined(&pipeline);
     auto run_burst = [&] {

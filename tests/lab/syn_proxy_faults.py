@@ -33,6 +33,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from syn_proxy import checksum  # tests/lab/syn_proxy.py: RFC 1071's sum
+
 ETH_P_ALL = 0x0003
 CLONE_NEWNET = 0x40000000
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
@@ -106,15 +108,6 @@ def dump(path, obj):
 # --- frames ----------------------------------------------------------------------------------
 def mac_bytes(mac):
     return bytes(int(b, 16) for b in mac.split(":"))
-
-
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def ip_frame(src, dst, proto, l4, src_mac, dst_mac):
