@@ -9,7 +9,7 @@
 //                                           both sides of syn-proxy's connections to a web
 //                                           server, as `floodgate replay --inside` reads them
 //                                           (below)
-//   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e --out mix.pcap
+//   floodgate-gen mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e|mix-f --out mix.pcap
 //                                           the benchmark mixes (perf/harness.py), 64-byte
 //                                           frames on the wire (IPv6: 66, its minimum)
 //
@@ -307,6 +307,17 @@ int mix(const std::string &name, const std::string &out) {
                                  .tcp(static_cast<uint16_t>(1024 + rng() % 64512), 80, 0x02)
                                  .trailing(6)
                                  .build());
+    } else if (name == "mix-f") {
+        // (f) established TCP: ACKs of 65,536 connections to port 80, one a source of
+        // 198.18.0.0/16, each once per pass, 54 bytes padded to 60 (64 on the wire).
+        for (uint32_t a : shuffled_range(0xc6120000u, 1u << 16, rng))
+            frames.push_back(PacketBuilder()
+                                 .ipv4(from_u32(a), Ipv4{198, 18, 255, 80})
+                                 .tcp(static_cast<uint16_t>(1024 + rng() % 64512), 80, 0x10)
+                                 .tcp_seq(static_cast<uint32_t>(rng()))
+                                 .tcp_ack(static_cast<uint32_t>(rng()))
+                                 .trailing(6)
+                                 .build());
     } else {
         return -1;
     }
@@ -491,7 +502,8 @@ int proxied(const std::string &out) {
 
 void usage(std::FILE *to) {
     std::fputs(
-        "usage: floodgate-gen demo|lab|syn-flood|proxied|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e "
+        "usage: floodgate-gen "
+        "demo|lab|syn-flood|proxied|mix-a|mix-b|mix-b15|mix-c|mix-d|mix-e|mix-f "
         "--out "
         "FILE.pcap\n"
         "       floodgate-gen mix-held-out --seed N --out FILE.pcap\n",

@@ -14,7 +14,10 @@ d 90% flood from 1,000 sources and 10% legitimate traffic under its limits; e a 
 answer caps out of the way), and e-drop the same SYNs, every one refused and dropped
 (perf/perf-syn-drop.yaml): case 1 only, the two side by side give the cost of an answer;
 a-payload and b-payload are mixes a and b under perf/perf-payload.yaml (the same limit with a
-payload pattern every frame holds), case 1 only: beside a and b, the cost of the scan.
+payload pattern every frame holds), case 1 only: beside a and b, the cost of the scan;
+f ACKs of 65,536 established TCP connections to port 80 and f-proxy the same under
+perf/perf-syn-proxy.yaml (a syn-proxy rule on port 80), case 1 only: what syn-proxy costs the
+connections it does not proxy.
 
 Cases, each peer run in turn (baseline first on even repetitions, floodgate first on odd):
   1  in-process I/O: dpdk-testpmd --forward-mode=io and floodgate run (one worker), both
@@ -80,7 +83,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cases", default="1,2,3,micro,xdp,payload,scaling,cores",
                     help="of 1,2,3,micro,syn,xdp,payload,scaling,cores")
-    ap.add_argument("--mixes", default="a,b,c,d,held-out,e,e-drop,a-payload,b-payload",
+    ap.add_argument("--mixes",
+                    default="a,b,c,d,held-out,e,e-drop,a-payload,b-payload,f,f-proxy",
                     help="e, e-drop, the payload mixes and held-out are case 1's only (cases 2 "
                     "and 3 skip them)")
     ap.add_argument("--bench-reps", type=int, default=10, help="repetitions of the syn case")

@@ -10,12 +10,13 @@ from harness_processes import Sampler, floodgate_parser, log, testpmd_parser
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "mix-d",
              "e": "mix-e", "e-drop": "mix-e", "a-payload": "mix-a", "b-payload": "mix-b",
-             "held-out": "mix-held-out"}
+             "f": "mix-f", "f-proxy": "mix-f", "held-out": "mix-held-out"}
 # Rules per mix (default perf/perf.yaml).
 MIX_CONFIG = {"e": "perf/perf-syn-auth.yaml", "e-drop": "perf/perf-syn-drop.yaml",
-              "a-payload": "perf/perf-payload.yaml", "b-payload": "perf/perf-payload.yaml"}
+              "a-payload": "perf/perf-payload.yaml", "b-payload": "perf/perf-payload.yaml",
+              "f-proxy": "perf/perf-syn-proxy.yaml"}
 # 10.0.0.0/8 sources, the answers need case 1's ports, the payload mixes repeat a and b
-CASE1_ONLY = {"e", "e-drop", "a-payload", "b-payload", "held-out"}
+CASE1_ONLY = {"e", "e-drop", "a-payload", "b-payload", "f", "f-proxy", "held-out"}
 MBUF_SIZE = 256  # data room, headroom included: a 64-byte frame fits; the same for every peer
 
 

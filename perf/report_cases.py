@@ -1,7 +1,7 @@
 """One run's Markdown: cases 1-3, the benchmarks, scaling, the targets and what failed."""
 import re
 
-from report_format import (TARGET_ANSWER_OVER_DROP, TARGET_BYTES_PER_KEY, TARGET_CASE1_ROUND_TWO,
+from report_format import (TARGET_ANSWER_OVER_DROP, TARGET_SYN_PROXY, TARGET_BYTES_PER_KEY, TARGET_CASE1_ROUND_TWO,
                            TARGET_CASE3, TARGET_DECISION_NS_16M, TARGET_PAYLOAD, TARGETS_CASE1,
                            cycles_range, median, met, mpps, ratio, spread)
 from report_scaling import scaling
@@ -13,6 +13,8 @@ MIX_NAMES = {"a": "a: one source", "b": "b: 1,048,576 random sources",
              "e-drop": "e-drop: the same SYN flood, every SYN dropped",
              "a-payload": "a-payload: mix a under a payload rule (perf-payload.yaml)",
              "b-payload": "b-payload: mix b under a payload rule (perf-payload.yaml)",
+             "f": "f: ACKs of 65,536 established TCP connections to port 80",
+             "f-proxy": "f-proxy: mix f beside a syn-proxy rule (perf-syn-proxy.yaml)",
              "held-out": "held-out: 262,144 random sources, Zipf, UDP and TCP, IPv4 and IPv6, "
                          "a fresh seed each run"}
 SYN_REGIMES = {0: "frame copy only", 1: "every SYN dropped", 2: "every SYN answered (syn-auth)",
@@ -153,6 +155,13 @@ def render(r, h, targets_title):
                 v = a / z if a and z else None
                 targets.append(("case 1, mix %s: floodgate with a payload rule >= %.1f x without"
                                 % (m, TARGET_PAYLOAD), ratio(v), met(v, TARGET_PAYLOAD)))
+        for m in ("f",):
+            if m in by_mix and m + "-proxy" in by_mix:
+                a, z = by_mix[m + "-proxy"]["floodgate_median_pps"], by_mix[m]["floodgate_median_pps"]
+                v = a / z if a and z else None
+                targets.append(("case 1, mix %s: floodgate beside a syn-proxy rule >= %.1f x "
+                                "without (issue 29)" % (m, TARGET_SYN_PROXY), ratio(v),
+                                met(v, TARGET_SYN_PROXY)))
         out += answer_cost(cases["1"], h, targets)
 
     if "2" in cases:

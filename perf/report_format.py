@@ -4,6 +4,7 @@ import os
 TARGETS_CASE1 = {"a": 0.9, "b": 0.8, "d": 0.9}  # floodgate / testpmd io-forward
 TARGET_CASE3 = 3.0  # floodgate / nftables
 TARGET_PAYLOAD = 0.8  # floodgate with a payload rule / without (issue 13)
+TARGET_SYN_PROXY = 0.8  # floodgate beside a syn-proxy rule / without, established flows (29)
 TARGET_DECISION_NS_16M = 50.0
 TARGET_DECISION_NS_16M_ROUND_TWO = 40.0  # issue 15, admitted and refused each
 TARGET_CASE1_ROUND_TWO = 0.5  # issue 15: floodgate / testpmd io on every mix of case 1
