@@ -15,6 +15,12 @@
 
 namespace floodgate::answer_test {
 
+// The connections' clock and sequence numbers: the client's wraps during the connection.
+inline constexpr uint64_t kProxySecond = 1'000'000'000;
+inline constexpr uint64_t kT0 = 100 * kProxySecond;
+inline constexpr uint32_t kClientIsn = 0xfffffff0;
+inline constexpr uint32_t kServerIsn = 0x7000'0000;
+
 struct Seg {
     Frame frame;
     PacketInfo info;

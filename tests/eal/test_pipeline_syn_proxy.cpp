@@ -26,10 +26,6 @@
 namespace floodgate::answer_test {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000'000;
-constexpr uint64_t kT0 = 100 * kSecond;
-constexpr uint32_t kClientIsn = 0xfffffff0;  // wraps during the connection
-constexpr uint32_t kServerIsn = 0x7000'0000;
 const CookieKey kCookieKey{11, 12};
 // A second client, for the full table's fallback (another source key: IPv6 sources are /64s).
 constexpr const char *kOtherClient4 = "198.51.100.8";
@@ -67,7 +63,7 @@ class PipelineProxyNet : public ::testing::TestWithParam<Net> {
         pipeline_ = std::make_unique<Pipeline>(rules_.get(), table_.get());
         pipeline_->set_cookie_key(kCookieKey);
         if (capacity > 0) {
-            flows_ = std::make_unique<ProxyFlows>(capacity, 3 * kSecond, 60 * kSecond,
+            flows_ = std::make_unique<ProxyFlows>(capacity, 3 * kProxySecond, 60 * kProxySecond,
                                                   HashSeed{{5, 6, 7, 8}}, 0);
             ASSERT_TRUE(flows_->ok());
             pipeline_->enable_syn_proxy(flows_.get());
@@ -489,12 +485,12 @@ TEST_P(PipelineProxyNet, AServerThatNeverAnswers) {
 
     std::vector<uint64_t> released;
     auto release = [&](uint64_t h) { released.push_back(h); };
-    pipeline_->proxy_sweep(kT0 + 3 * kSecond - 1, 1u << 20, release);
+    pipeline_->proxy_sweep(kT0 + 3 * kProxySecond - 1, 1u << 20, release);
     EXPECT_TRUE(released.empty());
-    pipeline_->proxy_sweep(kT0 + 3 * kSecond, 1u << 20, release);
+    pipeline_->proxy_sweep(kT0 + 3 * kProxySecond, 1u << 20, release);
     EXPECT_EQ(released, std::vector<uint64_t>{77});
 
-    const uint64_t later = kT0 + 4 * kSecond;
+    const uint64_t later = kT0 + 4 * kProxySecond;
     Seg again = from_client_seg(n, kAck | kPsh, kClientIsn + 1, cookie + 1, 502, {}, 10);
     ASSERT_EQ(decide(again, later), Verdict::proxy);
     const Pipeline::ProxyOut r = client(again, &out);

@@ -15,10 +15,6 @@
 namespace floodgate::answer_test {
 namespace {
 
-constexpr uint64_t kProxySecond = 1'000'000'000;
-constexpr uint64_t kT0 = 100 * kProxySecond;
-constexpr uint32_t kClientIsn = 0xfffffff0;  // wraps during the connection
-constexpr uint32_t kServerIsn = 0x7000'0000;
 const HashSeed kProxySeed{{5, 6, 7, 8}};
 const CookieKey kProxyKey = proxy_cookie_key(CookieKey{11, 12});
 
