@@ -95,6 +95,10 @@ class ProxyFlows {
     const ProxyFlowsStats &stats() const { return stats_; }
 
     ProxyFlow *find(const FlowKey &k);
+    // False when k's connection is certainly absent (its hash range holds none): one byte.
+    bool may_contain(const FlowKey &k) const {
+        return size_ > 0 && present_[presence(hash(k))] != 0;
+    }
     // The connections of n keys (n <= kFindBulkMax) in one rte_hash call, out[i] nullptr where
     // absent; each found connection's line is prefetched.
     static constexpr unsigned kFindBulkMax = 64;  // RTE_HASH_LOOKUP_BULK_MAX

@@ -165,10 +165,11 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                     const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
                     v = decide_one(info, frame, &b.checks[b.first_check[i]],
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
-                    // A passed segment toward a syn-proxy rule's servers goes through the proxy
-                    // (syn_proxy_path.cpp).
-                    if (v == Verdict::pass && b.proxy_rule[i] != kNoProxyRule && proxy_)
-                        [[unlikely]]
+                    // A passed segment toward a syn-proxy rule's servers that may be the
+                    // proxy's (a connection it holds, a handshake's ACK) goes through it
+                    // (syn_proxy_path.cpp); the others go on at once.
+                    if (v == Verdict::pass && b.proxy_rule[i] != kNoProxyRule && proxy_ &&
+                        proxy_->wants(info, now_ns)) [[unlikely]]
                         v = Verdict::proxy;
                 }
                 break;

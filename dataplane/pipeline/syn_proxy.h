@@ -72,6 +72,18 @@ class SynProxy {
     // its ACK is checked (AnsweredFilter).
     void answering(const PacketInfo &info, uint64_t now_ns) { answered_.add(info, now_ns); }
 
+    // Whether a client's segment toward a proxied destination may be the proxy's: a
+    // connection's it holds, or a handshake's ACK. False (counted as from_client would count
+    // it: no cookie) and it goes on as it is, without from_client.
+    bool wants(const PacketInfo &info, uint64_t now_ns) {
+        if ((info.tcp_flags & kTcpSyn) != 0) return false;
+        if (flows_->may_contain(flow_key(info, true))) return true;
+        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck) return false;
+        if (answered_.may_contain(info, now_ns)) return true;
+        ++stats_.cookie_failed;
+        return false;
+    }
+
     // A client's segment toward a proxied destination; tcp: its TCP header, tcp_len bytes of
     // header and payload. On server_syn, *window is the SYN's window and *flow the new
     // connection (its client options are the SYN's); on hold, *flow is the connection to
