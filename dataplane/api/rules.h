@@ -382,6 +382,13 @@ struct Config {
     std::vector<Rule> rules;
 };
 
+// Whether any of the config's rules is a syn-proxy rule.
+inline bool has_syn_proxy(const Config &config) {
+    for (const Rule &r : config.rules)
+        if (r.action == RuleAction::syn_proxy) return true;
+    return false;
+}
+
 // Limits that keep every later computation in range.
 inline constexpr uint64_t kMaxTableEntriesPerCore = 1ull << 30;
 inline constexpr uint64_t kMaxProxyConnectionsPerCore = 1ull << 24;

@@ -375,9 +375,7 @@ void print_steering(const LiveView &view, const LiveRuleSet &rules) {
 // (the rules are not refused: they keep working, the same for a reload that adds one).
 void tell_syn_proxy(const Config &config, const DataplaneSetup &setup, const LiveView &view,
                     unsigned n_workers) {
-    if (std::none_of(config.rules.begin(), config.rules.end(),
-                     [](const Rule &r) { return r.action == RuleAction::syn_proxy; }))
-        return;
+    if (!has_syn_proxy(config)) return;
     const char *why =
         setup.inside == setup.outside ? "one-port mode has no inside port for the servers' side"
         : n_workers > 1 && !view.steering.replies_by_destination

@@ -45,10 +45,11 @@ void answer_tx_offload(const AnswerPlan &plan, const PacketInfo &info, rte_mbuf 
                                                 : RTE_MBUF_F_TX_TCP_CKSUM);
 }
 
-// A frame syn-proxy wrote whole (the server's SYN or ACK, a RST) in its first segment, len
-// bytes: the rest of a chain freed; the buffer-ownership bits of an external or indirect mbuf
-// kept, no offload asked.
-void set_frame_len(rte_mbuf *m, uint32_t len) {
+// A frame written whole in its first segment (an answer; syn-proxy's SYN or ACK to the server,
+// its RST to a client), len bytes: the rest of a chain freed, the buffer-ownership bits of an
+// external or indirect mbuf kept, no offload asked (answer_tx_offload says what an answer
+// asks). False if len does not fit the segment (never: every builder checks its room).
+bool set_frame_len(rte_mbuf *m, uint32_t len) {
     if (m->next != nullptr) {
         rte_pktmbuf_free(m->next);
         m->next = nullptr;
@@ -56,12 +57,13 @@ void set_frame_len(rte_mbuf *m, uint32_t len) {
         m->pkt_len = m->data_len;
     }
     const uint32_t now_len = rte_pktmbuf_data_len(m);
-    if (len < now_len)
-        rte_pktmbuf_trim(m, static_cast<uint16_t>(now_len - len));
-    else if (len > now_len)
-        rte_pktmbuf_append(m, static_cast<uint16_t>(len - now_len));
+    if (len < now_len && rte_pktmbuf_trim(m, static_cast<uint16_t>(now_len - len)) != 0)
+        return false;
+    if (len > now_len && rte_pktmbuf_append(m, static_cast<uint16_t>(len - now_len)) == nullptr)
+        return false;
     m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
     m->tx_offload = 0;
+    return true;
 }
 
 // What syn-proxy may rewrite of a frame: its first segment, which holds its headers (the parser
@@ -218,16 +220,11 @@ void Worker::send(rte_mbuf *const *pkts, uint16_t n, const Verdict *verdicts) {
                     ? build_answer(pipeline_->answer_plan(i), pipeline_->packet_info(i),
                                    rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m))
                     : 0;
-            if (len == 0 ||
-                rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_data_len(m) - len)) != 0) {
+            if (len == 0 || !set_frame_len(m, len)) {
                 ++answers_tx_failed_;  // counted as answered: its TX failed
                 dropped[n_dropped++] = m;
                 continue;
             }
-            // The buffer-ownership bits of an external or indirect mbuf are kept; the rest
-            // says what the port is to compute (answer_tx_offload).
-            m->ol_flags &= RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT;
-            m->tx_offload = 0;
             answer_tx_offload(pipeline_->answer_plan(i), pipeline_->packet_info(i), m);
             rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
             ++n_answers;
@@ -254,20 +251,20 @@ void Worker::proxy_from_client(rte_mbuf *m, uint16_t i, rte_mbuf **dropped, unsi
             rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
             return;
         case ProxyStep::server_syn:
-            set_frame_len(m, out.len);
+            if (!set_frame_len(m, out.len)) break;
             rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
             return;
         case ProxyStep::hold:
             pipeline_->proxy_hold(out.flow, reinterpret_cast<uintptr_t>(m));
             return;
         case ProxyStep::reset_client:
-            set_frame_len(m, out.len);
+            if (!set_frame_len(m, out.len)) break;
             rte_eth_tx_buffer(ports_.outside, ports_.queue, answers_out_, m);
             return;
         default:
-            dropped[(*n_dropped)++] = m;
-            return;
+            break;
     }
+    dropped[(*n_dropped)++] = m;
 }
 
 // Frames from the inside while syn-proxy has connections: each server's segment as the proxy's
@@ -281,8 +278,10 @@ void Worker::proxy_returning(rte_mbuf *const *pkts, uint16_t n, uint64_t now) {
         const Pipeline::ProxyOut out = pipeline_->proxy_server(writable_frame(m), now);
         switch (out.step) {
             case ProxyStep::server_ack:
-                set_frame_len(m, out.len);
-                rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+                if (set_frame_len(m, out.len))
+                    rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
+                else
+                    dropped[n_dropped++] = m;
                 proxy_release_held(out.flow, true, now);
                 ++kept;
                 break;
@@ -328,7 +327,7 @@ void Worker::release_held(uint64_t now, bool stopping) {
                                     : pipeline_->release(now, true, out, kMaxBurst);
         unsigned n_dropped = 0;
         for (unsigned i = 0; i < n; ++i) {
-            auto *m = reinterpret_cast<rte_mbuf *>(static_cast<uintptr_t>(out[i].handle));
+            rte_mbuf *m = mbuf_of(out[i].handle);
             if (out[i].sent)
                 rte_eth_tx_buffer(ports_.inside, ports_.queue, to_inside_, m);
             else

@@ -18,15 +18,7 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
     if ((info.tcp_flags & kTcpSyn) != 0) return ProxyStep::not_proxied;
     ProxyFlow *f = flows_->size() > 0 ? flows_->find(flow_key(info, true)) : nullptr;
     if (f == nullptr) {
-        // The handshake's ACK, or, if that was lost, the client's first data segment: its
-        // sequence number is the client's ISN + 1, which the cookie binds (a later segment of a
-        // connection whose entry ended moved on, and fails the check). No RST or FIN.
-        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck)
-            return ProxyStep::not_proxied;
-        if (!answered_.may_contain(info, now_ns)) {  // no SYN-ACK went to it: no cookie
-            ++stats_.cookie_failed;
-            return ProxyStep::not_proxied;
-        }
+        if (!may_open(info, now_ns)) return ProxyStep::not_proxied;
         return open_from_ack(info, tcp, announce, now_ns, window, flow);
     }
     *flow = f;

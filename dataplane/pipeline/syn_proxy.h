@@ -77,11 +77,7 @@ class SynProxy {
     // it: no cookie) and it goes on as it is, without from_client.
     bool wants(const PacketInfo &info, uint64_t now_ns) {
         if ((info.tcp_flags & kTcpSyn) != 0) return false;
-        if (flows_->may_contain(flow_key(info, true))) return true;
-        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck) return false;
-        if (answered_.may_contain(info, now_ns)) return true;
-        ++stats_.cookie_failed;
-        return false;
+        return flows_->may_contain(flow_key(info, true)) || may_open(info, now_ns);
     }
 
     // A client's segment toward a proxied destination; tcp: its TCP header, tcp_len bytes of
@@ -114,9 +110,7 @@ class SynProxy {
     template <class F>
     void sweep(uint64_t now_ns, uint32_t n, F &&release) {
         flows_->sweep(now_ns, n, [&](ProxyFlow &f) {
-            for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
-            held_now_ -= f.held_count;
-            f.held_count = 0;
+            release_held(f, release);
             if (f.state != FlowState::opening) return false;  // idle, closed or failed
             ++stats_.server_timeout;
             f.state = FlowState::failed;
@@ -129,9 +123,7 @@ class SynProxy {
     template <class F>
     void drop_held(F &&release) {
         flows_->sweep(~uint64_t{0}, flows_->slots(), [&](ProxyFlow &f) {
-            for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
-            held_now_ -= f.held_count;
-            f.held_count = 0;
+            release_held(f, release);
             return true;
         });
     }
@@ -141,6 +133,24 @@ class SynProxy {
     void set_key(const CookieKey &proxy_key) { key_ = proxy_key; }
 
   private:
+    // Whether a segment of no connection may open one: the handshake's ACK, or, if that was
+    // lost, the client's first data segment (its sequence number is the client's ISN + 1, which
+    // the cookie binds: a later segment of a connection whose entry ended moved on, and fails
+    // the check); no RST or FIN; to a connection answered lately (AnsweredFilter). An ACK that
+    // is not is counted: no cookie.
+    bool may_open(const PacketInfo &info, uint64_t now_ns) {
+        if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck) return false;
+        if (answered_.may_contain(info, now_ns)) return true;
+        ++stats_.cookie_failed;
+        return false;
+    }
+    // Hands a connection's held handles to release and forgets them.
+    template <class F>
+    void release_held(ProxyFlow &f, F &release) {
+        for (unsigned i = 0; i < f.held_count; ++i) release(f.held[i]);
+        held_now_ -= f.held_count;
+        f.held_count = 0;
+    }
     ProxyStep open_from_ack(const PacketInfo &info, const uint8_t *tcp, const ProxyAnnounce &a,
                             uint64_t now_ns, uint16_t *window, ProxyFlow **flow);
     ProxyStep translate(ProxyFlow &f, const PacketInfo &info, uint8_t *tcp, uint32_t tcp_len,

@@ -29,20 +29,18 @@ namespace {
 constexpr HashSeed kReplaySeed = {
     {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull}};
 
-// DPDK memory an offline run needs: the limiter table, the prefix tables, and headroom for
-// the EAL itself, in MiB.
 // syn-proxy's connection tables are made only for rules that need them (replay's memory is
 // --no-huge, sized by what the config needs).
-bool has_syn_proxy(const Config &config) {
-    return config.proxy_connections_per_core > 0 &&
-           std::any_of(config.rules.begin(), config.rules.end(),
-                       [](const Rule &r) { return r.action == RuleAction::syn_proxy; });
+bool needs_proxy_tables(const Config &config) {
+    return config.proxy_connections_per_core > 0 && has_syn_proxy(config);
 }
 
+// DPDK memory an offline run needs: the limiter table, the prefix tables, syn-proxy's
+// connection tables, and headroom for the EAL itself, in MiB.
 uint64_t dpdk_memory_mb(const Config &config, unsigned workers) {
     uint64_t bytes = workers * LimitTable::bytes_for(config.table_entries_per_core) +
                      RuleSet::dpdk_memory_bytes(config);
-    if (has_syn_proxy(config))
+    if (needs_proxy_tables(config))
         bytes += workers * ProxyFlows::dpdk_bytes_for(config.proxy_connections_per_core);
     return (bytes >> 20) + 64;
 }
@@ -643,7 +641,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             cores.back()->set_cookie_key(kReplayCookieKey);
             cores.back()->set_hold_capacity(opt.shape_hold);
             if (opt.workers > 1) cores.back()->enable_merge();
-            if (has_syn_proxy(config)) {
+            if (needs_proxy_tables(config)) {
                 proxy_flows.push_back(std::make_unique<ProxyFlows>(
                     static_cast<uint32_t>(config.proxy_connections_per_core),
                     config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, kReplaySeed,
