@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import traffic  # noqa: E402  (read_pcap, source_of)
+from flood_sources import spoofed  # noqa: E402
 
 # The stats JSON names of the answers feature, in one place.
 NAMES = {
@@ -34,7 +35,6 @@ NAMES = {
              "answered_for_bytes": "answered_for_bytes"},
 }
 # The spoofed flood (perf/floodgate_gen.cpp syn-flood) and the lab's clients.
-SPOOFED = [ipaddress.ip_network("198.19.0.0/16"), ipaddress.ip_network("2001:db8:66::/48")]
 CLIENTS = ["198.18.1.10", "198.18.1.11", "2001:db8:1::10"]
 RECORD = "198.18.1.80"
 SERVER_COUNTERS = ["TcpPassiveOpens", "TcpExtListenDrops", "TcpExtListenOverflows",
@@ -63,14 +63,6 @@ def text(run, name):
             return f.read()
     except OSError:
         return ""
-
-
-def spoofed(src):
-    try:
-        a = ipaddress.ip_address(src)
-    except ValueError:
-        return False
-    return any(a.version == n.version and a in n for n in SPOOFED)
 
 
 def tx_summary(run):

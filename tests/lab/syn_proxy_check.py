@@ -18,13 +18,14 @@ the clients and the server saw (their TCP counters, curl, the SYN receiver), not
 Speeds and times are printed, never asserted: the machine is shared. The last line is a JSON
 summary of the figures. Exit status 1 if a check failed (check mode).
 """
-import ipaddress
 import json
 import os
 import re
 import statistics
 import subprocess
 import sys
+
+from flood_sources import spoofed  # tests/lab/flood_sources.py
 
 work, mode = sys.argv[1], sys.argv[2]
 rounds, big_mb, mid_mb, flood_curls = (int(x) for x in sys.argv[3:7])
@@ -35,7 +36,6 @@ RAW_PROXY, RAW_AUTH = "198.18.1.20", "198.18.1.21"
 BEFORE4, FLOOD4 = "198.18.1.30", "198.18.1.31"
 FRESH_BEFORE = [f"198.18.1.{i}" for i in range(40, 45)]
 FRESH_FLOOD = [f"198.18.1.{i}" for i in range(50, 55)]
-SPOOFED = [ipaddress.ip_network("198.19.0.0/16"), ipaddress.ip_network("2001:db8:66::/48")]
 ANNOUNCED_WSCALE = 7  # proxy.yaml's announce.wscale
 # Failure counters of syn-proxy that none of this lab's traffic should move.
 PROXY_NEVER = ["proxy_server_refused", "proxy_server_timeout", "proxy_table_full",
@@ -513,14 +513,6 @@ def fmt_ms(s):
 
 
 # --- 3. the flood --------------------------------------------------------------------------------
-def spoofed(src):
-    try:
-        a = ipaddress.ip_address(src)
-    except ValueError:
-        return False
-    return any(a.version == n.version and a in n for n in SPOOFED)
-
-
 def curls(name):
     out = []
     for line in text("lab", name).splitlines():
