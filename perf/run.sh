@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The performance harness in one command: installs what is missing (nftables and matplotlib
+# The performance harness in one command: installs what is missing (matplotlib and valgrind
 # too), builds with the benchmarks, reserves hugepages, runs every case side by side with its
 # baseline (perf/harness.py, about 45 minutes on 2 cores, the cores case 10 of them) and writes perf/results/DATE.json,
 # perf/RESULTS.md (with the earlier runs of perf/results/index.txt) and the scaling case's
 # pictures (perf/results/DATE-*.png) from it. As root.
 # Extra arguments go to the harness (--quick, --cases 1, --mixes e,e-drop).
 source "$(dirname "$0")/../scripts/lib.sh"
-FG_PACKAGES+=(nftables python3-matplotlib valgrind)  # matplotlib: report.py's pictures
+FG_PACKAGES+=(python3-matplotlib valgrind)  # matplotlib: report.py's pictures
 fg_install_deps
 fg_build
 result=$(/usr/bin/python3 "$FG_ROOT/perf/harness.py" "$FG_BUILD" "$@") || status=$?

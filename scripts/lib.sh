@@ -11,16 +11,18 @@ FG_FUZZ_BUILD="${FG_FUZZ_BUILD:-$FG_ROOT/build-fuzz}"
 # And against Vectorscan instead of the installed Hyperscan, to compare the two (issue 28).
 FG_VS_BUILD="${FG_VS_BUILD:-$FG_ROOT/build-vs}"
 
-# Debian 12 packages the build, the tests and the tools need.
+# Debian 12 packages the build, the tests and the tools need. Every program the scripts, tests
+# and labs start comes from one of these, what they pull in, or Debian's base: the
+# installed-programs test (scripts/installed_programs.py) refuses any other.
 FG_PACKAGES=(
-  build-essential meson ninja-build pkg-config python3 iproute2 python3-prometheus-client
+  build-essential meson ninja-build pkg-config python3 iproute2 nftables python3-prometheus-client
   dpdk dpdk-dev libdpdk-dev
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev libhyperscan-dev libcli11-dev libpcap-dev ccache
   redis-server libhiredis-dev
   gobgpd
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool
-  tshark curl dnsmasq-base bind9-dnsutils
+  tshark curl dnsmasq-base bind9-dnsutils systemd
   chromium chromium-driver python3-selenium
 )
 
@@ -38,6 +40,19 @@ fg_install_deps() {
     fg_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
     fg_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
+}
+
+# Says whether scripts/hugepages.sh can give the labs hugepages here: it reserves one 2 MiB
+# page, then puts the count back as it was.
+fg_hugepage_path() {
+  local count=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages before options
+  before="$(cat "$count" 2>/dev/null || echo 0)"
+  options="$(bash "$FG_ROOT/scripts/hugepages.sh" 2)"
+  [ -w "$count" ] && echo "$before" >"$count"
+  case "$options" in
+    --in-memory*) echo "hugepages (2 MiB pages, reserved by each lab and given back)" ;;
+    *) echo "ordinary memory (--no-huge): this machine cannot reserve hugepages" ;;
+  esac
 }
 
 fg_build() {
