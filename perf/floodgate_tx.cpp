@@ -5,6 +5,7 @@
 // flood that a shared machine can carry to the end, not one the receiver's ring loses.
 //
 //   floodgate-tx [EAL options] -- --pcap FILE [--seconds S] [--wait-link S] [--pps N]
+//   floodgate-tx --memory-mb FILE     the EAL memory (-m) those options need for FILE
 //
 // Every frame is a template mbuf sent again by taking one more reference to it (the PMD
 // copies it out, as net_memif and net_af_packet do, and drops the reference): no per-packet
@@ -15,6 +16,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 
 #include <algorithm>
 #include <csignal>
@@ -22,6 +24,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataplane/api/numbers.h"
@@ -36,35 +39,76 @@ void on_signal(int) {
     g_stop = 1;
 }
 
-int run(const std::string &pcap, double seconds, double wait_link_s, uint64_t pps) {
-    using namespace floodgate;
-    PcapReader in(pcap);
+// The port's receive side (unused, but every PMD wants one) has a pool of its own.
+constexpr unsigned kRxMbufs = 4096;
+// What the EAL and a software port take beside the two pools (memzones, rings, the
+// malloc heap's own structures), and the share the hugepage allocator loses to page rounding
+// and fragmentation. On 2 MiB pages, reserved anew for each try: mix d (1,000,000 frames)
+// fails at -m 512 and runs at 600, for which this gives 681; the lab mix runs at 48 (gives 81).
+constexpr uint64_t kEalOverheadMb = 64;
+constexpr unsigned kFragmentationPercent = 10;
+
+std::optional<std::vector<std::vector<uint8_t>>> load_frames(const std::string &pcap) {
+    floodgate::PcapReader in(pcap);
     if (!in.ok()) {
         std::fprintf(stderr, "floodgate-tx: %s\n", in.error().c_str());
-        return 1;
+        return std::nullopt;
     }
     std::vector<std::vector<uint8_t>> frames;
-    PcapRecord r;
+    floodgate::PcapRecord r;
     while (in.next(&r)) frames.push_back(r.data);
     if (frames.empty()) {
         std::fprintf(stderr, "floodgate-tx: %s has no frames\n", pcap.c_str());
-        return 1;
+        return std::nullopt;
     }
+    return frames;
+}
+
+// The templates' pool: one mbuf a frame plus room for the port's own rings, each just holding
+// the largest frame (a million 64-byte frames take 400 MB, not 2.3 GB).
+struct TemplatePool {
+    unsigned mbufs;
+    uint16_t data_room;
+};
+
+TemplatePool template_pool(const std::vector<std::vector<uint8_t>> &frames) {
+    size_t largest = 0;
+    for (const auto &f : frames) largest = std::max(largest, f.size());
+    return {static_cast<unsigned>(frames.size()) + 4096,
+            static_cast<uint16_t>(std::max<size_t>(largest, 256) + RTE_PKTMBUF_HEADROOM)};
+}
+
+// The EAL memory (-m, MB) a run with these frames needs: each pool's objects as the mempool
+// lays them out (header, mbuf, data room, trailer), then the overheads above. The labs size
+// their hugepages from this rather than a fixed number (a fixed 256 MB held mix d's 1,000,000
+// frames only without hugepages, where nothing is reserved up front).
+uint64_t eal_memory_mb(const TemplatePool &shape) {
+    rte_mempool_objsz templates{}, rx{};
+    rte_mempool_calc_obj_size(sizeof(rte_mbuf) + shape.data_room, 0, &templates);
+    rte_mempool_calc_obj_size(sizeof(rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, 0, &rx);
+    const uint64_t bytes =
+        uint64_t{templates.total_size} * shape.mbufs + uint64_t{rx.total_size} * kRxMbufs;
+    const uint64_t mb = (bytes * (100 + kFragmentationPercent) / 100 + (1u << 20) - 1) >> 20;
+    return mb + kEalOverheadMb;
+}
+
+int run(const std::string &pcap, double seconds, double wait_link_s, uint64_t pps) {
+    using namespace floodgate;
+    const auto loaded = load_frames(pcap);
+    if (!loaded) return 1;
+    const std::vector<std::vector<uint8_t>> &frames = *loaded;
     if (rte_eth_dev_count_avail() == 0) {
         std::fputs("floodgate-tx: no port (add one with --vdev)\n", stderr);
         return 1;
     }
-    // The templates, plus room for the port's own rings; each mbuf just holds the largest
-    // frame (a million 64-byte frames take 400 MB, not 2.3 GB).
-    const unsigned n = static_cast<unsigned>(frames.size()) + 4096;
-    size_t largest = 0;
-    for (const auto &f : frames) largest = std::max(largest, f.size());
-    rte_mempool *pool = rte_pktmbuf_pool_create(
-        "fgtx", n, 0, 0,
-        static_cast<uint16_t>(std::max<size_t>(largest, 256) + RTE_PKTMBUF_HEADROOM),
-        static_cast<int>(rte_socket_id()));
+    const TemplatePool shape = template_pool(frames);
+    rte_mempool *pool = rte_pktmbuf_pool_create("fgtx", shape.mbufs, 0, 0, shape.data_room,
+                                                static_cast<int>(rte_socket_id()));
     if (pool == nullptr) {
-        std::fprintf(stderr, "floodgate-tx: mbuf pool: %s\n", rte_strerror(rte_errno));
+        std::fprintf(
+            stderr,
+            "floodgate-tx: mbuf pool: %s (floodgate-tx --memory-mb %s says how much -m it needs)\n",
+            rte_strerror(rte_errno), pcap.c_str());
         return 1;
     }
     std::vector<rte_mbuf *> templates;
@@ -80,8 +124,8 @@ int run(const std::string &pcap, double seconds, double wait_link_s, uint64_t pp
     }
     // The port's receive side (unused, but every PMD wants one) gets its own pool of
     // full-size mbufs: net_af_packet and net_af_xdp refuse small ones.
-    rte_mempool *rx_pool = rte_pktmbuf_pool_create("fgtx_rx", 4096, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                                   static_cast<int>(rte_socket_id()));
+    rte_mempool *rx_pool = rte_pktmbuf_pool_create(
+        "fgtx_rx", kRxMbufs, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
     PortFeatures features;
     std::string error;
     if (rx_pool == nullptr || !setup_port({0, 1}, rx_pool, &features, &error)) {
@@ -211,6 +255,13 @@ bool parse_options(int argc, char **argv, Options *o) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    if (argc == 3 && std::string_view(argv[1]) == "--memory-mb") {  // before any EAL
+        const auto frames = load_frames(argv[2]);
+        if (!frames) return 1;
+        std::printf("%llu\n",
+                    static_cast<unsigned long long>(eal_memory_mb(template_pool(*frames))));
+        return 0;
+    }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     // A memif server, as floodgate-tx is in perf/harness.py, sends while its peer goes away.

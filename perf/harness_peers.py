@@ -130,12 +130,17 @@ class Peers:
                 "answered": s["answered"], "answer_capped": s["answer_capped"],
                 "outside_tx": nic[0].get("tx_packets") if nic else None}
 
+    def tx_memory_mb(self, path):
+        """The EAL memory floodgate-tx needs to hold path's frames, as it computes it."""
+        return int(subprocess.run([self.bin["tx"], "--memory-mb", path], capture_output=True,
+                                  text=True, check=True).stdout)
+
     def generator_cmd(self, vdev, path, netns=None):
         """floodgate-tx on CPU 0 sending `path` on vdev, for longer than any run lasts (the
         measurement stops it)."""
         return self.netns(netns) + [
             self.bin["tx"], "--lcores", "0@0", "--no-pci", "--file-prefix", "fgp-gen",
-            "--log-level", "error"] + eal_memory(2048) + [
+            "--log-level", "error"] + eal_memory(self.tx_memory_mb(path)) + [
             "--vdev", vdev, "--", "--pcap", path, "--seconds", str(self.args.seconds + 60)]
 
     def guarded(self, what, fn):

@@ -162,7 +162,7 @@ wait_for "$work/clients.log" "^ready" 30 "$clients_pid"
 # the server, which stand for other machines.
 tx_launch=$(now)
 # shellcheck disable=SC2046
-ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $("$root/scripts/hugepages.sh" 256) \
+ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $(tx_memory "$work/syn.pcap") \
   --no-pci --file-prefix="$tag-tx" --log-level=error \
   --vdev="net_af_packet0,iface=$tag-op,qpairs=1" \
   -- --pcap "$work/syn.pcap" --seconds 60 --wait-link 10 --pps "$flood_pps" >"$work/tx.log" 2>&1 &

@@ -59,6 +59,14 @@ quiet_link() {  # quiet_link NS|"" DEV: up, no IPv6 (no router solicitations or 
   "${run[@]}" ip link set "$dev" up
 }
 
+# tx_memory PCAP: the EAL memory options for a floodgate-tx that sends PCAP: what it says it
+# needs to hold the capture's frames (floodgate-tx --memory-mb), as hugepages where the machine
+# can reserve them (scripts/hugepages.sh).
+# shellcheck disable=SC2154  # $build, $root: set by the sourcing script
+tx_memory() {
+  "$root/scripts/hugepages.sh" "$("$build/perf/floodgate-tx" --memory-mb "$1")"
+}
+
 # start_xdp_dataplane MB: floodgate run between the wire's veths, its outside TAG-o on
 # net_af_xdp with floodgate's XDP program (maps pinned in $FLOODGATE_XDP_PIN_DIR), its inside
 # TAG-i on net_af_packet, MB of hugepages, $work/rules.yaml, --stats $work/stats.json and

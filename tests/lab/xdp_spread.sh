@@ -63,7 +63,7 @@ print(sum(e['origin'] == 'escalated' for e in json.load(sys.stdin)['entries']))"
 
 # 1. The spread flood until its 1,000 sources are escalated (at most 45 s).
 # shellcheck disable=SC2046
-ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $("$root/scripts/hugepages.sh" 256) \
+ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $(tx_memory "$work/mix-d.pcap") \
   --no-pci --file-prefix="$tag-tx" --log-level=error \
   --vdev="net_af_packet0,iface=$tag-op,qpairs=1" \
   -- --pcap "$work/mix-d.pcap" --seconds 45 --wait-link 10 --pps "$flood_pps" >"$work/tx.log" 2>&1 &
