@@ -13,6 +13,10 @@ step() { echo "==> $1 ($(date -u +%T))"; }
 # A step that cannot build still counts: its suites are one failed case.
 build_failed=0
 
+# Which memory the labs' DPDK processes get (scripts/hugepages.sh): hugepages wherever the
+# machine can reserve them, as on every bare-metal box; ordinary memory (--no-huge) only where
+# it cannot, and then the hugepage path is untried: said here so that a run shows which.
+step "EAL memory for the labs: $(fg_hugepage_path)"
 step "release build: unit, scenario, control and lab suites"
 meson test -C "$FG_BUILD" --suite unit --suite scenario --suite control --suite lab --print-errorlogs \
   --num-processes "${FG_JOBS:-2}" || status=$?
