@@ -13,7 +13,8 @@ every room it may include (itself always). Two jobs:
   rooms.py check SRC BUILD ROOM=... ...
       The test: every quoted include of every room's files names a room it may see (and no
       '..'); then, with each room's real compile command from BUILD/compile_commands.json, a
-      header of a room it may not see fails to compile and one of a room below compiles.
+      header of a room it may not see fails to compile and one of a room below compiles; and
+      the README's Layout has a row for every room that names each of its source files.
 """
 import json
 import os
@@ -154,13 +155,52 @@ def build_check(src, build, rooms):
     return bad, checked
 
 
+LAYOUT_ROW = re.compile(r"^\| `([^`]+?)/?` \|[^|]*\|(.*)\|\s*$")
+
+
+def layout_rows(src):
+    """The README's Layout table: room -> the names its row gives in backquotes."""
+    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.find("\n## Layout")
+    end = text.find("\n## ", start + 1)
+    rows = {}
+    for line in text[start:end if end > 0 else len(text)].splitlines():
+        m = LAYOUT_ROW.match(line)
+        if m:
+            rows[m.group(1)] = set(re.findall(r"`([^`]+)`", m.group(2)))
+    return rows
+
+
+def listed(rel, names):
+    """A file is listed by its name, or its stem (the name to its first dot) alone or with .h,
+    .cpp or .* after it."""
+    base = os.path.basename(rel)
+    stem = base.split(".")[0]
+    return bool({base, stem, stem + ".h", stem + ".cpp", stem + ".*"} & names)
+
+
+def layout_check(src, rooms):
+    """Every room has a row in the README's Layout, and its row names each of its files."""
+    rows = layout_rows(src)
+    bad = []
+    for room in rooms:
+        if room not in rows:
+            bad.append(f"README.md, Layout: no row for the room {room}/")
+            continue
+        for rel in sorted(files_of(src, room, rooms)):
+            if not listed(rel, rows[room]):
+                bad.append(f"README.md, Layout: {room}/'s row does not name {rel}")
+    return bad
+
+
 def main():
     job, src, out = sys.argv[1:4]
     rooms = parse_rooms(sys.argv[4:])
     if job == "include-dirs":
         include_dirs(src, out, rooms)
         return 0
-    bad = static_check(src, rooms)
+    bad = static_check(src, rooms) + layout_check(src, rooms)
     more, checked = build_check(src, out, rooms)
     bad += more
     for b in bad:
