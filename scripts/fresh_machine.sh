@@ -17,14 +17,11 @@ root="$FG_ROOT"
 FG_PACKAGES=(debootstrap git)  # all this host needs: the chroot installs the rest itself
 fg_install_deps
 
-mounts=(proc sys dev dev/pts run)
 cleanup() {
   set +e
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    mountpoint -q "$dir/${mounts[$i]}" && umount -R "$dir/${mounts[$i]}"
-  done
+  mountpoint -q "$dir" && umount -R "$dir"
   # Nothing of the host may still be mounted under DIR when it is removed.
-  if [ -z "${FG_FRESH_KEEP:-}" ] && ! findmnt -rn -o TARGET | grep -q "^$dir/"; then
+  if [ -z "${FG_FRESH_KEEP:-}" ] && ! findmnt -rn -o TARGET | grep -q "^$dir\(/\|$\)"; then
     rm -rf --one-file-system "$dir"
   else
     echo "fresh_machine: kept $dir"
@@ -34,11 +31,15 @@ trap cleanup EXIT
 
 debootstrap --variant=minbase bookworm "$dir" http://deb.debian.org/debian
 git clone -q "$root" "$dir/root/floodgate"
+# DIR a mount point of its own, as a machine's / is: `ip netns exec` makes / a slave mount.
+mount --bind "$dir" "$dir"
 mount -t proc proc "$dir/proc"
 mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys"
 mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev"
 mount -t tmpfs tmpfs "$dir/run"
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
+# What Debian's installer writes and debootstrap does not: localhost by name.
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$dir/etc/hosts"
 # The host's apt mirrors, where they are not Debian's own.
 cp /etc/apt/sources.list "$dir/etc/apt/" 2>/dev/null || true
 cp -r /etc/apt/sources.list.d "$dir/etc/apt/" 2>/dev/null || true
