@@ -14,7 +14,7 @@ GCRA (b = 50, T = 1 ms) in any window of passed frames, against the bound's clus
 (N - 1) * (b + ceil(S / T)); the passed rate against 1000/s; the longest pause. The same rule
 without `share: cluster` at each N beside it (each box its own 1000/s). Each replay's CPU time
 (user + sys of the child, wait4) is kept. Then the store's cost per box: the sync script (read
-from control/cluster_store.cpp) run against a redis-server of our own on a Unix socket, one box
+from control/cluster/cluster_store.cpp) run against a redis-server of our own on a Unix socket, one box
 pushing K keys and another reading them, for K = 10, 1,000, 100,000: bytes each way, round
 trip, the store's time and the Redis commands inside (INFO commandstats).
 
@@ -87,7 +87,7 @@ STORE_KEYS = (10, 1000, 100_000)
 STORE_REPS = {10: 30, 1000: 30, 100_000: 5}
 STORE_SYNC_MS = (10, 100, 1000)
 STORE_RULE = "total"
-# control/cluster_store.h's bounds, as the box passes them to the script.
+# control/cluster/cluster_store.h's bounds, as the box passes them to the script.
 MAX_ENTRIES = 1024
 MAX_ENTRY_BYTES = 1 << 20
 MAX_REPLY_PAYLOAD_BYTES = 32 << 20
@@ -325,12 +325,12 @@ class Boxes:
 # ---- The store's cost: the sync script against a redis-server of our own ----
 
 def sync_script():
-    """The Lua of control/cluster_store.cpp's kScript, as the box loads it."""
-    with open(os.path.join(ROOT, "control/cluster_store.cpp")) as f:
+    """The Lua of control/cluster/cluster_store.cpp's kScript, as the box loads it."""
+    with open(os.path.join(ROOT, "control/cluster/cluster_store.cpp")) as f:
         text = f.read()
     m = re.search(r'kScript = R"lua\((.*?)\)lua"', text, re.S)
     if not m:
-        raise RuntimeError("control/cluster_store.cpp: no kScript R\"lua(...)lua\" found")
+        raise RuntimeError("control/cluster/cluster_store.cpp: no kScript R\"lua(...)lua\" found")
     return m.group(1)
 
 

@@ -1,8 +1,8 @@
-// The cluster's shared store (control/cluster_store.h) against a real redis-server, which the
-// fixture starts on a free loopback port and a Unix socket, without persistence, in a
-// directory of its own; and against a fake server that answers what no Redis would. Expected
-// values are the deltas the test pushed, summed here.
-#include "control/cluster_store.h"
+// The cluster's shared store (control/cluster/cluster_store.h) against a real redis-server, which
+// the fixture starts on a free loopback port and a Unix socket, without persistence, in a directory
+// of its own; and against a fake server that answers what no Redis would. Expected values are the
+// deltas the test pushed, summed here.
+#include "control/cluster/cluster_store.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,0 +1,605 @@
+#include "control/upstream/flowspec.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <utility>
+
+namespace floodgate {
+
+using nlohmann::json;
+
+// The desired rules of one reconcile, each once, in order: rank is the place in that order.
+struct FlowspecExporter::Desired {
+    std::vector<std::pair<std::string, const FlowspecRule *>> order;  // match key, rule
+    std::unordered_map<std::string, size_t> rank;
+    std::set<Prefix> sources;  // their single-address sources, with rtbh
+    size_t limit = 0;          // the first `limit` of order are to be in the RIB
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kBlackhole = 0xffff029a;  // 65535:666 (RFC 7999)
+constexpr uint64_t kCommunitiesAttr = 8;
+constexpr size_t kMaxErrorBytes = 4096;  // of a call's stderr, for last_error
+
+// RFC 8955 section 4.2.1.1: a numeric operator byte without its end-of-list and length bits
+// (the reserved bit is kept: set, the path is not one of ours).
+constexpr unsigned kOpMask = 0x4f;  // and, reserved, lt, gt, eq
+constexpr unsigned kOpEq = 0x01, kOpGe = 0x03, kOpAndLe = 0x45;
+
+const char *family_name(RibFamily f) {
+    switch (f) {
+        case RibFamily::flowspec4:
+            return "ipv4-flowspec";
+        case RibFamily::flowspec6:
+            return "ipv6-flowspec";
+        case RibFamily::unicast4:
+            return "ipv4";
+        case RibFamily::unicast6:
+            return "ipv6";
+    }
+    return "?";
+}
+
+bool is_host(const Prefix &p) {
+    return p.len == (p.family == 4 ? 32 : 128);
+}
+
+// Host bits set would be masked by gobgp, and the route read back would not be this rule.
+bool valid_prefix(const Prefix &p, uint8_t family) {
+    if (p.family != family || p.len > (family == 4 ? 32 : 128)) return false;
+    IpAddr masked = p.addr;
+    mask_addr(&masked, p.len);
+    return masked == p.addr;
+}
+
+bool valid(const FlowspecRule &r) {
+    if (r.source.family != 4 && r.source.family != 6) return false;
+    if (!valid_prefix(r.source, r.source.family)) return false;
+    if (r.destination && !valid_prefix(*r.destination, r.source.family)) return false;
+    return !r.destination_port || r.destination_port->lo <= r.destination_port->hi;
+}
+
+std::string match_key(const FlowspecRule &r) {
+    std::string key;
+    for (const std::string &w : flowspec_words(r)) key.append(key.empty() ? "" : " ").append(w);
+    return key;
+}
+
+std::vector<std::string> rule_call(const FlowspecRule &r, const char *verb) {
+    std::vector<std::string> args = {
+        "global", "rib", "-a", r.source.family == 4 ? "ipv4-flowspec" : "ipv6-flowspec", verb};
+    for (std::string &w : flowspec_words(r)) args.push_back(std::move(w));
+    return args;
+}
+
+// ---- One CLI call ----
+
+std::string first_line(const std::string &text) {
+    const size_t start = text.find_first_not_of(" \n");
+    if (start == std::string::npos) return "";
+    return text.substr(start, std::min<size_t>(text.find('\n', start) - start, 200));
+}
+
+// Waits for pid until the deadline, then kills it; true when it exited with status 0.
+bool reap(pid_t pid, Clock::time_point deadline, std::string *why) {
+    int status = 0;
+    for (;;) {
+        const pid_t got = ::waitpid(pid, &status, WNOHANG);
+        if (got == pid) break;
+        if (got < 0 && errno != EINTR) {
+            *why = std::string("waitpid: ") + std::strerror(errno);
+            return false;
+        }
+        if (Clock::now() >= deadline) {
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            *why = "timed out";
+            return false;
+        }
+        ::poll(nullptr, 0, 1);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    *why = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                             : "killed by signal " + std::to_string(WTERMSIG(status));
+    return false;
+}
+
+// Runs argv (no shell; stdin /dev/null) and keeps its stdout in *out, up to kMaxOutputBytes:
+// past that, or past timeout_ms, it is killed and the call failed.
+bool run_cli(const std::vector<std::string> &argv, int timeout_ms, std::string *out,
+             std::string *error) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::string command;
+    for (const std::string &a : argv) command.append(command.empty() ? "" : " ").append(a);
+    auto fail = [&](const std::string &why) {
+        *error = command.substr(0, 300) + ": " + why;
+        return false;
+    };
+    int out_pipe[2], err_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(std::strerror(errno));
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        const int e = errno;
+        ::close(out_pipe[0]);
+        ::close(out_pipe[1]);
+        return fail(std::strerror(e));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    // The daemon ignores SIGPIPE and its threads may block signals: the child starts clean.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, pipe_only;
+    sigemptyset(&none);
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &pipe_only);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::vector<char *> args;
+    for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    if (rc != 0) {
+        ::close(out_pipe[0]);
+        ::close(err_pipe[0]);
+        return fail(std::string("cannot run: ") + std::strerror(rc));
+    }
+
+    out->clear();
+    std::string err_text;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string why;
+    while ((fds[0].fd >= 0 || fds[1].fd >= 0) && why.empty()) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+            why = "timed out";
+            break;
+        }
+        if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+            why = std::string("poll: ") + std::strerror(errno);
+            break;
+        }
+        for (pollfd &p : fds) {
+            if (p.fd < 0 || p.revents == 0) continue;
+            char buf[65536];
+            const ssize_t got = ::read(p.fd, buf, sizeof buf);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                ::close(p.fd);
+                p.fd = -1;
+            } else if (&p == &fds[0]) {
+                if (out->size() + static_cast<size_t>(got) > kMaxOutputBytes) {
+                    why = "more than " + std::to_string(kMaxOutputBytes) + " bytes of output";
+                    break;
+                }
+                out->append(buf, static_cast<size_t>(got));
+            } else {
+                if (err_text.size() < kMaxErrorBytes)
+                    err_text.append(
+                        buf, std::min(static_cast<size_t>(got), kMaxErrorBytes - err_text.size()));
+            }
+        }
+    }
+    for (pollfd &p : fds)
+        if (p.fd >= 0) ::close(p.fd);
+    if (!why.empty()) {
+        ::kill(pid, SIGKILL);
+        std::string ignored;
+        reap(pid, deadline, &ignored);
+        return fail(why);
+    }
+    if (reap(pid, deadline, &why)) return true;
+    // gobgp writes errors to stderr, and to stdout as {"error": ...} with -j.
+    const std::string said = first_line(err_text.empty() ? *out : err_text);
+    return fail(said.empty() ? why : why + ": " + said);
+}
+
+// ---- Reading gobgp's JSON, every type checked ----
+
+const json *member(const json &o, const char *name) {
+    if (!o.is_object()) return nullptr;
+    const auto it = o.find(name);
+    return it == o.end() ? nullptr : &*it;
+}
+
+std::optional<uint64_t> number(const json *v) {
+    if (v == nullptr || !v->is_number_unsigned()) return std::nullopt;
+    return v->get<uint64_t>();
+}
+
+// {"prefix": "198.18.66.6/32"}, of the family read.
+std::optional<Prefix> prefix_of(const json *v, uint8_t family) {
+    const json *text = v == nullptr ? nullptr : member(*v, "prefix");
+    if (text == nullptr || !text->is_string()) return std::nullopt;
+    std::string why;
+    std::optional<Prefix> p = parse_prefix(text->get<std::string>(), &why);
+    if (!p || p->family != family) return std::nullopt;
+    return p;
+}
+
+struct Op {
+    unsigned op;  // masked with kOpMask
+    uint64_t value;
+};
+
+// A numeric component's operators, [{"op": 129, "value": 17}], at most the two ours use.
+bool ops_of(const json *v, std::vector<Op> *out) {
+    if (v == nullptr || !v->is_array() || v->empty() || v->size() > 2) return false;
+    for (const json &item : *v) {
+        const std::optional<uint64_t> op = number(member(item, "op"));
+        const std::optional<uint64_t> value = number(member(item, "value"));
+        if (!op || !value || *op > 0xff) return false;
+        out->push_back({static_cast<unsigned>(*op) & kOpMask, *value});
+    }
+    return true;
+}
+
+// A flowspec path's NLRI as one of our rules: a source, and a destination, a protocol and a
+// destination port written as flowspec_words writes them; any other component, operator or
+// offset makes it foreign (the same words would not remove it).
+std::optional<FlowspecRule> read_flowspec(const json &nlri, uint8_t family) {
+    const json *components = member(nlri, "value");
+    if (components == nullptr || !components->is_array()) return std::nullopt;
+    FlowspecRule r;
+    bool seen[6] = {};
+    for (const json &c : *components) {
+        const std::optional<uint64_t> type = number(member(c, "type"));
+        if (!type || *type >= 6 || seen[*type]) return std::nullopt;
+        seen[*type] = true;
+        if (const json *offset = member(c, "offset"); offset && number(offset) != 0u)
+            return std::nullopt;
+        const json *value = member(c, "value");
+        std::vector<Op> ops;
+        if (*type == 1 || *type == 2) {
+            const std::optional<Prefix> p = prefix_of(value, family);
+            if (!p) return std::nullopt;
+            if (*type == 1)
+                r.destination = *p;
+            else
+                r.source = *p;
+        } else if (*type == 3) {
+            if (!ops_of(value, &ops) || ops.size() != 1 || ops[0].op != kOpEq || ops[0].value > 255)
+                return std::nullopt;
+            r.protocol = static_cast<uint8_t>(ops[0].value);
+        } else if (*type == 5) {
+            if (!ops_of(value, &ops)) return std::nullopt;
+            const uint64_t lo = ops[0].value, hi = ops.back().value;
+            const bool one = ops.size() == 1 && ops[0].op == kOpEq;
+            const bool range = ops.size() == 2 && ops[0].op == kOpGe && ops[1].op == kOpAndLe;
+            if (!(one || range) || hi > 65535 || (range && lo >= hi)) return std::nullopt;
+            r.destination_port = PortRange{static_cast<uint16_t>(lo), static_cast<uint16_t>(hi)};
+        } else {
+            return std::nullopt;  // 4 (port, either direction): never written by us
+        }
+    }
+    if (!seen[2]) return std::nullopt;
+    return r;
+}
+
+bool has_blackhole(const json *attrs) {
+    if (attrs == nullptr || !attrs->is_array()) return false;
+    for (const json &a : *attrs) {
+        if (number(member(a, "type")) != kCommunitiesAttr) continue;
+        const json *list = member(a, "communities");
+        if (list == nullptr || !list->is_array()) continue;
+        for (const json &c : *list)
+            if (number(&c) == kBlackhole) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool FlowspecRule::operator==(const FlowspecRule &o) const {
+    auto ports = [](const std::optional<PortRange> &p) {
+        return p ? std::optional(std::pair(p->lo, p->hi)) : std::nullopt;
+    };
+    return source == o.source && destination == o.destination && protocol == o.protocol &&
+           ports(destination_port) == ports(o.destination_port);
+}
+
+std::vector<std::string> flowspec_words(const FlowspecRule &r) {
+    std::vector<std::string> w = {"match", "source", format_prefix(r.source)};
+    if (r.destination) {
+        w.push_back("destination");
+        w.push_back(format_prefix(*r.destination));
+    }
+    // Numbers, not gobgp's names: it has names for a dozen protocols only.
+    if (r.protocol) {
+        w.push_back("protocol");
+        w.push_back("==" + std::to_string(*r.protocol));
+    }
+    if (const std::optional<PortRange> &p = r.destination_port) {
+        w.push_back("destination-port");
+        w.push_back(p->lo == p->hi ? "==" + std::to_string(p->lo)
+                                   : ">=" + std::to_string(p->lo) + "&<=" + std::to_string(p->hi));
+    }
+    w.push_back("then");
+    w.push_back("discard");
+    return w;
+}
+
+bool parse_rib(std::string_view text, RibFamily family, RibRead *out, std::string *error) {
+    *out = {};
+    try {
+        // Values nested deeper than the limit are dropped as they are read, so that input
+        // of any shape costs memory in proportion to its size and no more.
+        bool too_deep = false;
+        const json::parser_callback_t guard = [&too_deep](int depth, json::parse_event_t, json &) {
+            too_deep = too_deep || depth > kMaxJsonDepth;
+            return !too_deep;
+        };
+        const json rib = json::parse(text.begin(), text.end(), guard, false);
+        if (too_deep) {
+            *error = "nested deeper than " + std::to_string(kMaxJsonDepth);
+            return false;
+        }
+        if (rib.is_discarded() || !rib.is_object()) {
+            *error = "not a JSON object";
+            return false;
+        }
+        const uint8_t ip = family == RibFamily::flowspec4 || family == RibFamily::unicast4 ? 4 : 6;
+        const bool flowspec = family == RibFamily::flowspec4 || family == RibFamily::flowspec6;
+        for (const auto &[route, paths] : rib.items()) {
+            if (!paths.is_array()) {
+                *error = "'" + route.substr(0, 100) + "' is not a list of paths";
+                return false;
+            }
+            for (const json &path : paths) {
+                if (member(path, "neighbor-ip") != nullptr) continue;  // from a peer
+                const json *nlri = member(path, "nlri");
+                if (flowspec) {
+                    std::optional<FlowspecRule> r =
+                        nlri == nullptr ? std::nullopt : read_flowspec(*nlri, ip);
+                    if (r)
+                        out->rules.push_back(std::move(*r));
+                    else
+                        ++out->foreign;
+                } else if (has_blackhole(member(path, "attrs"))) {
+                    const std::optional<Prefix> p = prefix_of(nlri, ip);
+                    if (p)
+                        out->blackholes.push_back(*p);
+                    else
+                        ++out->foreign;
+                }
+            }
+        }
+        return true;
+    } catch (const std::exception &e) {
+        *error = e.what();
+        return false;
+    }
+}
+
+FlowspecExporter::FlowspecExporter(FlowspecOptions o) : o_(std::move(o)) {
+    o_.max_announced = std::min(o_.max_announced, kMaxAnnounced);
+    if (!(o_.max_new_per_s > 0)) o_.max_new_per_s = 0;  // NaN too: nothing new
+    tokens_ = burst();
+}
+
+double FlowspecExporter::burst() const {
+    return o_.max_new_per_s > 0 ? std::max(1.0, o_.max_new_per_s) : 0;
+}
+
+void FlowspecExporter::refill(uint64_t now_ns) {
+    if (refill_ns_ && now_ns > *refill_ns_)
+        tokens_ = std::min(
+            burst(), tokens_ + static_cast<double>(now_ns - *refill_ns_) * 1e-9 * o_.max_new_per_s);
+    refill_ns_ = now_ns;  // a clock that went back refills nothing
+}
+
+bool FlowspecExporter::call(std::vector<std::string> args, std::string *out) {
+    args.insert(args.begin(), {o_.gobgp, "--target", o_.api});
+    std::string ignored, error;
+    if (run_cli(args, o_.call_timeout_ms, out != nullptr ? out : &ignored, &error)) return true;
+    ++counters_.failed_calls;
+    last_error_ = error;
+    synced_ = false;  // the call may or may not have changed the RIB: read it next time
+    return false;
+}
+
+bool FlowspecExporter::read_rib() {
+    synced_ = false;
+    announced_.clear();
+    blackholes_.clear();
+    for (RibFamily f :
+         {RibFamily::flowspec4, RibFamily::flowspec6, RibFamily::unicast4, RibFamily::unicast6}) {
+        const char *name = family_name(f);
+        std::string out, error;
+        if (!call({"-j", "global", "rib", "-a", name}, &out)) return false;
+        RibRead read;
+        if (!parse_rib(out, f, &read, &error)) {
+            ++counters_.failed_calls;
+            last_error_ = std::string("gobgp -j global rib -a ") + name + ": " + error;
+            return false;
+        }
+        if (read.foreign > 0) {
+            // No words of ours remove a path we cannot read: its whole family goes (only the
+            // local paths), and what is desired of it is announced again.
+            if (!call({"global", "rib", "-a", name, "del", "all"}, nullptr)) return false;
+            counters_.stale_withdrawn += read.foreign + read.rules.size() + read.blackholes.size();
+            continue;
+        }
+        for (FlowspecRule &r : read.rules) announced_.emplace(match_key(r), std::move(r));
+        blackholes_.insert(read.blackholes.begin(), read.blackholes.end());
+    }
+    synced_ = true;
+    return true;
+}
+
+bool FlowspecExporter::withdraw_rule(std::map<std::string, FlowspecRule>::iterator it,
+                                     uint64_t *count) {
+    if (!call(rule_call(it->second, "del"), nullptr)) return false;
+    ++*count;
+    announced_.erase(it);
+    return true;
+}
+
+bool FlowspecExporter::withdraw_undesired(const Desired &d, uint64_t *count) {
+    for (auto it = announced_.begin(); it != announced_.end();) {
+        auto next = std::next(it);
+        if (!d.rank.contains(it->first) && !withdraw_rule(it, count)) return false;
+        it = next;
+    }
+    return true;
+}
+
+// The announced rule last in the desired order (all announced rules are desired here).
+bool FlowspecExporter::withdraw_least(const Desired &d) {
+    auto least = announced_.begin();
+    for (auto it = announced_.begin(); it != announced_.end(); ++it)
+        if (d.rank.at(it->first) > d.rank.at(least->first)) least = it;
+    return withdraw_rule(least, &counters_.withdrawn);
+}
+
+bool FlowspecExporter::set_blackholes(const std::set<Prefix> &wanted, uint64_t *withdrawn) {
+    for (auto it = blackholes_.begin(); it != blackholes_.end();) {
+        if (wanted.contains(*it)) {
+            ++it;
+            continue;
+        }
+        if (!call({"global", "rib", "-a", it->family == 4 ? "ipv4" : "ipv6", "del",
+                   format_prefix(*it)},
+                  nullptr))
+            return false;
+        ++*withdrawn;
+        it = blackholes_.erase(it);
+    }
+    for (const Prefix &p : wanted) {
+        if (blackholes_.contains(p)) continue;
+        const bool v4 = p.family == 4;
+        if (!call({"global", "rib", "-a", v4 ? "ipv4" : "ipv6", "add", format_prefix(p), "nexthop",
+                   v4 ? o_.rtbh_next_hop4 : o_.rtbh_next_hop6, "community", "65535:666"},
+                  nullptr))
+            return false;
+        ++counters_.announced;
+        blackholes_.insert(p);
+    }
+    return true;
+}
+
+bool FlowspecExporter::apply(const Desired &d, uint64_t now_ns) {
+    const uint64_t resync_ns =
+        static_cast<uint64_t>(std::max(o_.resync_interval_ms, 0)) * 1'000'000;
+    if (!synced_ || now_ns < synced_ns_ || now_ns - synced_ns_ >= resync_ns) {
+        if (!read_rib()) return false;
+        synced_ns_ = now_ns;
+        // What was found there and is not desired is stale: a crash's leftovers.
+        if (!withdraw_undesired(d, &counters_.stale_withdrawn)) return false;
+        std::set<Prefix> keep;
+        std::set_intersection(blackholes_.begin(), blackholes_.end(), d.sources.begin(),
+                              d.sources.end(), std::inserter(keep, keep.end()));
+        if (!set_blackholes(keep, &counters_.stale_withdrawn)) return false;
+    }
+    if (!withdraw_undesired(d, &counters_.withdrawn)) return false;
+    // A RIB read holding more than max_announced (a smaller limit than a run before's).
+    while (announced_.size() > o_.max_announced)
+        if (!withdraw_least(d)) return false;
+    for (size_t i = 0; i < d.limit; ++i) {
+        const auto &[key, rule] = d.order[i];
+        if (auto it = announced_.find(key); it != announced_.end()) {
+            it->second.origin = rule->origin;
+            continue;
+        }
+        if (tokens_ < 1) continue;
+        // Full: one past the limit makes way (announced_ holds max_announced rules, this one
+        // among the first limit is not one of them, so one of them is ranked past the limit).
+        if (announced_.size() >= o_.max_announced && !withdraw_least(d)) return false;
+        if (!call(rule_call(*rule, "add"), nullptr)) {
+            last_error_ += " (" + rule->origin + ")";
+            return false;
+        }
+        tokens_ -= 1;
+        ++counters_.announced;
+        announced_.emplace(key, *rule);
+    }
+    std::set<Prefix> wanted;
+    for (const auto &[key, rule] : announced_)
+        if (o_.rtbh && is_host(rule.source)) wanted.insert(rule.source);
+    return set_blackholes(wanted, &counters_.withdrawn);
+}
+
+void FlowspecExporter::tally(const Desired *d) {
+    counters_.in_rib = announced_.size();
+    counters_.blackholes_in_rib = blackholes_.size();
+    counters_.withheld_limit = counters_.withheld_rate = 0;
+    if (d == nullptr) return;
+    for (size_t i = 0; i < d->order.size(); ++i)
+        if (!announced_.contains(d->order[i].first))
+            ++(i < d->limit ? counters_.withheld_rate : counters_.withheld_limit);
+}
+
+void FlowspecExporter::reconcile(const std::vector<FlowspecRule> &desired, uint64_t now_ns) {
+    try {
+        refill(now_ns);
+        Desired d;
+        counters_.invalid = 0;
+        for (const FlowspecRule &r : desired) {
+            if (!valid(r)) {
+                ++counters_.invalid;
+                continue;
+            }
+            std::string key = match_key(r);
+            if (!d.rank.emplace(key, d.order.size()).second) continue;
+            d.order.emplace_back(std::move(key), &r);
+            if (o_.rtbh && is_host(r.source)) d.sources.insert(r.source);
+        }
+        d.limit = std::min(d.order.size(), o_.max_announced);
+        apply(d, now_ns);
+        tally(&d);
+    } catch (const std::exception &e) {  // memory: the next call reads the RIB again
+        last_error_ = e.what();
+        synced_ = false;
+    }
+}
+
+void FlowspecExporter::withdraw_all() {
+    try {
+        if (synced_ || read_rib()) {
+            for (RibFamily f : {RibFamily::flowspec4, RibFamily::flowspec6}) {
+                const uint8_t ip = f == RibFamily::flowspec4 ? 4 : 6;
+                const size_t n =
+                    std::count_if(announced_.begin(), announced_.end(),
+                                  [ip](const auto &a) { return a.second.source.family == ip; });
+                if (n == 0) continue;
+                if (!call({"global", "rib", "-a", family_name(f), "del", "all"}, nullptr)) break;
+                counters_.withdrawn += n;
+                std::erase_if(announced_,
+                              [ip](const auto &a) { return a.second.source.family == ip; });
+            }
+            if (announced_.empty()) set_blackholes({}, &counters_.withdrawn);
+        }
+        tally(nullptr);
+    } catch (const std::exception &e) {
+        last_error_ = e.what();
+        synced_ = false;
+    }
+}
+
+}  // namespace floodgate
