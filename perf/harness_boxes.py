@@ -13,9 +13,9 @@ exchanged every S of packet time, so the lag is L = S) under one rule, key dst, 
 GCRA (b = 50, T = 1 ms) in any window of passed frames, against the bound's cluster term
 (N - 1) * (b + ceil(S / T)); the passed rate against 1000/s; the longest pause. The same rule
 without `share: cluster` at each N beside it (each box its own 1000/s). Each replay's CPU time
-(user + sys of the child, wait4) is kept. Then the store's cost per box: the sync script (read
-from control/cluster/cluster_store.cpp) run against a redis-server of our own on a Unix socket, one box
-pushing K keys and another reading them, for K = 10, 1,000, 100,000: bytes each way, round
+(user + sys of the child, wait4) is kept. Then the store's cost per box: the sync script
+(control/cluster/cluster_store.lua) run against a redis-server of our own on a Unix socket, one
+box pushing K keys and another reading them, for K = 10, 1,000, 100,000: bytes each way, round
 trip, the store's time and the Redis commands inside (INFO commandstats).
 
 Writes boxes-DATE.json (every figure; a later run the same day replaces it), boxes.svg and
@@ -325,13 +325,9 @@ class Boxes:
 # ---- The store's cost: the sync script against a redis-server of our own ----
 
 def sync_script():
-    """The Lua of control/cluster/cluster_store.cpp's kScript, as the box loads it."""
-    with open(os.path.join(ROOT, "control/cluster/cluster_store.cpp")) as f:
-        text = f.read()
-    m = re.search(r'kScript = R"lua\((.*?)\)lua"', text, re.S)
-    if not m:
-        raise RuntimeError("control/cluster/cluster_store.cpp: no kScript R\"lua(...)lua\" found")
-    return m.group(1)
+    """The Lua of control/cluster/cluster_store.lua, which the box carries built in."""
+    with open(os.path.join(ROOT, "control/cluster/cluster_store.lua"), encoding="utf-8") as f:
+        return f.read()
 
 
 class Resp:
