@@ -17,6 +17,7 @@
 
 #include "control/cluster/cluster_store_lua.h"
 #include "dataplane/api/numbers.h"
+#include "rules/redis_address.h"
 
 namespace floodgate {
 
@@ -370,18 +371,11 @@ ClusterStore::ClusterStore(ClusterStoreOptions o) : o_(std::move(o)) {
         invalid_ = "the box timeout must be 1 ms to a day";
     } else if (o_.timeout_ms < 1) {
         invalid_ = "the timeout must be at least 1 ms";
-    } else if (o_.address.starts_with("unix:")) {
-        host_ = o_.address.substr(5);
-        if (host_.empty()) invalid_ = "the store's address '" + o_.address + "' has no path";
-    } else if (const size_t colon = o_.address.rfind(':');
-               colon == std::string::npos || colon == 0) {
-        invalid_ = "the store's address '" + o_.address + "' is not host:port or unix:/path";
-    } else if (const auto port =
-                   parse_uint(std::string_view(o_.address).substr(colon + 1), 1, 65535, &why)) {
-        host_ = o_.address.substr(0, colon);
-        port_ = static_cast<int>(*port);
+    } else if (const std::optional<RedisAddress> a = parse_redis_address(o_.address, &why)) {
+        host_ = a->host;
+        port_ = a->port;
     } else {
-        invalid_ = "the store's port " + why;
+        invalid_ = "the store's address '" + o_.address + "' " + why;
     }
 }
 

@@ -71,7 +71,7 @@ struct ClusterDelta {  // packets one box admitted for one shared key since its 
 };
 
 struct ClusterStoreOptions {
-    std::string address;  // "host:port" (IPv4 or name) or "unix:/path/to/socket"
+    std::string address;  // "host:port" or "unix:/path" (rules/redis_address.h)
     std::string cluster;  // 1..kMaxClusterBytes bytes: keys fg:{<cluster>}:log and :boxes
     std::string box;      // this box's id (1..kMaxBoxBytes bytes, unique in the cluster)
     // A box not heard from for this long is no longer live (1..kMaxBoxTimeoutMs).
