@@ -2,34 +2,9 @@
 // boxes").
 #include "dataplane/api/numbers.h"
 #include "rules/config_parser.h"
+#include "rules/redis_address.h"
 
 namespace floodgate::validation {
-
-namespace {
-
-// The Redis address floodctl connects to: host:port (a name or an IPv4 address) or
-// unix:/path. Only its shape is checked here; whether it answers is the daemon's to find out.
-bool redis_address(const std::string &text, std::string *why) {
-    if (text.size() > 256) {
-        *why = "is longer than 256 characters";
-        return false;
-    }
-    if (text.starts_with("unix:/")) return true;
-    const size_t colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0) {
-        *why = "is not host:port or unix:/path";
-        return false;
-    }
-    for (char c : text.substr(0, colon))
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '-' || c == '_')) {
-            *why = "has a host that is not a name or an IPv4 address";
-            return false;
-        }
-    return parse_uint(std::string_view(text).substr(colon + 1), 1, 65535, why).has_value();
-}
-
-}  // namespace
 
 // cluster: { name, redis, sync_ms (100), boxes (1), box_timeout (3s) }.
 ClusterOptions ConfigParser::cluster(const Field &field) const {
@@ -47,7 +22,8 @@ ClusterOptions ConfigParser::cluster(const Field &field) const {
     const Field &redis = require(f, "redis");
     c.redis = scalar(redis);
     std::string why;
-    if (!redis_address(c.redis, &why)) fail(redis, "'" + c.redis + "' " + why);
+    // Only its shape: whether it answers is the daemon's to find out.
+    if (!parse_redis_address(c.redis, &why)) fail(redis, "'" + c.redis + "' " + why);
     if (const Field *s = f.find("sync_ms"))
         c.sync_ns =
             integer(*s, kMinClusterSyncNs / 1'000'000, kMaxClusterSyncNs / 1'000'000) * 1'000'000;

@@ -1,4 +1,4 @@
-// The FlowSpec exporter (control/flowspec.h) driven from stdin, for the test with two real
+// The FlowSpec exporter (control/upstream/flowspec.h) driven from stdin, for the test with two real
 // gobgpd speakers (tests/control/test_flowspec_bgp.py).
 //   flowspec_driver [--gobgp PATH] [--api HOST:PORT] [--max-announced N] [--max-new-per-s R]
 //                   [--rtbh] [--timeout-ms N]
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "control/flowspec.h"
+#include "control/upstream/flowspec.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The cluster's shared store (control/cluster_store.h) against a real redis-server, which the
-// fixture starts on a free loopback port and a Unix socket, without persistence, in a
-// directory of its own; and against a fake server that answers what no Redis would. Expected
-// values are the deltas the test pushed, summed here.
-#include "control/cluster_store.h"
+// The cluster's shared store (control/cluster/cluster_store.h) against a real redis-server, which
+// the fixture starts on a free loopback port and a Unix socket, without persistence, in a directory
+// of its own; and against a fake server that answers what no Redis would. Expected values are the
+// deltas the test pushed, summed here.
+#include "control/cluster/cluster_store.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -688,7 +688,9 @@ TEST(ClusterStoreConfig, BadOptionsFailEverySync) {
         {":6379", "c", "A", 3000, "not host:port"},
         {"127.0.0.1:0", "c", "A", 3000, "port"},
         {"127.0.0.1:65536", "c", "A", 3000, "port"},
-        {"unix:", "c", "A", 3000, "no path"},
+        {"unix:", "c", "A", 3000, "path is absolute"},
+        {"unix:redis.sock", "c", "A", 3000, "path is absolute"},
+        {"[::1]:6379", "c", "A", 3000, "not a name or an IPv4 address"},
         {"127.0.0.1:6379", "", "A", 3000, "cluster name"},
         {"127.0.0.1:6379", "c", "", 3000, "box id"},
         {"127.0.0.1:6379", "c", std::string(kMaxBoxBytes + 1, 'b'), 3000, "box id"},

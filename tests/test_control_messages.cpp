@@ -3,7 +3,7 @@
 // test_numbers.cpp, with the other numbers operators type.
 #include <gtest/gtest.h>
 
-#include "control/rules_diff.h"
+#include "control/common/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/message.h"
 #include "dataplane/patterns/payload_database.h"

@@ -1,8 +1,8 @@
-// The FlowSpec exporter (control/flowspec.h) against a fake gobgp: a shell script that logs
-// each call's argv and prints a canned RIB for -j reads, so every call and count is exact. The
+// The FlowSpec exporter (control/upstream/flowspec.h) against a fake gobgp: a shell script that
+// logs each call's argv and prints a canned RIB for -j reads, so every call and count is exact. The
 // real gobgpd speakers are tests/control/test_flowspec_bgp.py's.
-#include "control/flowspec.h"
-#include "control/flowspec_desired.h"
+#include "control/upstream/flowspec.h"
+#include "control/upstream/flowspec_desired.h"
 #include "rules/doc.h"
 
 #include <gtest/gtest.h>
@@ -502,8 +502,8 @@ namespace floodgate {
 namespace {
 
 // What floodctl daemon asks gobgpd to announce, from the dataplane's replies
-// (control/flowspec_desired.h): blocks first, then escalations of rules that export, as their
-// rule matches; nothing an allow covers.
+// (control/upstream/flowspec_desired.h): blocks first, then escalations of rules that export, as
+// their rule matches; nothing an allow covers.
 TEST(FlowspecDesired, BlocksThenEscalationsOfExportingRulesAndNothingAnAllowCovers) {
     const std::string text = R"(block: [198.18.77.0/24, 198.18.78.0/24]
 allow: [198.18.78.0/25]

@@ -1,6 +1,6 @@
-// What `floodctl daemon --metrics HOST:PORT` means (control/listen_address.h): the address
+// What `floodctl daemon --metrics HOST:PORT` means (control/common/listen_address.h): the address
 // resolved, and whether it stays on this machine. Nothing is bound here.
-#include "control/listen_address.h"
+#include "control/common/listen_address.h"
 
 #include <gtest/gtest.h>
 

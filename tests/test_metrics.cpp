@@ -1,4 +1,4 @@
-#include "control/metrics.h"
+#include "control/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,8 @@
 //   mode        {rule, mode: "shadow"|"enforce"}
 //   override_add {list: "allow"|"block", prefix, ttl_s (0 or absent: never expires)}
 //   override_del {list, prefix}
-// The daemon's own commands (floodctl CLI -> floodctl daemon) are listed in control/daemon.h.
+// The daemon's own commands (floodctl CLI -> floodctl daemon) are listed in
+// control/daemon/daemon.h.
 #pragma once
 
 #include <cstddef>

@@ -235,7 +235,7 @@ struct EscalateOptions {
     uint64_t min_refused_period_ns = 1'000'000'000ull;
     uint64_t ttl_ns = 600'000'000'000ull;
     // Announced upstream as a BGP FlowSpec discard rule while escalated (floodctl daemon
-    // --flowspec; control/flowspec.h).
+    // --flowspec; control/upstream/flowspec.h).
     bool flowspec = false;
     bool enabled() const { return after_ns != 0; }
     bool operator==(const EscalateOptions &) const = default;

@@ -160,7 +160,7 @@ class Box:
     """floodgate run on virtual ports and floodctl daemon, both in F's namespace; at most one
     daemon at a time, on the same socket (a new one takes over the stale path of a killed one).
     The dataplane is started first and waited for: a daemon that finds no dataplane at its
-    start aborts today (control/cluster_sync.cpp reads a null status), which is not what this
+    start aborts today (control/cluster/cluster_sync.cpp reads a null status), which is not what this
     lab is about.
     """
 

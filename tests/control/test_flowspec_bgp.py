@@ -2,7 +2,7 @@
 """FlowSpec announced to a real BGP peer, in the lab of bgp_lab.py: floodctl's gobgpd F and a
 "router" R, each in a network namespace.
 
-Checks 1-13 drive control/flowspec.h's exporter alone through tests/flowspec_driver. Checks 14
+Checks 1-13 drive control/upstream/flowspec.h's exporter alone through tests/flowspec_driver. Checks 14
 on are the operator's path: `floodgate run` on virtual ports and `floodctl daemon --flowspec` in
 F's namespace, driven by `floodctl block|allow` as an operator would, each state read on the
 router: the rules file's block and allow list, an override and its TTL, an allow lifting a

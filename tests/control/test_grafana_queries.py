@@ -208,11 +208,11 @@ class Dashboards(unittest.TestCase):
                     self.assertTrue(metric_names(expr), "%s: %s names no metric" % (title, expr))
 
     def test_names_are_in_metrics_cpp(self):
-        """Every name the dashboards use is written by control/metrics.cpp: a literal there,
+        """Every name the dashboards use is written by control/metrics/metrics.cpp: a literal there,
         or floodgate_[rule_]<counter>_total of the X-macro lists of dataplane/api/stats.h.
         (The XDP families are only written when the dataplane runs the XDP tier, so no scrape
         of the control test has them: this is their check.)"""
-        with open(os.path.join(SRC, "control", "metrics.cpp")) as f:
+        with open(os.path.join(SRC, "control", "metrics", "metrics.cpp")) as f:
             source = f.read()
         with open(os.path.join(SRC, "dataplane", "api", "stats.h")) as f:
             stats = f.read()

@@ -1,0 +1,217 @@
+#include "control/cluster/cluster_sync.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "control/cluster/cluster_store.h"
+#include "control/common/daemon_log.h"
+#include "dataplane/api/control_protocol.h"
+#include "dataplane/api/unix_socket.h"
+
+namespace floodgate {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "box";
+    return name;
+}
+
+ClusterSyncOptions with_box(ClusterSyncOptions o) {
+    if (o.box.empty()) o.box = host_name();
+    return o;
+}
+
+constexpr const char *kEscalated = "!escalated";
+constexpr const char *kAllow = "!allow";
+// An allow without a TTL, told as the longest TTL an override may have.
+constexpr uint64_t kNeverMs = static_cast<uint64_t>(kMaxOverrideTtlSeconds) * 1000;
+
+// A bounded request to the dataplane: its replies are a few KB per thousand shared keys.
+constexpr int kDataplaneTimeoutMs = 1000;
+
+}  // namespace
+
+struct ClusterSync::Round {
+    LineClient dataplane;
+    std::unique_ptr<ClusterStore> store;
+    std::string store_for;  // address, cluster and timeout the store was made for
+    uint64_t syncs = 0, store_failures = 0, refused = 0;
+    uint32_t live_boxes = 0;
+    uint64_t allows_added = 0, allows_refused = 0;  // the others' allows, as overrides here
+    bool store_ok = false;
+    std::string last_error;
+    double last_round_ms = 0;
+};
+
+ClusterSync::ClusterSync(ClusterSyncOptions options)
+    : options_(with_box(std::move(options))), state_(std::make_unique<Round>()) {}
+
+ClusterSync::~ClusterSync() = default;
+
+// One sync: take, store, sync. False, with *error, when the dataplane did not answer.
+bool ClusterSync::round(const json &cluster, std::string *error) {
+    Round &r = *state_;
+    json reply;
+    if (!r.dataplane.request({{"cmd", "cluster_take"}}, &reply, error, kDataplaneTimeoutMs) ||
+        !reply.value("ok", false)) {
+        if (error->empty()) *error = reply.value("error", std::string("refused"));
+        return false;
+    }
+    std::vector<ClusterDelta> mine;
+    for (const json &row : reply.at("consumed"))
+        mine.push_back({row.at(0).get<std::string>(), row.at(1).get<std::string>(),
+                        row.at(2).get<uint64_t>()});
+    for (const json &row : reply.value("escalated", json::array()))
+        mine.push_back({kEscalated, row.at(0).get<std::string>(), row.at(1).get<uint64_t>()});
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (const auto &[prefix, ttl_s] : allows_)
+            mine.push_back(
+                {kAllow, prefix, ttl_s == 0 ? kNeverMs : static_cast<uint64_t>(ttl_s) * 1000});
+        allows_.clear();
+    }
+
+    const std::string address =
+        options_.redis.empty() ? cluster.value("redis", std::string()) : options_.redis;
+    const std::string name = cluster.value("name", std::string());
+    const uint64_t timeout_ms = cluster.value("box_timeout_ms", uint64_t{3000});
+    const std::string store_for = address + "|" + name + "|" + std::to_string(timeout_ms);
+    if (!r.store || r.store_for != store_for) {
+        ClusterStoreOptions o;
+        o.address = address;
+        o.cluster = name;
+        o.box = options_.box;
+        o.box_timeout_ms = timeout_ms;
+        // Half an interval at most, so that a slow store never delays the next round.
+        o.timeout_ms = static_cast<int>(
+            std::clamp<uint64_t>(cluster.value("sync_ms", uint64_t{100}) / 2, 5, 200));
+        r.store = std::make_unique<ClusterStore>(o);
+        r.store_for = store_for;
+        daemon_log("cluster " + name + ": box " + options_.box + " syncs through Redis at " +
+                   address);
+    }
+    const ClusterSyncResult got = r.store->sync(mine);
+    if (got.ok != r.store_ok || r.syncs == 0)
+        daemon_log("cluster " + name + ": the store " +
+                   (got.ok ? "answers" : "does not answer: " + got.error));
+    r.store_ok = got.ok;
+    if (got.ok) r.live_boxes = got.live_boxes;
+    if (!got.ok) {
+        ++r.store_failures;
+        r.last_error = got.error;
+    }
+    r.refused += got.refused;
+
+    json charges = json::array(), escalations = json::array();
+    std::vector<ClusterDelta> allows;
+    for (const ClusterDelta &d : got.remote) {
+        if (d.rule == kEscalated)
+            escalations.push_back({d.key, d.packets});
+        else if (d.rule == kAllow)
+            allows.push_back(d);
+        else
+            charges.push_back({d.rule, d.key, d.packets});
+    }
+    json sync = {{"cmd", "cluster_sync"},
+                 {"store_ok", got.ok},
+                 {"boxes", std::max<uint32_t>(1, r.live_boxes)},
+                 {"charges", std::move(charges)},
+                 {"escalations", std::move(escalations)}};
+    if (!r.dataplane.request(sync, &reply, error, kDataplaneTimeoutMs)) return false;
+    ++r.syncs;
+    // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
+    for (const ClusterDelta &a : allows) {
+        const long long ttl_s =
+            a.packets >= kNeverMs ? 0 : static_cast<long long>((a.packets + 999) / 1000);
+        json added;
+        std::string why;
+        if (r.dataplane.request(
+                {{"cmd", "override_add"}, {"list", "allow"}, {"prefix", a.key}, {"ttl_s", ttl_s}},
+                &added, &why, kDataplaneTimeoutMs) &&
+            added.value("ok", false)) {
+            ++r.allows_added;
+        } else {
+            ++r.allows_refused;
+            if (!r.dataplane.connected()) return false;
+        }
+    }
+    return true;
+}
+
+void ClusterSync::run(const std::atomic<bool> &stop) {
+    Round &r = *state_;
+    auto next = Clock::now();
+    while (!stop.load()) {
+        const auto started = Clock::now();
+        std::string error;
+        json cluster = json::object();
+        // The cluster section of what runs (it changes with a load): from the status. A
+        // dataplane away (not started yet, restarting) is tried again next time.
+        if (!r.dataplane.connected()) r.dataplane.connect(options_.dataplane, &error);
+        json status;
+        if (r.dataplane.connected() &&
+            r.dataplane.request({{"cmd", "status"}}, &status, &error, kDataplaneTimeoutMs) &&
+            status.is_object() && status.contains("cluster") && status["cluster"].is_object())
+            cluster = status["cluster"];
+        uint64_t sync_ms = 1000;
+        const bool active = cluster.value("configured", false);
+        if (active) {
+            sync_ms = cluster.value("sync_ms", uint64_t{100});
+            bool done = false;
+            try {
+                done = round(cluster, &error);
+            } catch (const nlohmann::json::exception &e) {  // a reply not of the protocol
+                error = e.what();
+            }
+            if (!done) r.dataplane.close();
+        }
+        {
+            std::lock_guard<std::mutex> guard(lock_);
+            status_ = {{"active", active},
+                       {"box", options_.box},
+                       {"store_ok", r.store_ok},
+                       {"live_boxes", r.live_boxes},
+                       {"syncs", r.syncs},
+                       {"store_failures", r.store_failures},
+                       {"refused", r.refused},
+                       {"allows_added", r.allows_added},
+                       {"allows_refused", r.allows_refused},
+                       {"last_error", r.last_error},
+                       {"round_ms",
+                        std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};
+            if (r.store) {
+                const ClusterStore::Totals &t = r.store->totals();
+                status_["store"] = {
+                    {"ok", t.ok}, {"failed", t.failed}, {"refused", t.refused}, {"bytes", t.bytes}};
+            }
+        }
+        // On a fixed schedule; a round that overran is not made up for.
+        next += std::chrono::milliseconds(sync_ms);
+        if (next < Clock::now()) next = Clock::now();
+        while (!stop.load() && Clock::now() < next)
+            std::this_thread::sleep_for(
+                std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(50)));
+    }
+}
+
+void ClusterSync::tell_allow(const std::string &prefix, long long ttl_s) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (allows_.size() < kMaxOverrides) allows_.emplace_back(prefix, ttl_s);
+}
+
+json ClusterSync::status() const {
+    std::lock_guard<std::mutex> guard(lock_);
+    return status_;
+}
+
+}  // namespace floodgate

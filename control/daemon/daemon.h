@@ -1,0 +1,46 @@
+// `floodctl daemon`: the long-running control-plane process. It talks to the dataplane over
+// its control socket (dataplane/api/control_protocol.h), serves the floodctl CLI on its own
+// socket and Prometheus on HTTP. The dataplane never depends on it: it keeps filtering with
+// its last rules, and expires overrides itself, while the daemon is down.
+//
+// On every (re)connection the daemon reads the running state and carries on from it. Two
+// cases push state instead:
+//   - the dataplane still runs the rules it started with and --config differs from them (a
+//     fresh start of both services): the daemon loads --config;
+//   - the dataplane restarted (new instance) while the daemon remembers rules, mode switches
+//     or overrides applied through it: the daemon applies them again (overrides with what is
+//     left of their TTL), so a dataplane crash does not undo an operator's changes.
+//
+// CLI commands (one JSON request per line on --socket):
+//   status            daemon and dataplane state, per-port rates, table occupancy
+//   rules_load        {source, text, dry_run}: validate, diff against the running rules, apply
+//   rules, stats, overrides, mode, override_add, override_del: passed to the dataplane
+#pragma once
+
+#include <string>
+
+#include "dataplane/api/control_protocol.h"
+
+namespace floodgate {
+
+struct DaemonOptions {
+    std::string config;  // rules file for a fresh start (may be empty)
+    std::string dataplane = kDefaultDataplaneSocket;
+    std::string socket = kDefaultDaemonSocket;
+    std::string metrics = kDefaultMetricsAddress;  // "none": no HTTP endpoint
+    // The cluster (control/cluster/cluster_sync.h): this box's id (default: the host name), and a
+    // Redis address instead of the rules file's.
+    std::string box;
+    std::string redis;
+    // Upstream (control/upstream/flowspec_feed.h): the local gobgpd's API (empty: nothing
+    // announced), the most rules at once, new ones a second, and the RTBH form beside FlowSpec.
+    std::string flowspec;
+    size_t flowspec_max = 1000;
+    double flowspec_rate = 20;
+    bool rtbh = false;
+};
+
+// Runs until SIGINT or SIGTERM; returns the exit code.
+int run_daemon(const DaemonOptions &options);
+
+}  // namespace floodgate

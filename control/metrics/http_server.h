@@ -1,0 +1,64 @@
+// The daemon's HTTP endpoint for Prometheus, on libmicrohttpd (Debian's libmicrohttpd-dev):
+// GET (or HEAD) /metrics answers with the text the callback returns, as text format 0.0.4;
+// GET / says where the metrics are; any other path is 404 and any other method 405.
+//
+// Clients are served concurrently, so no client can delay another's scrape: connections are
+// multiplexed (epoll) by a small pool of threads, a connection idle for kIdleTimeoutS is
+// closed, at most kMaxConnections are open at once, and a request header is bounded by
+// libmicrohttpd's per-connection memory (32 KiB by default; larger is answered 431).
+// (A hand-written server that served one connection at a time was here before: five idle
+// connections and a half request held a scrape for 12 s, past Prometheus's 10 s timeout.)
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "control/common/listen_address.h"
+
+struct MHD_Daemon;
+
+namespace floodgate {
+
+class HttpServer {
+  public:
+    using Metrics = std::function<std::string()>;
+
+    // Threads that serve connections. A scrape's callback waits for the dataplane (one
+    // request at a time on the daemon's link, 10 s timeout at most), so a second thread keeps
+    // accepting and answering while one waits; more would only queue on that link.
+    static constexpr unsigned kThreads = 2;
+    static constexpr unsigned kMaxConnections = 64;
+    // An idle connection gives its slot back after this. Prometheus's own keep-alive
+    // connection may be one (its scrape interval is usually longer): it opens a new one.
+    static constexpr unsigned kIdleTimeoutS = 10;
+
+    HttpServer() = default;
+    ~HttpServer() { stop(); }
+    HttpServer(const HttpServer &) = delete;
+    HttpServer &operator=(const HttpServer &) = delete;
+
+    // Binds and listens on address (control/common/listen_address.h has the rules); serves nothing
+    // until start(). False with *error saying why.
+    bool listen(const std::string &address, std::string *error);
+    // Serves on the server's own threads until stop(). metrics is called from them, up to
+    // kThreads at once, and must stay valid until stop() returns.
+    bool start(Metrics metrics, std::string *error);
+    // Stops serving; returns once no callback runs any more. Idempotent.
+    void stop();
+
+    // The address actually bound, as "127.0.0.1:9417" (with the port chosen for port 0).
+    const std::string &address() const { return address_; }
+    int port() const { return port_; }
+    // Whether the address is a loopback one; if not, the endpoint is reachable from other hosts.
+    bool loopback() const { return loopback_; }
+
+  private:
+    int fd_ = -1;  // the listening socket until start() hands it to libmicrohttpd
+    std::string address_;
+    int port_ = 0;
+    bool loopback_ = false;
+    Metrics metrics_;
+    MHD_Daemon *daemon_ = nullptr;
+};
+
+}  // namespace floodgate
