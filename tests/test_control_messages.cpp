@@ -44,6 +44,38 @@ TEST(ControlMessage, RefusesDeepNestingBeforeParsing) {
     EXPECT_NO_THROW(parse_request(ok));
 }
 
+TEST(ControlMessage, RefusesACommandGivenTwice) {
+    // The DOM would keep one of them; which one the router saw is another matter.
+    EXPECT_THROW(parse_request(R"({"cmd": "mode", "rule": "load", "cmd": "load"})"), MessageError);
+    // Nested objects may have a "cmd" of their own.
+    EXPECT_NO_THROW(parse_request(R"({"cmd": "load", "rules": {"cmd": "x", "a": [{"cmd": 1}]}})"));
+}
+
+TEST(ControlMessage, ReadsTheCommandWithoutParsingTheLine) {
+    const struct {
+        const char *line;
+        std::optional<std::string_view> command;
+    } cases[] = {
+        {R"({"cmd":"stats"})", "stats"},
+        {R"(  { "cmd" : "mode", "rule": "load"})", "mode"},
+        // Members before it skipped, whatever they hold: strings with quotes, brackets and
+        // escapes, nested values, scalars.
+        {R"({"rule": "a\"b}]", "n": -1.5e3, "t": true, "x": null, "rules": {"a": [1, {"cmd": "load"}],
+             "b": "]"}, "cmd": "override_add"})",
+         "override_add"},
+        {R"({"rules": ["load"], "cmd": "mode", "cmd": "load"})",
+         "mode"},                                   // the first: parse refuses
+        {R"({"cmd": "lo\u0061d"})", std::nullopt},  // escaped: not read
+        {R"({"cmd": 5})", std::nullopt},
+        {R"({"rule": "load"})", std::nullopt},
+        {R"({"a": [1, 2, "cmd"})", std::nullopt},
+        {R"(["cmd", "load"])", std::nullopt},
+        {R"({"a": "unterminated)", std::nullopt},
+        {"", std::nullopt},
+    };
+    for (const auto &c : cases) EXPECT_EQ(read_command(c.line), c.command) << c.line;
+}
+
 TEST(ControlMessage, TypedFieldsAreChecked) {
     nlohmann::json j = parse_request(
         R"({"cmd": "x", "s": 1, "i": "1", "big": 18446744073709551615, "neg": -1, "f": 1.5})");
