@@ -5,6 +5,7 @@
 
 #include "control/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/daemon_commands.h"
 #include "dataplane/api/message.h"
 #include "dataplane/patterns/payload_database.h"
 #include "rules/load.h"
@@ -74,6 +75,22 @@ TEST(ControlMessage, ReadsTheCommandWithoutParsingTheLine) {
         {"", std::nullopt},
     };
     for (const auto &c : cases) EXPECT_EQ(read_command(c.line), c.command) << c.line;
+}
+
+TEST(ControlMessage, TheDaemonsCommandsComeBeforeThoseItPassesOn) {
+    EXPECT_EQ(parse_daemon_command("status"),
+              DaemonCommand::status);  // its own, not the dataplane's
+    EXPECT_EQ(parse_daemon_command("rules_load"), DaemonCommand::rules_load);
+    EXPECT_FALSE(parse_daemon_command("stats"));
+    EXPECT_EQ(passed_to_dataplane(DataplaneCommand::stats), PassedCommand::reads);
+    EXPECT_EQ(passed_to_dataplane(DataplaneCommand::override_del), PassedCommand::changes);
+    for (const DataplaneCommand kept :
+         {DataplaneCommand::load, DataplaneCommand::cluster_take, DataplaneCommand::cluster_sync})
+        EXPECT_FALSE(passed_to_dataplane(kept)) << command_name(kept);
+    EXPECT_EQ(daemon_request(DaemonCommand::rules_load, {{"dry_run", true}}).dump(),
+              R"({"cmd":"rules_load","dry_run":true})");
+    EXPECT_EQ(dataplane_request(DataplaneCommand::stats, {{"top", 5}}).dump(),
+              R"({"cmd":"stats","top":5})");
 }
 
 TEST(ControlMessage, TypedFieldsAreChecked) {
