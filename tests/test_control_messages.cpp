@@ -5,6 +5,7 @@
 
 #include "control/common/rules_diff.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/daemon_commands.h"
 #include "dataplane/api/message.h"
 #include "dataplane/patterns/payload_database.h"
 #include "rules/load.h"
@@ -42,6 +43,54 @@ TEST(ControlMessage, RefusesDeepNestingBeforeParsing) {
     std::string ok = R"({"cmd": "x", "a": )" + std::string(kMaxMessageDepth - 1, '[') +
                      std::string(kMaxMessageDepth - 1, ']') + "}";
     EXPECT_NO_THROW(parse_request(ok));
+}
+
+TEST(ControlMessage, RefusesACommandGivenTwice) {
+    // The DOM would keep one of them; which one the router saw is another matter.
+    EXPECT_THROW(parse_request(R"({"cmd": "mode", "rule": "load", "cmd": "load"})"), MessageError);
+    // Nested objects may have a "cmd" of their own.
+    EXPECT_NO_THROW(parse_request(R"({"cmd": "load", "rules": {"cmd": "x", "a": [{"cmd": 1}]}})"));
+}
+
+TEST(ControlMessage, ReadsTheCommandWithoutParsingTheLine) {
+    const struct {
+        const char *line;
+        std::optional<std::string_view> command;
+    } cases[] = {
+        {R"({"cmd":"stats"})", "stats"},
+        {R"(  { "cmd" : "mode", "rule": "load"})", "mode"},
+        // Members before it skipped, whatever they hold: strings with quotes, brackets and
+        // escapes, nested values, scalars.
+        {R"({"rule": "a\"b}]", "n": -1.5e3, "t": true, "x": null, "rules": {"a": [1, {"cmd": "load"}],
+             "b": "]"}, "cmd": "override_add"})",
+         "override_add"},
+        {R"({"rules": ["load"], "cmd": "mode", "cmd": "load"})",
+         "mode"},                                   // the first: parse refuses
+        {R"({"cmd": "lo\u0061d"})", std::nullopt},  // escaped: not read
+        {R"({"cmd": 5})", std::nullopt},
+        {R"({"rule": "load"})", std::nullopt},
+        {R"({"a": [1, 2, "cmd"})", std::nullopt},
+        {R"(["cmd", "load"])", std::nullopt},
+        {R"({"a": "unterminated)", std::nullopt},
+        {"", std::nullopt},
+    };
+    for (const auto &c : cases) EXPECT_EQ(read_command(c.line), c.command) << c.line;
+}
+
+TEST(ControlMessage, TheDaemonsCommandsComeBeforeThoseItPassesOn) {
+    EXPECT_EQ(parse_daemon_command("status"),
+              DaemonCommand::status);  // its own, not the dataplane's
+    EXPECT_EQ(parse_daemon_command("rules_load"), DaemonCommand::rules_load);
+    EXPECT_FALSE(parse_daemon_command("stats"));
+    EXPECT_EQ(passed_to_dataplane(DataplaneCommand::stats), PassedCommand::reads);
+    EXPECT_EQ(passed_to_dataplane(DataplaneCommand::override_del), PassedCommand::changes);
+    for (const DataplaneCommand kept :
+         {DataplaneCommand::load, DataplaneCommand::cluster_take, DataplaneCommand::cluster_sync})
+        EXPECT_FALSE(passed_to_dataplane(kept)) << command_name(kept);
+    EXPECT_EQ(daemon_request(DaemonCommand::rules_load, {{"dry_run", true}}).dump(),
+              R"({"cmd":"rules_load","dry_run":true})");
+    EXPECT_EQ(dataplane_request(DataplaneCommand::stats, {{"top", 5}}).dump(),
+              R"({"cmd":"stats","top":5})");
 }
 
 TEST(ControlMessage, TypedFieldsAreChecked) {

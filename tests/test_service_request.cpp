@@ -145,12 +145,28 @@ TEST(Base64, RoundTripsAndRefusesWhatIsNotCanonical) {
     EXPECT_FALSE(base64_decode("Zm8*"));      // alphabet
 }
 
+TEST(ServiceRequest, EachListedCommandHasItsName) {
+    for (const char *name : {
+#define NAME(name, request) #name,
+             FG_DATAPLANE_COMMANDS(NAME)
+#undef NAME
+         }) {
+        const std::optional<DataplaneCommand> command = parse_dataplane_command(name);
+        ASSERT_TRUE(command) << name;
+        EXPECT_STREQ(command_name(*command), name);
+        EXPECT_EQ(dataplane_request(*command), nlohmann::json({{"cmd", name}}));
+    }
+    EXPECT_FALSE(parse_dataplane_command("rules_load"));  // the daemon's, not the dataplane's
+}
+
 TEST(ServiceRequest, TheFirstProblemIsTheOneNamed) {
     const struct {
         const char *line;
         const char *error;
     } cases[] = {
         {R"({"cmd": "reboot"})", R"(unknown command "reboot")"},
+        {R"({"cmd": "mode", "rule": "a", "mode": "shadow", "cmd": "load"})",
+         R"(field "cmd" given twice)"},
         {R"({"cmd": "stats", "top": 0})", R"(field "top" is out of range)"},
         {R"({"cmd": "stats", "top": 65})", R"(field "top" is out of range)"},
         {R"({"cmd": "stats", "top": "5"})", R"(field "top" is not an integer)"},

@@ -11,6 +11,7 @@
 #include "control/client/daemon_client.h"
 #include "control/common/rules_diff.h"
 #include "control/common/running_rules.h"
+#include "dataplane/api/daemon_commands.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/prefix.h"
 #include "dataplane/api/stats_text.h"
@@ -107,7 +108,7 @@ void print_cluster(const json &c, const json &daemon) {
 
 int cmd_status(const Ctl &ctl) {
     json r;
-    if (!ctl.ask({{"cmd", "status"}}, &r)) return 1;
+    if (!ctl.ask(daemon_request(DaemonCommand::status), &r)) return 1;
     // A dataplane that is down is a failure in either format.
     const bool up = r.value("dataplane_up", false);
     if (ctl.json_out) return print_json(r), up ? 0 : 1;
@@ -228,9 +229,9 @@ int cmd_rules_load(const Ctl &ctl, const std::string &path, bool dry_run) {
         return 1;
     }
     json r;
-    if (!ctl.ask(
-            {{"cmd", "rules_load"}, {"source", path}, {"text", file.text}, {"dry_run", dry_run}},
-            &r))
+    if (!ctl.ask(daemon_request(DaemonCommand::rules_load,
+                                {{"source", path}, {"text", file.text}, {"dry_run", dry_run}}),
+                 &r))
         return 1;
     if (ctl.json_out) return print_json(r);
     if (!r.value("changed", true)) {
@@ -254,7 +255,7 @@ int cmd_rules_load(const Ctl &ctl, const std::string &path, bool dry_run) {
 
 int cmd_rules_show(const Ctl &ctl) {
     json r;
-    if (!ctl.ask({{"cmd", "rules"}}, &r)) return 1;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::rules), &r)) return 1;
     Config c;
     try {
         c = running_rules(r);
@@ -307,7 +308,8 @@ int cmd_rules_show(const Ctl &ctl) {
     json stats;
     const bool adaptive = std::any_of(c.rules.begin(), c.rules.end(),
                                       [](const Rule &x) { return x.adaptive.enabled; });
-    if (adaptive && !ctl.ask({{"cmd", "stats"}}, &stats)) stats = json::object();
+    if (adaptive && !ctl.ask(dataplane_request(DataplaneCommand::stats), &stats))
+        stats = json::object();
     for (const Rule &rule : c.rules) {
         std::string now;
         if (rule.adaptive.enabled && stats.contains("stats"))
@@ -325,7 +327,7 @@ int cmd_rules_show(const Ctl &ctl) {
 
 int cmd_stats(const Ctl &ctl, const std::string &rule) {
     json r;
-    if (!ctl.ask({{"cmd", "stats"}}, &r)) return 1;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::stats), &r)) return 1;
     if (!only_rule(&r["stats"], rule)) return failed("no rule named \"" + rule + "\"");
     if (ctl.json_out) return print_json(r);
     std::fputs(stats_text(r["stats"]).c_str(), stdout);
@@ -334,7 +336,7 @@ int cmd_stats(const Ctl &ctl, const std::string &rule) {
 
 int cmd_top(const Ctl &ctl, const std::string &rule, int n) {
     json r;
-    if (!ctl.ask({{"cmd", "stats"}, {"top", n}}, &r)) return 1;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::stats, {{"top", n}}), &r)) return 1;
     if (!only_rule(&r["stats"], rule)) return failed("no rule named \"" + rule + "\"");
     json out = json::array();
     for (const json &x : r["stats"]["rules"])
@@ -359,7 +361,7 @@ int cmd_top(const Ctl &ctl, const std::string &rule, int n) {
 
 int cmd_override_list(const Ctl &ctl, const std::string &list) {
     json r;
-    if (!ctl.ask({{"cmd", "overrides"}}, &r)) return 1;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::overrides), &r)) return 1;
     if (ctl.json_out) return print_json(overrides_of(r, list));
     print_overrides(r, list);
     return 0;
@@ -367,9 +369,9 @@ int cmd_override_list(const Ctl &ctl, const std::string &list) {
 
 int cmd_override(const Ctl &ctl, const std::string &list, const std::string &verb,
                  const std::string &prefix, std::optional<long long> ttl_s) {
-    json request = {{"cmd", verb == "add" ? "override_add" : "override_del"},
-                    {"list", list},
-                    {"prefix", prefix}};
+    json request = dataplane_request(
+        verb == "add" ? DataplaneCommand::override_add : DataplaneCommand::override_del,
+        {{"list", list}, {"prefix", prefix}});
     if (ttl_s) request["ttl_s"] = *ttl_s;
     json r;
     if (!ctl.ask(request, &r)) return 1;
@@ -384,7 +386,8 @@ int cmd_override(const Ctl &ctl, const std::string &list, const std::string &ver
 
 int cmd_rule_mode(const Ctl &ctl, const std::string &rule, const std::string &mode) {
     json r;
-    if (!ctl.ask({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}}, &r)) return 1;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::mode, {{"rule", rule}, {"mode", mode}}), &r))
+        return 1;
     if (ctl.json_out) return print_json(r);
     if (!r.value("changed", true))
         std::printf("rule %s: already %s, no change (ruleset version %llu)\n", rule.c_str(),

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "control/client/daemon_client.h"
+#include "dataplane/api/daemon_commands.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/stats_rates.h"
 #include "dataplane/api/stats_text.h"
@@ -344,14 +345,16 @@ int run_watch(const WatchOptions &o) {
         for (unsigned shown = 0; !g_quit && (o.count == 0 || shown < o.count);) {
             json status, reply;
             const int timeout_ms = static_cast<int>(std::max(5.0, 3 * o.interval_s) * 1000);
-            if (!ask_daemon_quietly(o.socket, {{"cmd", "status"}}, &status, &stopped, timeout_ms))
+            if (!ask_daemon_quietly(o.socket, daemon_request(DaemonCommand::status), &status,
+                                    &stopped, timeout_ms))
                 break;
             if (!status.value("dataplane_up", false)) {
                 stopped = "the dataplane is down: " + status.value("dataplane_error", "");
                 break;
             }
-            if (!ask_daemon_quietly(o.socket, {{"cmd", "stats"}, {"top", o.top}}, &reply, &stopped,
-                                    timeout_ms))
+            if (!ask_daemon_quietly(o.socket,
+                                    dataplane_request(DataplaneCommand::stats, {{"top", o.top}}),
+                                    &reply, &stopped, timeout_ms))
                 break;
             const json &stats = reply["stats"];
             if (!o.rule.empty() && rule_named(stats, o.rule) == nullptr) {

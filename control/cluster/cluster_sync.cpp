@@ -11,6 +11,7 @@
 #include "control/cluster/cluster_store.h"
 #include "control/common/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
@@ -62,7 +63,8 @@ ClusterSync::~ClusterSync() = default;
 bool ClusterSync::round(const json &cluster, std::string *error) {
     Round &r = *state_;
     json reply;
-    if (!r.dataplane.request({{"cmd", "cluster_take"}}, &reply, error, kDataplaneTimeoutMs) ||
+    if (!r.dataplane.request(dataplane_request(DataplaneCommand::cluster_take), &reply, error,
+                             kDataplaneTimeoutMs) ||
         !reply.value("ok", false)) {
         if (error->empty()) *error = reply.value("error", std::string("refused"));
         return false;
@@ -122,11 +124,11 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         else
             charges.push_back({d.rule, d.key, d.packets});
     }
-    json sync = {{"cmd", "cluster_sync"},
-                 {"store_ok", got.ok},
-                 {"boxes", std::max<uint32_t>(1, r.live_boxes)},
-                 {"charges", std::move(charges)},
-                 {"escalations", std::move(escalations)}};
+    json sync = dataplane_request(DataplaneCommand::cluster_sync,
+                                  {{"store_ok", got.ok},
+                                   {"boxes", std::max<uint32_t>(1, r.live_boxes)},
+                                   {"charges", std::move(charges)},
+                                   {"escalations", std::move(escalations)}});
     if (!r.dataplane.request(sync, &reply, error, kDataplaneTimeoutMs)) return false;
     ++r.syncs;
     // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
@@ -136,7 +138,8 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         json added;
         std::string why;
         if (r.dataplane.request(
-                {{"cmd", "override_add"}, {"list", "allow"}, {"prefix", a.key}, {"ttl_s", ttl_s}},
+                dataplane_request(DataplaneCommand::override_add,
+                                  {{"list", "allow"}, {"prefix", a.key}, {"ttl_s", ttl_s}}),
                 &added, &why, kDataplaneTimeoutMs) &&
             added.value("ok", false)) {
             ++r.allows_added;
@@ -160,7 +163,8 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
         if (!r.dataplane.connected()) r.dataplane.connect(options_.dataplane, &error);
         json status;
         if (r.dataplane.connected() &&
-            r.dataplane.request({{"cmd", "status"}}, &status, &error, kDataplaneTimeoutMs) &&
+            r.dataplane.request(dataplane_request(DataplaneCommand::status), &status, &error,
+                                kDataplaneTimeoutMs) &&
             status.is_object() && status.contains("cluster") && status["cluster"].is_object())
             cluster = status["cluster"];
         uint64_t sync_ms = 1000;

@@ -21,6 +21,7 @@
 #include "control/metrics/http_server.h"
 #include "control/metrics/metrics.h"
 #include "control/upstream/flowspec_feed.h"
+#include "dataplane/api/daemon_commands.h"
 #include "dataplane/api/message.h"
 #include "dataplane/api/stats_rates.h"
 #include "dataplane/api/unix_socket.h"
@@ -60,7 +61,8 @@ struct Remembered {
 // so that the dataplane does not compile the patterns again.
 json load_request(const std::string &source, const std::string &text, const json &doc,
                   const Config *config = nullptr) {
-    json r = {{"cmd", "load"}, {"source", source}, {"text", text}, {"rules", doc}};
+    json r = dataplane_request(DataplaneCommand::load,
+                               {{"source", source}, {"text", text}, {"rules", doc}});
     if (config == nullptr) return r;
     // One entry per distinct list (rules that share one share its database): the first rule
     // holding it; the dataplane takes it for every rule with the same patterns.
@@ -158,7 +160,8 @@ constexpr int kLoadTimeoutMs = 60000;
 void Daemon::reconcile() {
     json status, running;
     std::string error;
-    if (!raw({{"cmd", "status"}}, &status, &error) || !raw({{"cmd", "rules"}}, &running, &error)) {
+    if (!raw(dataplane_request(DataplaneCommand::status), &status, &error) ||
+        !raw(dataplane_request(DataplaneCommand::rules), &running, &error)) {
         daemon_log("cannot read the dataplane's state: " + error);
         link_.close();
         return;
@@ -213,13 +216,14 @@ bool Daemon::reapply(const Remembered &r, const json &running) {
         if (!send(load_request(r.source, r.text, r.doc), r.source, kLoadTimeoutMs)) return false;
     }
     for (const auto &[rule, mode] : r.modes.items())
-        if (!send({{"cmd", "mode"}, {"rule", rule}, {"mode", mode}},
+        if (!send(dataplane_request(DataplaneCommand::mode, {{"rule", rule}, {"mode", mode}}),
                   "rule " + rule + " " + mode.get<std::string>()))
             return false;
     const double elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - r.read_at).count();
     for (const json &o : r.overrides) {
-        json request = {{"cmd", "override_add"}, {"list", o["list"]}, {"prefix", o["prefix"]}};
+        json request = dataplane_request(DataplaneCommand::override_add,
+                                         {{"list", o["list"]}, {"prefix", o["prefix"]}});
         if (o["ttl_left_s"].is_number()) {
             double left = o["ttl_left_s"].get<double>() - elapsed_s;
             if (left < 1) continue;  // expired while the dataplane was down
@@ -237,8 +241,8 @@ bool Daemon::reapply(const Remembered &r, const json &running) {
 bool Daemon::adopt() {
     json rules, overrides;
     std::string error;
-    if (!raw({{"cmd", "rules"}}, &rules, &error) ||
-        !raw({{"cmd", "overrides"}}, &overrides, &error)) {
+    if (!raw(dataplane_request(DataplaneCommand::rules), &rules, &error) ||
+        !raw(dataplane_request(DataplaneCommand::overrides), &overrides, &error)) {
         daemon_log("cannot read the dataplane's rules: " + error);
         link_.close();
         return false;
@@ -257,7 +261,8 @@ bool Daemon::adopt() {
 void Daemon::sample() {
     json reply;
     std::string error;
-    const bool ok = call({{"cmd", "stats"}}, &reply, &error) && reply.value("ok", false);
+    const bool ok = call(dataplane_request(DataplaneCommand::stats), &reply, &error) &&
+                    reply.value("ok", false);
     std::lock_guard<std::mutex> guard(sample_lock_);
     if (!ok) {
         last_stats_ = rates_ = nullptr;
@@ -281,7 +286,7 @@ void Daemon::sample() {
 json Daemon::status() {
     json dataplane, reply = {{"ok", true}};
     std::string error;
-    bool up = call({{"cmd", "status"}}, &dataplane, &error);
+    bool up = call(dataplane_request(DataplaneCommand::status), &dataplane, &error);
     {
         std::lock_guard<std::recursive_mutex> guard(link_lock_);
         reply["daemon"] = {{"pid", getpid()},
@@ -329,7 +334,8 @@ json Daemon::rules_load(const json &request) {
     }
     json running;
     std::string error;
-    if (!call({{"cmd", "rules"}}, &running, &error)) return error_reply(error);
+    if (!call(dataplane_request(DataplaneCommand::rules), &running, &error))
+        return error_reply(error);
     Config current;
     try {
         current = running_rules(running);
@@ -357,27 +363,30 @@ std::string Daemon::handle_cli(const std::string &line) {
     json reply;
     try {
         json request = parse_request(line);
-        const std::string cmd = get_string(request, "cmd");
-        if (cmd == "status") {
+        const std::string name = get_string(request, kCommandField);
+        const std::optional<DaemonCommand> own = parse_daemon_command(name);
+        const std::optional<DataplaneCommand> passed = parse_dataplane_command(name);
+        const std::optional<PassedCommand> passing =
+            passed ? passed_to_dataplane(*passed) : std::nullopt;
+        if (own == DaemonCommand::status) {
             reply = status();
-        } else if (cmd == "rules_load") {
+        } else if (own == DaemonCommand::rules_load) {
             reply = rules_load(request);
-        } else if (cmd == "rules" || cmd == "stats" || cmd == "overrides" || cmd == "mode" ||
-                   cmd == "override_add" || cmd == "override_del") {
+        } else if (passing) {
             std::string error;
             if (!call(request, &reply, &error, kLoadTimeoutMs)) {
                 reply = error_reply(error);
-            } else if (reply.value("ok", false) && cmd != "rules" && cmd != "stats" &&
-                       cmd != "overrides") {
+            } else if (reply.value("ok", false) && passing == PassedCommand::changes) {
                 std::lock_guard<std::recursive_mutex> guard(link_lock_);
                 adopt();
                 // An allow lifts the same sources on every box of a cluster.
-                if (cmd == "override_add" && request.value("list", "") == "allow")
+                if (passed == DataplaneCommand::override_add &&
+                    request.value("list", "") == "allow")
                     cluster_->tell_allow(get_string(request, "prefix"),
                                          request.value("ttl_s", 0ll));
             }
         } else {
-            throw MessageError("unknown command \"" + cmd + "\"");
+            throw MessageError("unknown command \"" + name + "\"");
         }
     } catch (const std::exception &e) {
         daemon_log(std::string("CLI request refused: ") + e.what());
@@ -387,7 +396,10 @@ std::string Daemon::handle_cli(const std::string &line) {
 }
 
 LineServer::Answer Daemon::answer_cli(const std::string &line) {
-    if (line.find("\"rules_load\"") == std::string::npos) return handle_cli(line);
+    // A rules load by its command, read without parsing the line (dataplane/api/message.h).
+    const std::optional<std::string_view> command = read_command(line);
+    if (!command || parse_daemon_command(*command) != DaemonCommand::rules_load)
+        return handle_cli(line);
     std::optional<LineServer::Answer> later =
         loading_.start([this, line] { return handle_cli(line); },
                        [](std::future<std::string> &reply) { return reply.get(); });
@@ -403,12 +415,15 @@ std::string Daemon::metrics() {
     json status, stats, overrides;
     std::string error;
     MetricsInput in;
-    in.dataplane_up = call({{"cmd", "status"}}, &status, &error) && status.value("ok", false);
+    in.dataplane_up = call(dataplane_request(DataplaneCommand::status), &status, &error) &&
+                      status.value("ok", false);
     if (in.dataplane_up) {
         in.status = &status;
-        if (call({{"cmd", "stats"}}, &stats, &error) && stats.value("ok", false))
+        if (call(dataplane_request(DataplaneCommand::stats), &stats, &error) &&
+            stats.value("ok", false))
             in.stats = &stats["stats"];
-        if (call({{"cmd", "overrides"}}, &overrides, &error) && overrides.value("ok", false))
+        if (call(dataplane_request(DataplaneCommand::overrides), &overrides, &error) &&
+            overrides.value("ok", false))
             in.overrides = &overrides;
     }
     {

@@ -11,10 +11,8 @@
 //     or overrides applied through it: the daemon applies them again (overrides with what is
 //     left of their TTL), so a dataplane crash does not undo an operator's changes.
 //
-// CLI commands (one JSON request per line on --socket):
-//   status            daemon and dataplane state, per-port rates, table occupancy
-//   rules_load        {source, text, dry_run}: validate, diff against the running rules, apply
-//   rules, stats, overrides, mode, override_add, override_del: passed to the dataplane
+// The CLI's commands, one JSON request per line on --socket, are listed in
+// dataplane/api/daemon_commands.h: the daemon's own, and the dataplane's it passes on.
 #pragma once
 
 #include <string>

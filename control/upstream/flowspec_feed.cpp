@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "control/common/daemon_log.h"
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/unix_socket.h"
 
 namespace floodgate {
@@ -28,9 +29,9 @@ void FlowspecFeed::once() {
     std::string error;
     json rules, overrides, stats;
     if (!link_.connected() && !link_.connect(dataplane_, &error)) return;
-    if (!link_.request({{"cmd", "rules"}}, &rules, &error) ||
-        !link_.request({{"cmd", "overrides"}}, &overrides, &error) ||
-        !link_.request({{"cmd", "stats"}}, &stats, &error))
+    if (!link_.request(dataplane_request(DataplaneCommand::rules), &rules, &error) ||
+        !link_.request(dataplane_request(DataplaneCommand::overrides), &overrides, &error) ||
+        !link_.request(dataplane_request(DataplaneCommand::stats), &stats, &error))
         return;  // the dataplane away: what is announced stays until it answers again
     const std::string before = exporter_.last_error();
     exporter_.reconcile(desired_flowspec(rules, overrides, stats.value("stats", json::object())),

@@ -2,16 +2,9 @@
 // JSON over UNIX stream sockets, one request object per line, one response object per line.
 // Every request has "cmd"; every response has "ok" and, when false, "error".
 //
-// Dataplane commands (floodctl daemon -> floodgate run):
-//   status | stats | rules | overrides
-//   load        {source, text, rules}: a whole rules file: rules is its document in JSON
-//               (rules/doc.h), validated again here; text is kept only to show people.
-//               Refused as a whole, with file: field
-//   mode        {rule, mode: "shadow"|"enforce"}
-//   override_add {list: "allow"|"block", prefix, ttl_s (0 or absent: never expires)}
-//   override_del {list, prefix}
-// The daemon's own commands (floodctl CLI -> floodctl daemon) are listed in
-// control/daemon/daemon.h.
+// The commands and their requests are listed once each: the dataplane's in
+// dataplane/api/dataplane_commands.h, the daemon's own (floodctl CLI -> floodctl daemon) in
+// dataplane/api/daemon_commands.h.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +22,9 @@ static_assert(std::string_view(kDefaultDataplaneSocket).starts_with("/run/floodg
                   std::string_view(kRunDirectory) == "/run/floodgate",
               "the default sockets live in kRunDirectory, the one directory that is created");
 inline constexpr const char *kDefaultMetricsAddress = "127.0.0.1:9417";
+
+// The member of every request that names its command; a request naming it twice is refused.
+inline constexpr const char *kCommandField = "cmd";
 
 // A request or response line longer than this is refused (rules files are far smaller).
 inline constexpr size_t kMaxMessageBytes = 32u << 20;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace floodgate {
 
@@ -15,8 +17,14 @@ class MessageError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Parses one line into a JSON object with a string "cmd". Throws MessageError.
+// Parses one line into a JSON object with a string "cmd", named once. Throws MessageError.
 nlohmann::json parse_request(const std::string &line);
+// The string value of the line's first top-level "cmd", found without parsing the line: its
+// members before "cmd" are skipped, not read (floodctl's requests put it first), and the rest is
+// not looked at. For routing a request before it is decoded (a load decodes on a thread of its
+// own); parse_request still refuses the line if it is not what this says (a second "cmd", bad
+// JSON). nullopt where there is no such string, or it holds an escape.
+std::optional<std::string_view> read_command(std::string_view line);
 // Parses one response line into a JSON object with a boolean "ok". Throws MessageError.
 nlohmann::json parse_response(const std::string &line);
 

@@ -27,9 +27,50 @@ Prefix prefix_field(const nlohmann::json &request) {
     return *p;
 }
 
+// A request without fields (status, rules, overrides, cluster_take).
+template <typename Request>
+ServiceRequest decode(const nlohmann::json &) {
+    return Request{};
+}
+
+template <>
+ServiceRequest decode<StatsRequest>(const nlohmann::json &request) {
+    return StatsRequest{static_cast<unsigned>(
+        get_int(request, "top", 1, HeavyHitters::kCounters, kTopRefusedReported))};
+}
+
+template <>
+ServiceRequest decode<ModeRequest>(const nlohmann::json &request) {
+    ModeRequest m;
+    m.rule = get_string(request, "rule");
+    const std::string mode = get_string(request, "mode");
+    if (mode != "shadow" && mode != "enforce")
+        throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
+    m.mode = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
+    return m;
+}
+
+template <>
+ServiceRequest decode<OverrideAddRequest>(const nlohmann::json &request) {
+    OverrideAddRequest o;
+    o.list = list_field(request);
+    o.prefix = prefix_field(request);
+    o.ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
+    return o;
+}
+
+template <>
+ServiceRequest decode<OverrideDelRequest>(const nlohmann::json &request) {
+    OverrideDelRequest o;
+    o.list = list_field(request);
+    o.prefix = prefix_field(request);
+    return o;
+}
+
 // {source, text, rules}: rules is the file's JSON document (doc_to_json), validated again
 // here; text is kept only to show people what they loaded.
-ServiceRequest load(const nlohmann::json &request) {
+template <>
+ServiceRequest decode<LoadRequest>(const nlohmann::json &request) {
     RulesFile next;
     next.name = get_string(request, "source");
     next.text = get_string(request, "text");
@@ -79,7 +120,8 @@ ServiceRequest load(const nlohmann::json &request) {
 
 // {store_ok, boxes, charges: [[rule, key, packets], ...]}: the shape is checked here, each
 // charge's meaning (a shared rule, one of its keys) when it is applied, one at a time.
-ClusterSyncRequest cluster_sync(const nlohmann::json &request) {
+template <>
+ServiceRequest decode<ClusterSyncRequest>(const nlohmann::json &request) {
     ClusterSyncRequest out;
     out.store_ok = get_bool(request, "store_ok", false);
     out.boxes = static_cast<uint32_t>(get_int(request, "boxes", 1, kMaxClusterBoxes, 1));
@@ -113,39 +155,17 @@ ClusterSyncRequest cluster_sync(const nlohmann::json &request) {
 
 ServiceRequest decode_service_request(const std::string &line) {
     const nlohmann::json request = parse_request(line);
-    const std::string cmd = get_string(request, "cmd");
-    if (cmd == "status") return StatusRequest{};
-    if (cmd == "stats")
-        return StatsRequest{static_cast<unsigned>(
-            get_int(request, "top", 1, HeavyHitters::kCounters, kTopRefusedReported))};
-    if (cmd == "rules") return RulesRequest{};
-    if (cmd == "overrides") return OverridesRequest{};
-    if (cmd == "load") return load(request);
-    if (cmd == "mode") {
-        ModeRequest m;
-        m.rule = get_string(request, "rule");
-        const std::string mode = get_string(request, "mode");
-        if (mode != "shadow" && mode != "enforce")
-            throw MessageError("field \"mode\" must be \"shadow\" or \"enforce\"");
-        m.mode = mode == "shadow" ? RuleMode::shadow : RuleMode::enforce;
-        return m;
+    const std::string name = get_string(request, kCommandField);
+    const std::optional<DataplaneCommand> command = parse_dataplane_command(name);
+    if (!command) throw MessageError("unknown command \"" + name + "\"");
+    switch (*command) {
+#define FG_SERVICE_DECODE(name, request_type) \
+    case DataplaneCommand::name:              \
+        return decode<request_type>(request);
+        FG_DATAPLANE_COMMANDS(FG_SERVICE_DECODE)
+#undef FG_SERVICE_DECODE
     }
-    if (cmd == "override_add") {
-        OverrideAddRequest o;
-        o.list = list_field(request);
-        o.prefix = prefix_field(request);
-        o.ttl_s = get_int(request, "ttl_s", 0, kMaxOverrideTtlSeconds, 0);
-        return o;
-    }
-    if (cmd == "cluster_take") return ClusterTakeRequest{};
-    if (cmd == "cluster_sync") return cluster_sync(request);
-    if (cmd == "override_del") {
-        OverrideDelRequest o;
-        o.list = list_field(request);
-        o.prefix = prefix_field(request);
-        return o;
-    }
-    throw MessageError("unknown command \"" + cmd + "\"");
+    throw MessageError("unknown command \"" + name + "\"");  // not reached: each has a case
 }
 
 }  // namespace floodgate

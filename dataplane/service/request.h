@@ -1,13 +1,15 @@
-// One control-protocol request line (dataplane/api/control_protocol.h) decoded into a typed
-// request, every field parsed and range-checked, apart from the Service that executes
-// it. Decoding is a pure function of the line that needs no EAL and no service state, so it is
-// unit-tested and fuzzed on its own (tests/fuzz/fuzz_control.cpp); what depends on the running
-// state (is there a rule of that name, an override on that prefix) is checked on execution.
+// One control-protocol request line decoded into the typed request its command names in
+// FG_DATAPLANE_COMMANDS (dataplane/api/dataplane_commands.h), every field parsed and range-checked,
+// apart from the Service that executes it. Decoding is a pure function of the line that needs no
+// EAL and no service state, so it is unit-tested and fuzzed on its own
+// (tests/fuzz/fuzz_control.cpp); what depends on the running state (is there a rule of that name,
+// an override on that prefix) is checked on execution.
 #pragma once
 
 #include <string>
 #include <variant>
 
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/prefix.h"
 #include "dataplane/api/rules.h"
 #include "dataplane/core/ruleset.h"
@@ -57,10 +59,11 @@ struct OverrideDelRequest {
     Prefix prefix;
 };
 
+// Each command's request, and a load refused for its rules.
+#define FG_SERVICE_REQUEST_TYPE(name, request) request,
 using ServiceRequest =
-    std::variant<StatusRequest, StatsRequest, RulesRequest, OverridesRequest, LoadRequest,
-                 RefusedLoadRequest, ModeRequest, OverrideAddRequest, OverrideDelRequest,
-                 ClusterTakeRequest, ClusterSyncRequest>;
+    std::variant<FG_DATAPLANE_COMMANDS(FG_SERVICE_REQUEST_TYPE) RefusedLoadRequest>;
+#undef FG_SERVICE_REQUEST_TYPE
 
 // Throws MessageError (dataplane/api/message.h), whose text is sent back as the error, for a
 // line that is not a request of the protocol. Fields are checked in the order the protocol

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "dataplane/api/control_protocol.h"
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/message.h"
 #include "dataplane/pipeline/stats_json.h"
 #include "rules/config_error_reply.h"
@@ -122,10 +123,12 @@ std::string Service::reply_to(const std::function<ServiceRequest()> &decode) {
 }
 
 LineServer::Answer Service::answer(const std::string &line) {
-    // Only a load's decoding can take long (its payload patterns compile); a line that does
-    // not name one is decoded here, and one that does is decoded on its own thread whatever
-    // it turns out to be.
-    if (line.find("\"load\"") == std::string::npos) return handle(line);
+    // Only a load's decoding can take long (its payload patterns compile): a line whose command
+    // is load is decoded on its own thread, any other here. The command is read without
+    // parsing the line (a load carries a whole ruleset), which only its decoding does.
+    const std::optional<std::string_view> command = read_command(line);
+    if (!command || parse_dataplane_command(*command) != DataplaneCommand::load)
+        return handle(line);
     std::optional<LineServer::Answer> later =
         loading_.start([line] { return decode_service_request(line); },
                        [this](std::future<ServiceRequest> &decoded) {

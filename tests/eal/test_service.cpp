@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/service/service.h"
 
 namespace floodgate {
@@ -44,7 +45,9 @@ class ServiceClockTest : public ::testing::Test {
 
 TEST_F(ServiceClockTest, AnOverrideLivesItsTtlWhateverTheWallClockDoes) {
     ASSERT_TRUE(
-        ask(R"({"cmd":"override_add","list":"block","prefix":"198.18.66.0/24","ttl_s":60})")["ok"]);
+        ask(dataplane_request(DataplaneCommand::override_add,
+                              {{"list", "block"}, {"prefix", "198.18.66.0/24"}, {"ttl_s", 60}})
+                .dump())["ok"]);
     // The wall clock steps back an hour, then forward a day: the TTL does not move.
     wall_ns_ -= 3600 * kSecond;
     service_->expire_overrides();

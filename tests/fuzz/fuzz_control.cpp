@@ -2,7 +2,9 @@
 //  - the dataplane's: decode_service_request (dataplane/service/request.h), which parses,
 //    checks every field and validates a load's rules, as Service::handle does first;
 //  - floodctl's daemon: parse_request, parse_response and the typed getters
-//    (dataplane/api/message.h), as Daemon::handle_cli and its link to the dataplane use them.
+//    (dataplane/api/message.h), as Daemon::handle_cli and its link to the dataplane use them;
+//  - both: read_command, which routes a line before it is parsed, and must name the command
+//    the parsed request has.
 // A refusal is a MessageError; any other exception is a finding. What is accepted must be in
 // the ranges the protocol states (dataplane/api/control_protocol.h).
 #include <cstddef>
@@ -72,7 +74,10 @@ void daemon_side(const std::string &line) {
     } catch (const MessageError &) {
         return;
     }
-    FUZZ_CHECK(request.is_object() && request.at("cmd").is_string());
+    FUZZ_CHECK(request.is_object() && request.at(kCommandField).is_string());
+    // The command a request is routed by (read without parsing) is the one it is decoded with.
+    if (const std::optional<std::string_view> routed = read_command(line))
+        FUZZ_CHECK(*routed == request.at(kCommandField).get<std::string>());
     refused_or_ok([&] { get_string(request, "source"); });
     refused_or_ok([&] { get_string(request, "text"); });
     refused_or_ok([&] { get_bool(request, "dry_run", false); });
@@ -97,6 +102,7 @@ void daemon_side(const std::string &line) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string line(reinterpret_cast<const char *>(data), size);
     refused_or_ok([&] { check_request(decode_service_request(line)); });
+    read_command(line);  // whatever the line: no crash, no read past it
     daemon_side(line);
     refused_or_ok([&] {
         const nlohmann::json reply = parse_response(line);

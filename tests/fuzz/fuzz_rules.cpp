@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/message.h"
 #include "rules/load.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -86,7 +87,7 @@ void as_yaml(const std::string &text) {
     check_limits(file->config);
     // As floodctl sends it (dump) and the dataplane reads it (parse_request, then the loader).
     const std::string line =
-        nlohmann::ordered_json{{"cmd", "load"}, {"rules", file->doc}}.dump() + "\n";
+        dataplane_request(DataplaneCommand::load, {{"rules", file->doc}}).dump() + "\n";
     const nlohmann::json request = parse_request(line);
     Config again;
     try {

@@ -1,0 +1,44 @@
+#include "dataplane/api/daemon_commands.h"
+
+#include "dataplane/api/control_protocol.h"
+
+namespace floodgate {
+
+namespace {
+
+constexpr const char *kNames[] = {
+#define FG_DAEMON_COMMAND_NAME(name) #name,
+    FG_DAEMON_COMMANDS(FG_DAEMON_COMMAND_NAME)
+#undef FG_DAEMON_COMMAND_NAME
+};
+
+}  // namespace
+
+const char *command_name(DaemonCommand command) {
+    return kNames[static_cast<size_t>(command)];
+}
+
+std::optional<DaemonCommand> parse_daemon_command(std::string_view name) {
+    for (size_t i = 0; i < std::size(kNames); ++i)
+        if (name == kNames[i]) return static_cast<DaemonCommand>(i);
+    return std::nullopt;
+}
+
+std::optional<PassedCommand> passed_to_dataplane(DataplaneCommand command) {
+    switch (command) {
+#define FG_DAEMON_PASSED_CASE(name, kind) \
+    case DataplaneCommand::name:          \
+        return PassedCommand::kind;
+        FG_DAEMON_PASSED_COMMANDS(FG_DAEMON_PASSED_CASE)
+#undef FG_DAEMON_PASSED_CASE
+        default:
+            return std::nullopt;
+    }
+}
+
+nlohmann::json daemon_request(DaemonCommand command, nlohmann::json fields) {
+    fields[kCommandField] = command_name(command);
+    return fields;
+}
+
+}  // namespace floodgate
