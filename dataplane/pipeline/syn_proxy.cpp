@@ -1,6 +1,7 @@
 #include "dataplane/pipeline/syn_proxy.h"
 
 #include "dataplane/answer/proxy_frames.h"
+#include "dataplane/api/protocols.h"
 #include "dataplane/core/load_be.h"
 
 namespace floodgate {
@@ -60,7 +61,7 @@ ProxyStep SynProxy::open_from_ack(const PacketInfo &info, const uint8_t *tcp,
     f->client_isn = info.tcp_seq - 1;
     f->cookie = info.tcp_ack - 1;
     f->announced_wscale = o.wscale == kNoWindowScale ? kNoWindowScale : a.wscale;
-    f->client_window = load_be16(tcp + 14);
+    f->client_window = load_be16(tcp + kTcpWindowOffset);
     *window = syn_window(f->client_window, o);
     *flow = f;
     ++stats_.opened;
