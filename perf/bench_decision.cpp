@@ -110,7 +110,7 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
             Rules rules = kPerSource) {
     Bench bench;
     if (!make_bench(state, bench_config(keys, regime, prefixes, rules), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
 
     test::Frame tmpl = test::PacketBuilder()
                            .ipv4("198.18.0.1", "198.18.255.1")
@@ -145,7 +145,7 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
 
     time_per_packet(state, run_burst, verdicts);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
     state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
     unsigned passed = 0;
     for (Verdict v : verdicts) passed += v == Verdict::pass;
@@ -168,6 +168,9 @@ struct ScratchBursts {
 };
 
 enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2, kSynProxy = 3 };
+
+// syn-proxy's connection table, where a benchmark has one: the default size.
+constexpr uint32_t kProxyConnections = 1 << 16;
 
 // One rule on SYNs to port 80, as a deployment would write it ("syn !ack"): drop, syn-auth or
 // syn-proxy.
@@ -195,18 +198,10 @@ Config syn_config(SynRegime regime) {
 void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     constexpr uint64_t keys = 1 << 20;
     Bench bench;
-    if (!make_bench(state, syn_config(regime), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
-    pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
-    ProxyFlows flows(1 << 16, 3'000'000'000ull, 900'000'000'000ull, HashSeed{{9, 8, 7, 6}},
-                     SOCKET_ID_ANY);
-    if (regime == kSynProxy) {
-        if (!flows.ok()) {
-            state.SkipWithError("cannot create the connection table");
-            return;
-        }
-        pipeline.enable_syn_proxy(&flows);
-    }
+    if (!make_bench(state, syn_config(regime), keys, &bench, 1,
+                    regime == kSynProxy ? kProxyConnections : 0))
+        return;
+    Pipeline &pipeline = bench.pipeline();
 
     // Bare: 60 bytes (64 on the wire), a 54-byte SYN and 6 bytes of Ethernet padding. With
     // options: 74 bytes, as Linux sends it.
@@ -276,7 +271,7 @@ void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     if (answered > 0)
         state.counters["answer_bytes"] =
             static_cast<double>(answer_bytes) / static_cast<double>(answered);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_Decide(benchmark::State &state) {
@@ -347,16 +342,8 @@ void proxy_established(benchmark::State &state, bool proxy) {
         c.rules.push_back(syn);
     }
     Bench bench;
-    if (!make_bench(state, c, keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
-    pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
-    ProxyFlows flows(1 << 16, 3'000'000'000ull, 900'000'000'000ull, HashSeed{{9, 8, 7, 6}},
-                     SOCKET_ID_ANY);
-    if (!flows.ok()) {
-        state.SkipWithError("cannot create the connection table");
-        return;
-    }
-    pipeline.enable_syn_proxy(&flows);
+    if (!make_bench(state, c, keys, &bench, 1, kProxyConnections)) return;
+    Pipeline &pipeline = bench.pipeline();
 
     const test::Frame tmpl = test::PacketBuilder()
                                  .ipv4("10.0.0.1", "198.18.255.1")
@@ -442,7 +429,7 @@ Config shape_config(uint64_t keys, ShapeAction action) {
 void shape(benchmark::State &state, uint64_t keys, ShapeAction action) {
     Bench bench;
     if (!make_bench(state, shape_config(keys, action), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
     const uint64_t group = shape_group(keys);
     const uint32_t capacity = static_cast<uint32_t>(64 * group);
     pipeline.set_hold_capacity(capacity);
@@ -527,7 +514,7 @@ void shape(benchmark::State &state, uint64_t keys, ShapeAction action) {
     }
     state.counters["held"] = static_cast<double>(pipeline.holding());
     state.counters["hold_capacity"] = static_cast<double>(capacity);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_Shape(benchmark::State &state) {
@@ -575,7 +562,7 @@ void syn_adaptive(benchmark::State &state, bool adaptive, SynLoad load) {
     constexpr uint64_t keys = 1 << 20;
     Bench bench;
     if (!make_bench(state, adaptive_config(adaptive, load), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
 
     const test::Frame tmpl = test::PacketBuilder()
                                  .ipv4("10.0.0.1", "198.18.255.1")
@@ -629,7 +616,7 @@ void syn_adaptive(benchmark::State &state, bool adaptive, SynLoad load) {
                                                            before.counters.adaptive_slots_busy) /
                                        decided;
     }
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_SynAdaptive(benchmark::State &state) {

@@ -10,9 +10,9 @@
 #include <optional>
 
 #include "dataplane/api/stats_text.h"
+#include "dataplane/pipeline/core_parts.h"
 #include "dataplane/pipeline/eal.h"
 #include "dataplane/pipeline/merge.h"
-#include "dataplane/pipeline/pipeline.h"
 #include "dataplane/pipeline/stats_json.h"
 #include "dataplane/replay/boxes.h"
 #include "dataplane/replay/output_files.h"
@@ -624,34 +624,22 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
             if (!own_rules) return fail(error);
             rules = own_rules.get();
         }
-        const unsigned n_cores = options.cores;
-        std::vector<std::unique_ptr<LimitTable>> tables;
-        std::vector<std::unique_ptr<ProxyFlows>> proxy_flows;
-        std::vector<std::unique_ptr<Pipeline>> pipelines;
+        const CoreSizes sizes = core_sizes(config, needs_proxy_tables(config));
+        const CoreSeeds seeds{kReplaySeed, kReplaySeed, kReplayCookieKey};
+        const CoreMemory memory{dpdk_table_memory(SOCKET_ID_ANY), SOCKET_ID_ANY};
+        std::vector<std::unique_ptr<CoreParts>> parts;
         std::vector<Pipeline *> cores;
-        for (unsigned w = 0; w < n_cores; ++w) {
-            tables.push_back(std::make_unique<LimitTable>(
-                config.table_entries_per_core, kReplaySeed, dpdk_table_memory(SOCKET_ID_ANY)));
-            if (!tables.back()->ok())
+        for (unsigned w = 0; w < options.cores; ++w) {
+            parts.push_back(std::make_unique<CoreParts>(rules, sizes, seeds, memory, w));
+            if (parts.back()->missing() == CoreParts::Missing::limit_table)
                 return fail("cannot allocate the limiter table (" +
-                            std::to_string(LimitTable::bytes_for(config.table_entries_per_core)) +
-                            " bytes)");
-            pipelines.push_back(std::make_unique<Pipeline>(rules, tables.back().get(), w));
-            cores.push_back(pipelines.back().get());
-            cores.back()->set_cookie_key(kReplayCookieKey);
+                            std::to_string(LimitTable::bytes_for(sizes.table_entries)) + " bytes)");
+            if (parts.back()->missing() == CoreParts::Missing::proxy_table)
+                return fail("cannot allocate syn-proxy's connection table (" +
+                            std::to_string(sizes.proxy_connections) + " connections)");
+            cores.push_back(&parts.back()->pipeline());
             cores.back()->set_hold_capacity(opt.shape_hold);
             if (opt.workers > 1) cores.back()->enable_merge();
-            if (needs_proxy_tables(config)) {
-                proxy_flows.push_back(std::make_unique<ProxyFlows>(
-                    static_cast<uint32_t>(config.proxy_connections_per_core),
-                    config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, kReplaySeed,
-                    SOCKET_ID_ANY));
-                if (!proxy_flows.back()->ok())
-                    return fail("cannot allocate syn-proxy's connection table (" +
-                                std::to_string(config.proxy_connections_per_core) +
-                                " connections)");
-                cores.back()->enable_syn_proxy(proxy_flows.back().get());
-            }
         }
 
         const Outputs out{&pass, drop.get(), answers.get()};
