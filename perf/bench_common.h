@@ -1,6 +1,7 @@
-// What the perf/ benchmarks share: the rules, table and pipeline a benchmark decides
-// with, the sources it cycles through and its timed loop (one iteration per packet), so that
-// their figures compare; and main() for those that need DPDK memory (run_with_eal).
+// What the perf/ benchmarks share: the rules and the core (dataplane/pipeline/core_parts.h) a
+// benchmark decides with, the sources it cycles through and its timed loop (one iteration per
+// packet), so that their figures compare; and main() for those that need DPDK memory
+// (run_with_eal).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -17,25 +18,34 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #endif
 
+#include "dataplane/pipeline/core_parts.h"
 #include "dataplane/pipeline/eal.h"
-#include "dataplane/pipeline/pipeline.h"
 
 namespace floodgate::bench {
 
 // Virtual clock step: with T = 60 s every key stays live for the whole run.
 inline constexpr uint64_t kNsPerPacket = 1;
 
-// What a benchmark decides with: its rules, a table of keys and the pipeline over both.
+// The seeds of a benchmark's cores: a secret table seed as live, the proxy's and the cookie
+// key fixed (the values replay uses).
+inline CoreSeeds bench_seeds() {
+    return {random_hash_seed(), HashSeed{{9, 8, 7, 6}},
+            CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull}};
+}
+
+// What a benchmark decides with: its rules and one core (table, pipeline, syn-proxy's table).
 struct Bench {
     std::unique_ptr<RuleSet> rules;
-    std::unique_ptr<LimitTable> table;
-    std::unique_ptr<Pipeline> pipeline;
+    std::unique_ptr<CoreParts> core;
+    Pipeline &pipeline() { return core->pipeline(); }
+    const LimitTable &table() const { return core->table(); }
 };
 
-// False, with the benchmark skipped, when the rules or the table cannot be made. table_entries
-// is the table's size; cores, how many pipelines will decide with the rules.
+// False, with the benchmark skipped, when the rules or the tables cannot be made. table_entries
+// is the limit table's size; cores, how many pipelines will decide with the rules;
+// proxy_connections, the size of syn-proxy's connection table (0: none; DPDK memory).
 inline bool make_bench(benchmark::State &state, const Config &config, uint64_t table_entries,
-                       Bench *b, unsigned cores = 1) {
+                       Bench *b, unsigned cores = 1, uint32_t proxy_connections = 0) {
     std::string error;
     RuleSetOptions o;
     o.cores = cores;
@@ -44,12 +54,16 @@ inline bool make_bench(benchmark::State &state, const Config &config, uint64_t t
         state.SkipWithError(error.c_str());
         return false;
     }
-    b->table = std::make_unique<LimitTable>(table_entries, random_hash_seed());
-    if (!b->table->ok()) {
-        state.SkipWithError("cannot allocate the table");
+    CoreSizes sizes = core_sizes(config, false);
+    sizes.table_entries = table_entries;
+    sizes.proxy_connections = proxy_connections;
+    b->core = std::make_unique<CoreParts>(b->rules.get(), sizes, bench_seeds(), CoreMemory{});
+    if (b->core->missing() != CoreParts::Missing::nothing) {
+        state.SkipWithError(b->core->missing() == CoreParts::Missing::limit_table
+                                ? "cannot allocate the table"
+                                : "cannot create the connection table");
         return false;
     }
-    b->pipeline = std::make_unique<Pipeline>(b->rules.get(), b->table.get());
     return true;
 }
 

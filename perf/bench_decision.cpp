@@ -54,6 +54,7 @@
 #include "dataplane/answer/answer.h"
 #include "dataplane/pipeline/pipeline.h"
 #include "perf/bench_common.h"
+#include "perf/bench_decision_mixes.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
@@ -64,53 +65,13 @@ using bench::kNsPerPacket;
 using bench::make_bench;
 using bench::source_addr;
 using bench::time_per_packet;
-
-// admit: every packet passes (burst 2^20, so no key runs out within the run) and commits a
-// new TAT. refuse: burst 1, so after the warm-up every packet is refused (a flood from every
-// key), which also feeds the top-offenders summary.
-enum Regime : int64_t { kAdmit = 0, kRefuse = 1 };
-
-// prefixes: how many the rule's src list holds. 1 is 10.0.0.0/8, which holds every source;
-// 100,000 are the 65,536 /24s of 10.0.0.0/8 and 34,464 /32s of 11.0.0.0/8 that no source hits.
-enum Rules : int64_t { kPerSource = 0, kAggregate = 1, kBoth = 2 };
-
-Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0, Rules rules = kPerSource) {
-    Config c;
-    c.table_entries_per_core = keys;
-    Rule r;
-    auto add = [&](uint32_t addr, uint8_t len) {
-        Prefix p;
-        p.family = 4;
-        p.len = len;
-        p.addr[0] = addr >> 24, p.addr[1] = addr >> 16 & 0xff, p.addr[2] = addr >> 8 & 0xff;
-        p.addr[3] = addr & 0xff;
-        r.match.src.push_back(p);
-    };
-    if (prefixes == 1) add(0x0a000000u, 8);
-    for (uint32_t i = 0; prefixes > 1 && i < prefixes; ++i)
-        i < 65536 ? add(0x0a000000u + (i << 8), 24) : add(0x0b000000u + i, 32);
-    r.name = "all";
-    r.rate_count = 1;
-    r.rate_period_ns = 60ull * 1000000000;  // 1/min: every key stays live for the whole run
-    r.burst_pkts = regime == kAdmit ? kMaxBurstPkts : 1;
-    Rule total = r;
-    total.name = "total";
-    total.key_kind = KeyKind::dst;
-    if (regime == kAdmit) {  // 10^9/s: one packet per virtual nanosecond, all admitted
-        total.rate_count = 1000000000;
-        total.rate_period_ns = 1000000000;
-    }
-    if (rules == kBoth) r.burst_pkts = kMaxBurstPkts;  // the aggregate rule is the one refusing
-    if (rules != kAggregate) c.rules.push_back(r);
-    if (rules != kPerSource) c.rules.push_back(total);
-    return c;
-}
+using namespace bench::mixes;
 
 void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned prefixes,
             Rules rules = kPerSource) {
     Bench bench;
     if (!make_bench(state, bench_config(keys, regime, prefixes, rules), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
 
     test::Frame tmpl = test::PacketBuilder()
                            .ipv4("198.18.0.1", "198.18.255.1")
@@ -145,7 +106,7 @@ void decide(benchmark::State &state, uint64_t keys, Regime regime, unsigned pref
     for (uint64_t i = 0; i < keys / kMaxBurst + 1; ++i) run_burst();
 
     time_per_packet(state, run_burst, verdicts);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
     state.counters["table_MiB"] = static_cast<double>(LimitTable::bytes_for(keys)) / (1 << 20);
     unsigned passed = 0;
     for (Verdict v : verdicts) passed += v == Verdict::pass;
@@ -167,46 +128,13 @@ struct ScratchBursts {
     }
 };
 
-enum SynRegime : int64_t { kSynCopy = 0, kSynDrop = 1, kSynAnswer = 2, kSynProxy = 3 };
-
-// One rule on SYNs to port 80, as a deployment would write it ("syn !ack"): drop, syn-auth or
-// syn-proxy.
-Config syn_config(SynRegime regime) {
-    Config c;
-    c.table_entries_per_core = 1 << 20;
-    Rule r;
-    r.name = "syn";
-    r.match.tcp_flags.must_set = 0x02;    // SYN
-    r.match.tcp_flags.must_clear = 0x10;  // ACK
-    r.match.dst_ports.push_back(PortRange{80, 80});
-    r.rate_count = 1;
-    r.rate_period_ns = 60ull * 1000000000;  // 1/min, burst 1: a source's second SYN is refused
-    r.burst_pkts = 1;
-    r.action = regime == kSynAnswer  ? RuleAction::syn_auth
-               : regime == kSynProxy ? RuleAction::syn_proxy
-                                     : RuleAction::drop;
-    c.rules.push_back(r);
-    // Caps that never bind: 10^9 answers/s (one per virtual nanosecond) with bursts of 2^20.
-    c.answers.per_destination = RateLimit{1000000000, 1000000000, kMaxBurstPkts};
-    c.answers.per_core = RateLimit{1000000000, 1000000000, kMaxBurstPkts};
-    return c;
-}
-
 void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     constexpr uint64_t keys = 1 << 20;
     Bench bench;
-    if (!make_bench(state, syn_config(regime), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
-    pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
-    ProxyFlows flows(1 << 16, 3'000'000'000ull, 900'000'000'000ull, HashSeed{{9, 8, 7, 6}},
-                     SOCKET_ID_ANY);
-    if (regime == kSynProxy) {
-        if (!flows.ok()) {
-            state.SkipWithError("cannot create the connection table");
-            return;
-        }
-        pipeline.enable_syn_proxy(&flows);
-    }
+    if (!make_bench(state, syn_config(regime), keys, &bench, 1,
+                    regime == kSynProxy ? kProxyConnections : 0))
+        return;
+    Pipeline &pipeline = bench.pipeline();
 
     // Bare: 60 bytes (64 on the wire), a 54-byte SYN and 6 bytes of Ethernet padding. With
     // options: 74 bytes, as Linux sends it.
@@ -276,7 +204,7 @@ void syn_flood(benchmark::State &state, SynRegime regime, bool options) {
     if (answered > 0)
         state.counters["answer_bytes"] =
             static_cast<double>(answer_bytes) / static_cast<double>(answered);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_Decide(benchmark::State &state) {
@@ -347,16 +275,8 @@ void proxy_established(benchmark::State &state, bool proxy) {
         c.rules.push_back(syn);
     }
     Bench bench;
-    if (!make_bench(state, c, keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
-    pipeline.set_cookie_key(CookieKey{0x243f6a8885a308d3ull, 0x13198a2e03707344ull});
-    ProxyFlows flows(1 << 16, 3'000'000'000ull, 900'000'000'000ull, HashSeed{{9, 8, 7, 6}},
-                     SOCKET_ID_ANY);
-    if (!flows.ok()) {
-        state.SkipWithError("cannot create the connection table");
-        return;
-    }
-    pipeline.enable_syn_proxy(&flows);
+    if (!make_bench(state, c, keys, &bench, 1, kProxyConnections)) return;
+    Pipeline &pipeline = bench.pipeline();
 
     const test::Frame tmpl = test::PacketBuilder()
                                  .ipv4("10.0.0.1", "198.18.255.1")
@@ -415,34 +335,10 @@ BENCHMARK(BM_ProxyEstablished)
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 
-// Shaping against dropping: see the top of the file.
-enum ShapeAction : int64_t { kShapeDrop = 0, kShapeShape = 1 };
-constexpr uint64_t kShapeNsPerPacket = 100;  // 10 Mpps offered to the core
-constexpr uint64_t kShapeRun = 8;            // a key's packets in its turn (the first admitted)
-constexpr uint64_t kShapeGroups = 16;        // turns a cycle, at least
-
-uint64_t shape_group(uint64_t keys) {
-    return std::min<uint64_t>(keys / kShapeGroups, 4096);
-}
-
-Config shape_config(uint64_t keys, ShapeAction action) {
-    Config c;
-    c.table_entries_per_core = keys;
-    Rule r;
-    r.name = "shaped";
-    r.rate_count = 1;
-    r.rate_period_ns = kShapeRun * shape_group(keys) * kShapeNsPerPacket;  // T: one turn
-    r.burst_pkts = 1;
-    r.action = action == kShapeShape ? RuleAction::shape : RuleAction::drop;
-    r.queue.packets = action == kShapeShape ? kShapeRun : 0;
-    c.rules.push_back(r);
-    return c;
-}
-
 void shape(benchmark::State &state, uint64_t keys, ShapeAction action) {
     Bench bench;
     if (!make_bench(state, shape_config(keys, action), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
     const uint64_t group = shape_group(keys);
     const uint32_t capacity = static_cast<uint32_t>(64 * group);
     pipeline.set_hold_capacity(capacity);
@@ -527,7 +423,7 @@ void shape(benchmark::State &state, uint64_t keys, ShapeAction action) {
     }
     state.counters["held"] = static_cast<double>(pipeline.holding());
     state.counters["hold_capacity"] = static_cast<double>(capacity);
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_Shape(benchmark::State &state) {
@@ -539,43 +435,11 @@ BENCHMARK(BM_Shape)
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 
-// An adaptive aggregate SYN rule against the same rule fixed: see the top of the file.
-enum SynLoad : int64_t { kSynAdmit = 0, kSynOver = 1 };
-
-Config adaptive_config(bool adaptive, SynLoad load) {
-    Config c;
-    c.table_entries_per_core = 1 << 20;
-    Rule r;
-    r.name = "syn-total";
-    r.key_kind = KeyKind::dst;
-    r.match.tcp_flags.must_set = 0x02;    // SYN
-    r.match.tcp_flags.must_clear = 0x10;  // ACK
-    r.match.dst_ports.push_back(PortRange{80, 80});
-    r.rate_period_ns = 1000000000;
-    if (load == kSynAdmit) {  // 10^9/s: one SYN per virtual nanosecond, all admitted
-        r.rate_count = 1000000000;
-        r.burst_pkts = kMaxBurstPkts;
-    } else {
-        r.rate_count = 10000;
-        r.burst_pkts = 100;
-    }
-    if (adaptive) {
-        r.adaptive.enabled = true;
-        r.adaptive.min_count = r.rate_count / 10;
-        r.adaptive.min_period_ns = 1000000000;
-        r.adaptive.max_count = r.rate_count;
-        r.adaptive.max_period_ns = 1000000000;
-        r.adaptive.target_ns = 50000000;  // 50 ms
-    }
-    c.rules.push_back(r);
-    return c;
-}
-
 void syn_adaptive(benchmark::State &state, bool adaptive, SynLoad load) {
     constexpr uint64_t keys = 1 << 20;
     Bench bench;
     if (!make_bench(state, adaptive_config(adaptive, load), keys, &bench)) return;
-    Pipeline &pipeline = *bench.pipeline;
+    Pipeline &pipeline = bench.pipeline();
 
     const test::Frame tmpl = test::PacketBuilder()
                                  .ipv4("10.0.0.1", "198.18.255.1")
@@ -629,7 +493,7 @@ void syn_adaptive(benchmark::State &state, bool adaptive, SynLoad load) {
                                                            before.counters.adaptive_slots_busy) /
                                        decided;
     }
-    state.counters["keys_live"] = static_cast<double>(bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(bench.table().stats().occupancy);
 }
 
 void BM_SynAdaptive(benchmark::State &state) {

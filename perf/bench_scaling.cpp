@@ -122,7 +122,7 @@ struct Scenario {
 
     // Both bursts' frames made of tmpl (after bench is made).
     void use_frames(const test::Frame &tmpl) {
-        pipelined = std::make_unique<bench::Pipelined>(bench.pipeline.get());
+        pipelined = std::make_unique<bench::Pipelined>(&bench.pipeline());
         for (unsigned k = 0; k < 2; ++k) {
             frames[k].assign(kMaxBurst, tmpl);
             for (unsigned i = 0; i < kMaxBurst; ++i) ptrs[k][i] = frames[k][i].data();
@@ -176,9 +176,9 @@ void decide(benchmark::State &state, Scenario *s) {
     if (s == nullptr) return;
     bench::time_per_packet(
         state, [s] { s->run_burst(); }, s->verdicts);
-    state.counters["keys_live"] = static_cast<double>(s->bench.table->stats().occupancy);
+    state.counters["keys_live"] = static_cast<double>(s->bench.table().stats().occupancy);
     state.counters["table_MiB"] =
-        static_cast<double>(LimitTable::bytes_for(s->bench.table->capacity())) / (1 << 20);
+        static_cast<double>(LimitTable::bytes_for(s->bench.table().capacity())) / (1 << 20);
     unsigned passed = 0;
     for (Verdict v : s->verdicts) passed += v == Verdict::pass;
     state.counters["passed"] = static_cast<double>(passed) / kMaxBurst;  // of the last burst
@@ -250,8 +250,7 @@ double thread_cpu_s() {
 struct MergeScenario {
     int64_t keys_per_interval = 0;
     std::unique_ptr<Scenario> a;
-    std::unique_ptr<LimitTable> table_b;
-    std::unique_ptr<Pipeline> b;
+    std::unique_ptr<CoreParts> b;
     std::unique_ptr<LiveMerger> merger;
     std::vector<Consumption> published;
     double publish_s = 0, apply_s = 0;
@@ -265,7 +264,7 @@ struct MergeScenario {
         const uint64_t now_ns = a->clock;
         const double t0 = thread_cpu_s();
         published.clear();
-        a->bench.pipeline->publish(&published);
+        a->bench.pipeline().publish(&published);
         for (Consumption &c : published) c.published_ns = now_ns;
         const auto n = static_cast<unsigned>(published.size());
         merger->ring(0).publish(published.data(), n);
@@ -273,7 +272,7 @@ struct MergeScenario {
         Consumption incoming[64];
         unsigned m;
         while ((m = merger->ring(0).read(&cursor_b, incoming, 64, &lost)) > 0)
-            for (unsigned i = 0; i < m; ++i) b->apply(incoming[i], now_ns);
+            for (unsigned i = 0; i < m; ++i) b->pipeline().apply(incoming[i], now_ns);
         const double t2 = thread_cpu_s();
         publish_s += t1 - t0, apply_s += t2 - t1;
         records += n;
@@ -303,15 +302,17 @@ void BM_Merge(benchmark::State &state) {
                                      .payload(18)
                                      .build();
         a.use_frames(tmpl);
-        m->table_b = std::make_unique<LimitTable>(keys, random_hash_seed());
-        m->b = std::make_unique<Pipeline>(a.bench.rules.get(), m->table_b.get(), 1);
+        CoreSizes sizes;
+        sizes.table_entries = keys;
+        m->b = std::make_unique<CoreParts>(a.bench.rules.get(), sizes, bench::bench_seeds(),
+                                           CoreMemory{}, 1);
         m->merger = std::make_unique<LiveMerger>(2, 2 * kMaxUnpublishedKeys, kClusterRingRecords);
-        if (!m->table_b->ok() || !m->merger->ok()) {
+        if (m->b->missing() != CoreParts::Missing::nothing || !m->merger->ok()) {
             state.SkipWithError("cannot allocate core B's table or the merge rings");
             return;
         }
-        a.bench.pipeline->enable_merge();
-        m->b->enable_merge();
+        a.bench.pipeline().enable_merge();
+        m->b->pipeline().enable_merge();
         // Steady state: A's keys all applied to B's table once.
         for (uint64_t i = 0; i < keys / static_cast<uint64_t>(k) + 1; ++i) m->interval();
         g_merge = std::move(m);
@@ -326,7 +327,7 @@ void BM_Merge(benchmark::State &state) {
     state.counters["publish_ns_per_key"] = m.publish_s * per_key;
     state.counters["apply_ns_per_key"] = m.apply_s * per_key;
     state.counters["records_lost"] = static_cast<double>(m.lost);
-    state.counters["keys_live_b"] = static_cast<double>(m.table_b->stats().occupancy);
+    state.counters["keys_live_b"] = static_cast<double>(m.b->table().stats().occupancy);
 }
 BENCHMARK(BM_Merge)
     ->ArgName("keys")  // distinct keys core A admitted in the interval (at most 65,536)

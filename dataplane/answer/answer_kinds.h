@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "dataplane/answer/answer.h"
+#include "dataplane/api/protocols.h"
 #include "dataplane/core/load_be.h"
 #include "dataplane/core/parse.h"
 
@@ -64,15 +65,15 @@ inline uint32_t answer_frame_len(const PacketInfo &info, uint32_t l4_bytes, uint
 // what the SYN-ACK and the RST share.
 inline void write_tcp_header(uint8_t *tcp, uint16_t src_port, uint16_t dst_port, uint32_t seq,
                              uint32_t ack, uint8_t flags) {
-    store_be16(tcp, src_port);
-    store_be16(tcp + 2, dst_port);
-    store_be32(tcp + 4, seq);
-    store_be32(tcp + 8, ack);
-    tcp[12] = 5 << 4;
-    tcp[13] = flags;
-    store_be16(tcp + 14, 0);  // window
-    store_be16(tcp + 16, 0);  // checksum, computed by finish_answer()
-    store_be16(tcp + 18, 0);  // urgent pointer
+    store_be16(tcp + kTcpSrcPortOffset, src_port);
+    store_be16(tcp + kTcpDstPortOffset, dst_port);
+    store_be32(tcp + kTcpSeqOffset, seq);
+    store_be32(tcp + kTcpAckOffset, ack);
+    tcp[kTcpDataOffsetOffset] = 5 << 4;
+    tcp[kTcpFlagsOffset] = flags;
+    store_be16(tcp + kTcpWindowOffset, 0);
+    store_be16(tcp + kTcpChecksumOffset, 0);  // computed by finish_answer()
+    store_be16(tcp + kTcpUrgentOffset, 0);
 }
 
 // The options of a SYN or SYN-ACK that syn-proxy writes, each in one 4-byte word and only if

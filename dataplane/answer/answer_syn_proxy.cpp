@@ -44,8 +44,8 @@ bool build_syn_proxy(const AnswerPlan &plan, const PacketInfo &info, uint8_t *fr
     uint8_t *tcp = frame + tcp_at;
     write_tcp_header(tcp, info.dst_port, info.src_port, plan.cookie, info.tcp_seq + 1,
                      kTcpSyn | kTcpAck);
-    tcp[12] = static_cast<uint8_t>(tcp_bytes / 4 << 4);
-    store_be16(tcp + 14, plan.window);
+    tcp[kTcpDataOffsetOffset] = static_cast<uint8_t>(tcp_bytes / 4 << 4);
+    store_be16(tcp + kTcpWindowOffset, plan.window);
     write_syn_options(tcp + kTcpHeaderBytes, plan.offered, plan.mss, plan.wscale);
     finish_answer(frame, info, kProtoTcp, tcp_bytes, plan.answer_len, plan.offload_checksums);
     return true;

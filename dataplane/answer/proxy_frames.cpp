@@ -29,8 +29,8 @@ uint32_t build_server_syn(const PacketInfo &info, uint8_t *frame, uint32_t len, 
     if (tcp_at + tcp_bytes > cap || out_len > cap || len < tcp_at) return 0;
     uint8_t *tcp = frame + tcp_at;
     answer::write_tcp_header(tcp, info.src_port, info.dst_port, info.tcp_seq - 1, 0, kTcpSyn);
-    tcp[12] = static_cast<uint8_t>(tcp_bytes / 4 << 4);
-    answer::store_be16(tcp + 14, window);
+    tcp[kTcpDataOffsetOffset] = static_cast<uint8_t>(tcp_bytes / 4 << 4);
+    answer::store_be16(tcp + kTcpWindowOffset, window);
     answer::write_syn_options(tcp + kTcpHeaderBytes, offered, client.mss,
                               client.wscale == kNoWindowScale ? 0 : client.wscale);
     finish_answer(frame, info, kProtoTcp, tcp_bytes, out_len, false, Toward::destination);
@@ -46,7 +46,7 @@ uint32_t build_server_ack(const PacketInfo &info, uint8_t *frame, uint32_t len, 
     uint8_t *tcp = frame + tcp_at;
     answer::write_tcp_header(tcp, info.dst_port, info.src_port, client_isn + 1, info.tcp_seq + 1,
                              kTcpAck);
-    answer::store_be16(tcp + 14, window);
+    answer::store_be16(tcp + kTcpWindowOffset, window);
     finish_answer(frame, info, kProtoTcp, kTcpHeaderBytes, out_len);
     return out_len;
 }

@@ -26,47 +26,53 @@
 
 namespace floodgate {
 
+// syn-proxy's own counters: its SynProxyStats (dataplane/pipeline/syn_proxy.h) has these fields,
+// and a worker's reading copies them; to proxy_table_full the pipeline adds the SYNs it
+// challenged for want of a connection table.
+#define FG_SYN_PROXY_COUNTERS(X)                                                              \
+    X(proxy_opened)         /* syn-proxy: valid cookie ACKs: the server was sent a SYN */     \
+    X(proxy_established)    /* ... the server answered: connections proxied */                \
+    X(proxy_server_refused) /* ... the server answered with a RST (passed to the client) */   \
+    X(proxy_server_timeout) /* ... no answer in time: the client's next segment gets a RST */ \
+    X(proxy_table_full)     /* SYNs challenged as syn-auth does, ACKs dropped: table full */  \
+    X(proxy_cookie_failed)  /* ACKs of no connection whose number was no cookie: passed on */ \
+    X(proxy_held)           /* client segments kept while the server answered */              \
+    X(proxy_held_dropped)   /* ... past 4 a connection: dropped */                            \
+    X(proxy_translated)     /* segments rewritten between the two sequence spaces */          \
+    X(proxy_untranslatable) /* segments of proxied connections with malformed options: dropped */
+
 // Per worker core.
-#define FG_WORKER_COUNTERS(X)                                                                      \
-    X(packets)               /* frames decided */                                                  \
-    X(passed)                /* frames passed, for any reason */                                   \
-    X(dropped)               /* frames dropped, for any reason */                                  \
-    X(malformed)             /* bad L3/L4 headers: dropped */                                      \
-    X(non_ip)                /* not IPv4/IPv6: passed unjudged */                                  \
-    X(allow_hits)            /* source in an allow prefix: passed, no rule checked */              \
-    X(block_hits)            /* source in a block prefix: dropped */                               \
-    X(rate_limited)          /* dropped because an enforcing rule refused */                       \
-    X(answered)              /* ... of which answered (the answer sent in their place) */          \
-    X(answered_bytes)        /* bytes of those answers */                                          \
-    X(answer_capped)         /* refused, would have been answered: over an answer cap */           \
-    X(syn_auth_replies)      /* RSTs carrying a valid cookie: source verified, dropped */          \
-    X(cookie_failed)         /* bare RSTs to a syn-auth rule without a valid cookie */             \
-    X(merge_unshared_keys)   /* admitted packets not shared: the publish list was full */          \
-    X(merge_table_full)      /* another core's consumption found this table full */                \
-    X(cluster_unshared_keys) /* admitted for a shared key, not told the cluster: ledger full */    \
-    X(established_marked)    /* replies going out that (re)marked their destination */             \
-    X(established_full)      /* source marks (established, known) that found no room */            \
-    X(marks_over_budget)     /* ... not written: the core's mark budget was spent */               \
-    X(delayed)               /* passed, held by a shape rule to leave at its release time */       \
-    X(shaped)                /* ... of which sent, at their time */                                \
-    X(shape_flushed)         /* ... of which dropped: their rule changed, or the core stopped */   \
-    X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */        \
-    X(adaptive_samples)      /* adaptive rules: server response times sampled on this core */      \
-    X(adaptive_slots_busy)   /* ... connections not sampled: their sample slot was busy */         \
-    X(adaptive_unanswered)   /* ... sampled connections whose next step never came (3 s) */        \
-    X(proxy_opened)          /* syn-proxy: valid cookie ACKs: the server was sent a SYN */         \
-    X(proxy_established)     /* ... the server answered: connections proxied */                    \
-    X(proxy_server_refused)  /* ... the server answered with a RST (passed to the client) */       \
-    X(proxy_server_timeout)  /* ... no answer in time: the client's next segment gets a RST */     \
-    X(proxy_table_full)      /* SYNs challenged as syn-auth does, ACKs dropped: table full */      \
-    X(proxy_cookie_failed)   /* ACKs of no connection whose number was no cookie: passed on */     \
-    X(proxy_held)            /* client segments kept while the server answered */                  \
-    X(proxy_held_dropped)    /* ... past 4 a connection: dropped */                                \
-    X(proxy_translated)      /* segments rewritten between the two sequence spaces */              \
-    X(proxy_untranslatable)  /* segments of proxied connections with malformed options: dropped */ \
-    X(proxy_closed)          /* connections ended by a FIN each way or a RST */                    \
-    X(proxy_client_resets)   /* RSTs sent to the clients of failed connections */                  \
-    X(proxy_expired)         /* connections ended by their timeout (idle, or the server's) */
+#define FG_WORKER_COUNTERS(X)                                                                    \
+    X(packets)               /* frames decided */                                                \
+    X(passed)                /* frames passed, for any reason */                                 \
+    X(dropped)               /* frames dropped, for any reason */                                \
+    X(malformed)             /* bad L3/L4 headers: dropped */                                    \
+    X(non_ip)                /* not IPv4/IPv6: passed unjudged */                                \
+    X(allow_hits)            /* source in an allow prefix: passed, no rule checked */            \
+    X(block_hits)            /* source in a block prefix: dropped */                             \
+    X(rate_limited)          /* dropped because an enforcing rule refused */                     \
+    X(answered)              /* ... of which answered (the answer sent in their place) */        \
+    X(answered_bytes)        /* bytes of those answers */                                        \
+    X(answer_capped)         /* refused, would have been answered: over an answer cap */         \
+    X(syn_auth_replies)      /* RSTs carrying a valid cookie: source verified, dropped */        \
+    X(cookie_failed)         /* bare RSTs to a syn-auth rule without a valid cookie */           \
+    X(merge_unshared_keys)   /* admitted packets not shared: the publish list was full */        \
+    X(merge_table_full)      /* another core's consumption found this table full */              \
+    X(cluster_unshared_keys) /* admitted for a shared key, not told the cluster: ledger full */  \
+    X(established_marked)    /* replies going out that (re)marked their destination */           \
+    X(established_full)      /* source marks (established, known) that found no room */          \
+    X(marks_over_budget)     /* ... not written: the core's mark budget was spent */             \
+    X(delayed)               /* passed, held by a shape rule to leave at its release time */     \
+    X(shaped)                /* ... of which sent, at their time */                              \
+    X(shape_flushed)         /* ... of which dropped: their rule changed, or the core stopped */ \
+    X(shape_pool_full)       /* refused by a shape rule: the core's held share was spent */      \
+    X(adaptive_samples)      /* adaptive rules: server response times sampled on this core */    \
+    X(adaptive_slots_busy)   /* ... connections not sampled: their sample slot was busy */       \
+    X(adaptive_unanswered)   /* ... sampled connections whose next step never came (3 s) */      \
+    FG_SYN_PROXY_COUNTERS(X)                                                                     \
+    X(proxy_closed)        /* connections ended by a FIN each way or a RST */                    \
+    X(proxy_client_resets) /* RSTs sent to the clients of failed connections */                  \
+    X(proxy_expired)       /* connections ended by their timeout (idle, or the server's) */
 
 // Per rule, per worker core.
 #define FG_RULE_COUNTERS(X)                                                                   \

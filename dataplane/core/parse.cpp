@@ -36,14 +36,14 @@ ParseStatus parse_l4(const uint8_t *l4, uint32_t len, const uint8_t *cap_end, ui
         case kProtoTcp: {
             if (len < 20) return malformed(out, MalformedReason::l4_truncated);
             if (!captured(20)) return malformed(out, MalformedReason::capture_truncated);
-            unsigned data_offset = (l4[12] >> 4) * 4u;
+            unsigned data_offset = (l4[kTcpDataOffsetOffset] >> 4) * 4u;
             if (data_offset < 20 || data_offset > len)
                 return malformed(out, MalformedReason::l4_truncated);
-            out->src_port = load_be16(l4);
-            out->dst_port = load_be16(l4 + 2);
-            out->tcp_seq = load_be32(l4 + 4);
-            out->tcp_ack = load_be32(l4 + 8);
-            out->tcp_flags = l4[13];
+            out->src_port = load_be16(l4 + kTcpSrcPortOffset);
+            out->dst_port = load_be16(l4 + kTcpDstPortOffset);
+            out->tcp_seq = load_be32(l4 + kTcpSeqOffset);
+            out->tcp_ack = load_be32(l4 + kTcpAckOffset);
+            out->tcp_flags = l4[kTcpFlagsOffset];
             out->has_l4 = true;
             return ParseStatus::ip;
         }

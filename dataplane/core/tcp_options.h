@@ -70,7 +70,7 @@ inline constexpr uint32_t kTcpHeaderMinBytes = 20;
 // runs past the tcp_len bytes present.
 inline uint32_t tcp_header_len(const uint8_t *tcp, uint32_t tcp_len) {
     if (tcp_len < kTcpHeaderMinBytes) return 0;
-    const uint32_t len = static_cast<uint32_t>(tcp[12] >> 4) * 4;
+    const uint32_t len = static_cast<uint32_t>(tcp[kTcpDataOffsetOffset] >> 4) * 4;
     return len < kTcpHeaderMinBytes || len > tcp_len ? 0 : len;
 }
 

@@ -162,11 +162,12 @@ bool Dataplane::proxy_sees_both_sides() const {
 // Each worker's limit table, syn-proxy connection table (unless sized 0, or it would not see
 // both sides), pipeline and loop, as the config at start sizes them.
 bool Dataplane::create_workers(const Config &config, std::string *error) {
-    const uint64_t table_entries_per_core = config.table_entries_per_core;
-    const HashSeed seed = random_hash_seed();
+    const CoreSizes sizes =
+        core_sizes(config, config.proxy_connections_per_core > 0 && proxy_sees_both_sides());
+    const HashSeed table_seed = random_hash_seed();
     const HashSeed proxy_seed = random_hash_seed();
     const HashSeed cookie_seed = random_hash_seed();
-    const CookieKey cookie_key{cookie_seed.k[0], cookie_seed.k[1]};
+    const CoreSeeds seeds{table_seed, proxy_seed, CookieKey{cookie_seed.k[0], cookie_seed.k[1]}};
     // Records a worker may publish per merge: one per key it admitted since the last one; and
     // what the other boxes of a cluster admitted, some syncs' worth.
     merger_ =
@@ -178,36 +179,27 @@ bool Dataplane::create_workers(const Config &config, std::string *error) {
     uint16_t queue = 0;
     unsigned lcore;
     RTE_LCORE_FOREACH_WORKER(lcore) {
-        TableMemory mem = dpdk_table_memory(static_cast<int>(rte_lcore_to_socket_id(lcore)));
-        tables_.push_back(std::make_unique<LimitTable>(table_entries_per_core, seed, mem));
-        if (!tables_.back()->ok()) {
+        const int socket = static_cast<int>(rte_lcore_to_socket_id(lcore));
+        cores_.push_back(std::make_unique<CoreParts>(
+            rules_->current(), sizes, seeds, CoreMemory{dpdk_table_memory(socket), socket}, queue));
+        if (cores_.back()->missing() == CoreParts::Missing::limit_table) {
             *error = "cannot allocate a limiter table of " +
-                     std::to_string(LimitTable::bytes_for(table_entries_per_core)) +
+                     std::to_string(LimitTable::bytes_for(sizes.table_entries)) +
                      " bytes for lcore " + std::to_string(lcore) + " (not enough hugepage memory?)";
             return false;
         }
-        pipelines_.push_back(
-            std::make_unique<Pipeline>(rules_->current(), tables_.back().get(), queue));
-        pipelines_.back()->set_cookie_key(cookie_key);
-        if (config.proxy_connections_per_core > 0 && proxy_sees_both_sides()) {
-            proxy_flows_.push_back(std::make_unique<ProxyFlows>(
-                static_cast<uint32_t>(config.proxy_connections_per_core),
-                config.proxy_server_timeout_ns, config.proxy_idle_timeout_ns, proxy_seed,
-                static_cast<int>(rte_lcore_to_socket_id(lcore))));
-            if (!proxy_flows_.back()->ok()) {
-                *error = "cannot allocate syn-proxy's connection table of " +
-                         std::to_string(config.proxy_connections_per_core) +
-                         " connections for lcore " + std::to_string(lcore) +
-                         " (table.proxy_connections_per_core; not enough hugepage memory?)";
-                return false;
-            }
-            pipelines_.back()->enable_syn_proxy(proxy_flows_.back().get());
+        if (cores_.back()->missing() == CoreParts::Missing::proxy_table) {
+            *error = "cannot allocate syn-proxy's connection table of " +
+                     std::to_string(sizes.proxy_connections) + " connections for lcore " +
+                     std::to_string(lcore) +
+                     " (table.proxy_connections_per_core; not enough hugepage memory?)";
+            return false;
         }
-        pipelines_.back()->set_hold_capacity(hold_per_worker_);
+        Pipeline &pipeline = cores_.back()->pipeline();
+        pipeline.set_hold_capacity(hold_per_worker_);
         workers_.push_back(std::make_unique<Worker>(
-            WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_},
-            pipelines_.back().get(), rules_, stop_, merger_.get(), setup_.merge_interval_ns,
-            steering_rings_.get()));
+            WorkerPorts{setup_.outside, setup_.inside, queue, outside_checksum_offload_}, &pipeline,
+            rules_, stop_, merger_.get(), setup_.merge_interval_ns, steering_rings_.get()));
         view_.lcores.push_back(lcore);
         ++queue;
         if (!workers_.back()->ok()) {
@@ -220,14 +212,14 @@ bool Dataplane::create_workers(const Config &config, std::string *error) {
 
 void Dataplane::enable_refusal_samples() {
     const HashSeed seed = random_hash_seed();  // the gaps' random start, per worker
-    for (auto &p : pipelines_) p->enable_refusal_samples(seed.k[0] + p->core());
+    for (auto &c : cores_) c->pipeline().enable_refusal_samples(seed.k[0] + c->pipeline().core());
 }
 
 void Dataplane::take_refusal_samples(std::vector<RefusalSample> *out, uint64_t *taken,
                                      uint64_t *lost) {
     *taken = *lost = 0;
-    for (auto &p : pipelines_) {
-        RefusalSampler *s = p->refusal_samples();
+    for (auto &c : cores_) {
+        RefusalSampler *s = c->pipeline().refusal_samples();
         if (s == nullptr) continue;
         RefusalSample batch[256];
         // At most a ring's worth: a worker refilling it meanwhile waits for the next take.
@@ -241,7 +233,7 @@ void Dataplane::take_refusal_samples(std::vector<RefusalSample> *out, uint64_t *
 
 bool Dataplane::take_shared(std::vector<SharedRecord> *out) {
     bool all = true;
-    for (auto &p : pipelines_) all &= p->take_shared(out);
+    for (auto &c : cores_) all &= c->pipeline().take_shared(out);
     return all;
 }
 

@@ -27,6 +27,7 @@
 #include "dataplane/live/port_watch.h"
 #include "dataplane/live/steering_stage.h"
 #include "dataplane/live/worker.h"
+#include "dataplane/pipeline/core_parts.h"
 #include "dataplane/pipeline/refusal_samples.h"
 
 struct rte_mempool;
@@ -105,7 +106,7 @@ class Dataplane {
     // the hash seed every core shares.
     bool take_shared(std::vector<SharedRecord> *out);
     void charge_cluster(const std::vector<Consumption> &charges);
-    const LimitTable &first_table() const { return *tables_.front(); }
+    const LimitTable &first_table() const { return cores_.front()->table(); }
 
     // For the XDP tier's escalation, once the workers are created and before launch(): every
     // worker samples its refusals of escalating rules (refusal_samples.h); then, from one
@@ -152,9 +153,7 @@ class Dataplane {
     uint32_t hold_per_worker_ = 0;  // packets a worker's shape rules may hold (shape_share)
     StartedPorts started_;
     std::unique_ptr<PortWatch> port_watch_;
-    std::vector<std::unique_ptr<LimitTable>> tables_;
-    std::vector<std::unique_ptr<Pipeline>> pipelines_;
-    std::vector<std::unique_ptr<ProxyFlows>> proxy_flows_;  // syn-proxy's, one per worker
+    std::vector<std::unique_ptr<CoreParts>> cores_;  // one per worker
     std::unique_ptr<LiveMerger> merger_;
     std::unique_ptr<SteeringRings> steering_rings_;
     std::vector<std::unique_ptr<Worker>> workers_;

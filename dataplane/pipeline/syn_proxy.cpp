@@ -1,6 +1,7 @@
 #include "dataplane/pipeline/syn_proxy.h"
 
 #include "dataplane/answer/proxy_frames.h"
+#include "dataplane/api/protocols.h"
 #include "dataplane/core/load_be.h"
 
 namespace floodgate {
@@ -26,7 +27,7 @@ ProxyStep SynProxy::from_client(const PacketInfo &info, uint8_t *tcp, uint32_t t
         case FlowState::opening:
             if ((info.tcp_flags & kTcpRst) != 0) return ProxyStep::drop;  // the sweep ends it
             if (f->held_count >= kHeldPerFlow || held_now_ >= held_capacity_) {
-                ++stats_.held_dropped;
+                ++stats_.proxy_held_dropped;
                 return ProxyStep::drop;
             }
             return ProxyStep::hold;
@@ -48,22 +49,22 @@ ProxyStep SynProxy::open_from_ack(const PacketInfo &info, const uint8_t *tcp,
                                   ProxyFlow **flow) {
     ProxiedOptions o;
     if (!proxy_cookie_check(key_, info, now_ns, &o)) {
-        ++stats_.cookie_failed;
+        ++stats_.proxy_cookie_failed;
         return ProxyStep::not_proxied;
     }
     ProxyFlow *f = flows_->open(flow_key(info, true), now_ns);
     if (f == nullptr) {
-        ++stats_.table_full;
+        ++stats_.proxy_table_full;
         return ProxyStep::drop;
     }
     f->client = o;
     f->client_isn = info.tcp_seq - 1;
     f->cookie = info.tcp_ack - 1;
     f->announced_wscale = o.wscale == kNoWindowScale ? kNoWindowScale : a.wscale;
-    f->client_window = load_be16(tcp + 14);
+    f->client_window = load_be16(tcp + kTcpWindowOffset);
     *window = syn_window(f->client_window, o);
     *flow = f;
-    ++stats_.opened;
+    ++stats_.proxy_opened;
     return ProxyStep::server_syn;
 }
 
@@ -88,7 +89,7 @@ ProxyStep SynProxy::from_server(const PacketInfo &info, uint8_t *tcp, uint32_t t
                 // Refused: the client hears it as its own connection's reset, whose sequence
                 // number must be the one it expects next (RFC 5961 3.2): the cookie + 1.
                 rewrite_segment(tcp, tcp_len, SegmentRewrite{f->cookie + 1 - info.tcp_seq});
-                ++stats_.server_refused;
+                ++stats_.proxy_server_refused;
                 f->state = FlowState::failed;
                 f->last_ns = now_ns;
                 return ProxyStep::refused;
@@ -97,7 +98,7 @@ ProxyStep SynProxy::from_server(const PacketInfo &info, uint8_t *tcp, uint32_t t
             {
                 SynOptions server;
                 if (!read_syn_options(tcp, tcp_len, &server)) {
-                    ++stats_.untranslatable;
+                    ++stats_.proxy_untranslatable;
                     return ProxyStep::drop;
                 }
                 // Scaling is on only if both SYNs offered it (RFC 7323 2.2).
@@ -107,7 +108,7 @@ ProxyStep SynProxy::from_server(const PacketInfo &info, uint8_t *tcp, uint32_t t
             f->delta = f->cookie - info.tcp_seq;
             f->state = FlowState::open;
             f->last_ns = now_ns;
-            ++stats_.proxied;
+            ++stats_.proxy_established;
             break;
         case FlowState::open:
         case FlowState::closing:
@@ -146,10 +147,10 @@ ProxyStep SynProxy::translate(ProxyFlow &f, const PacketInfo &info, uint8_t *tcp
         r.shift_out = shift_of(f.announced_wscale);
     }
     if (!rewrite_segment(tcp, tcp_len, r)) {
-        ++stats_.untranslatable;
+        ++stats_.proxy_untranslatable;
         return ProxyStep::drop;
     }
-    ++stats_.translated;
+    ++stats_.proxy_translated;
     if ((info.tcp_flags & kTcpRst) != 0) {
         flows_->close(&f);
         return ProxyStep::forward;

@@ -26,6 +26,7 @@
 
 #include "dataplane/answer/proxy_cookie.h"
 #include "dataplane/api/rules.h"
+#include "dataplane/api/stats.h"
 #include "dataplane/core/answered_filter.h"
 #include "dataplane/core/proxy_flows.h"
 #include "dataplane/core/tcp_translate.h"
@@ -48,16 +49,9 @@ enum class ProxyStep : uint8_t {
 };
 
 struct SynProxyStats {
-    uint64_t opened = 0;          // valid cookies: the server was sent a SYN
-    uint64_t proxied = 0;         // the server answered: the connection is open
-    uint64_t server_refused = 0;  // the server answered the SYN with a RST
-    uint64_t server_timeout = 0;  // no answer within server_timeout
-    uint64_t table_full = 0;      // valid cookies with no room for their connection
-    uint64_t held = 0;            // client segments kept while the server answered
-    uint64_t held_dropped = 0;    // client segments past kHeldPerFlow, dropped
-    uint64_t untranslatable = 0;  // segments of a connection whose options were malformed
-    uint64_t cookie_failed = 0;   // ACKs of no connection whose number was no cookie: passed on
-    uint64_t translated = 0;      // segments moved between the two sequence spaces
+#define FG_X(name) uint64_t name = 0;
+    FG_SYN_PROXY_COUNTERS(FG_X)
+#undef FG_X
 };
 
 class SynProxy {
@@ -97,7 +91,7 @@ class SynProxy {
     void hold(ProxyFlow *flow, uint64_t handle) {
         flow->held[flow->held_count++] = handle;
         ++held_now_;
-        ++stats_.held;
+        ++stats_.proxy_held;
     }
     uint32_t holding() const { return held_now_; }
     // Ends a connection just opened whose SYN could not be written (its held handles none).
@@ -112,7 +106,7 @@ class SynProxy {
         flows_->sweep(now_ns, n, [&](ProxyFlow &f) {
             release_held(f, release);
             if (f.state != FlowState::opening) return false;  // idle, closed or failed
-            ++stats_.server_timeout;
+            ++stats_.proxy_server_timeout;
             f.state = FlowState::failed;
             f.last_ns = now_ns;
             return true;
@@ -141,7 +135,7 @@ class SynProxy {
     bool may_open(const PacketInfo &info, uint64_t now_ns) {
         if ((info.tcp_flags & (kTcpAck | kTcpRst | kTcpFin)) != kTcpAck) return false;
         if (answered_.may_contain(info, now_ns)) return true;
-        ++stats_.cookie_failed;
+        ++stats_.proxy_cookie_failed;
         return false;
     }
     // Hands a connection's held handles to release and forgets them.

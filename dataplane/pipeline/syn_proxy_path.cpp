@@ -107,22 +107,17 @@ Pipeline::ProxyOut Pipeline::proxy_server(const ProxyFrame &frame, uint64_t now_
 
 // The proxy's counters in a reading of this core's.
 void Pipeline::fill_proxy_counters(WorkerCounters *out) const {
-    out->proxy_table_full = proxy_fallbacks_;
     out->proxy_withheld = proxy_withheld_;
     out->proxy_client_resets = proxy_resets_;
+    if (proxy_) {
+        const SynProxyStats &s = proxy_->stats();
+#define FG_X(name) out->name = s.name;
+        FG_SYN_PROXY_COUNTERS(FG_X)
+#undef FG_X
+    }
+    out->proxy_table_full += proxy_fallbacks_;
     if (!proxy_) return;
-    const SynProxyStats &s = proxy_->stats();
     const ProxyFlowsStats &f = proxy_->flows()->stats();
-    out->proxy_opened = s.opened;
-    out->proxy_established = s.proxied;
-    out->proxy_server_refused = s.server_refused;
-    out->proxy_server_timeout = s.server_timeout;
-    out->proxy_table_full += s.table_full;
-    out->proxy_cookie_failed = s.cookie_failed;
-    out->proxy_held = s.held;
-    out->proxy_held_dropped = s.held_dropped;
-    out->proxy_translated = s.translated;
-    out->proxy_untranslatable = s.untranslatable;
     out->proxy_closed = f.closed;
     out->proxy_expired = f.timed_out;
     out->proxy_connections = proxy_->flows()->size();

@@ -219,7 +219,11 @@ class Dashboards(unittest.TestCase):
 
         def macro(name):
             body = re.search(r"#define %s\(X\)(.*?)\n\n" % name, stats, re.S).group(1)
-            return re.findall(r"X\((\w+)\)", body)
+            # A list may include another (FG_SYN_PROXY_COUNTERS(X) in FG_WORKER_COUNTERS).
+            names = []
+            for inner, counter in re.findall(r"(FG_\w+)\(X\)|\bX\((\w+)\)", body):
+                names += macro(inner) if inner else [counter]
+            return names
 
         written = set(re.findall(r'"(floodgate_\w+)"', source))
         written |= {"floodgate_%s_total" % c for c in macro("FG_WORKER_COUNTERS")}

@@ -142,12 +142,12 @@ TEST_P(SynProxyNet, AWholeConnection) {
     EXPECT_TRUE(released.empty());
 
     const SynProxyStats &st = proxy_.stats();
-    EXPECT_EQ(st.opened, 1u);
-    EXPECT_EQ(st.proxied, 1u);
-    EXPECT_EQ(st.held, 1u);
-    EXPECT_EQ(
-        st.server_refused + st.server_timeout + st.table_full + st.held_dropped + st.untranslatable,
-        0u);
+    EXPECT_EQ(st.proxy_opened, 1u);
+    EXPECT_EQ(st.proxy_established, 1u);
+    EXPECT_EQ(st.proxy_held, 1u);
+    EXPECT_EQ(st.proxy_server_refused + st.proxy_server_timeout + st.proxy_table_full +
+                  st.proxy_held_dropped + st.proxy_untranslatable,
+              0u);
 }
 
 TEST_P(SynProxyNet, WrongCookiesStoreNothing) {
@@ -166,7 +166,7 @@ TEST_P(SynProxyNet, WrongCookiesStoreNothing) {
     Seg rst = from_client_seg(n, kRst | kAck, kClientIsn + 1, cookie + 1, 0);
     EXPECT_EQ(client(rst), ProxyStep::not_proxied);
     EXPECT_EQ(flows_.size(), 0u);
-    EXPECT_EQ(proxy_.stats().opened, 0u);
+    EXPECT_EQ(proxy_.stats().proxy_opened, 0u);
 }
 
 TEST_P(SynProxyNet, TheServerRefuses) {
@@ -186,7 +186,7 @@ TEST_P(SynProxyNet, TheServerRefuses) {
     Seg r = parsed(rst.frame);
     EXPECT_EQ(r.info.tcp_seq, cookie + 1) << "the client's RCV.NXT";
     EXPECT_TRUE(r.checksum_ok());
-    EXPECT_EQ(proxy_.stats().server_refused, 1u);
+    EXPECT_EQ(proxy_.stats().proxy_server_refused, 1u);
     // The held segment is freed by the sweep; the client's next segment is reset.
     std::vector<uint64_t> released;
     proxy_.sweep(kT0, 1u << 20, [&](uint64_t h) { released.push_back(h); });
@@ -194,7 +194,7 @@ TEST_P(SynProxyNet, TheServerRefuses) {
     Seg again = from_client_seg(n, kAck | kPsh, kClientIsn + 11, cookie + 1, 502, {}, 10);
     ASSERT_EQ(client(again), ProxyStep::reset_client);
     EXPECT_EQ(flows_.size(), 0u);
-    EXPECT_EQ(proxy_.stats().server_timeout, 0u);
+    EXPECT_EQ(proxy_.stats().proxy_server_timeout, 0u);
 }
 
 TEST_P(SynProxyNet, TheServerTimesOut) {
@@ -212,15 +212,15 @@ TEST_P(SynProxyNet, TheServerTimesOut) {
             EXPECT_EQ(step, ProxyStep::drop);
         }
     }
-    EXPECT_EQ(proxy_.stats().held, kHeldPerFlow);
-    EXPECT_EQ(proxy_.stats().held_dropped, 1u);
+    EXPECT_EQ(proxy_.stats().proxy_held, kHeldPerFlow);
+    EXPECT_EQ(proxy_.stats().proxy_held_dropped, 1u);
     std::vector<uint64_t> released;
     auto release = [&](uint64_t h) { released.push_back(h); };
     proxy_.sweep(kT0 + 3 * kProxySecond - 1, 1u << 20, release);
     EXPECT_TRUE(released.empty());
     proxy_.sweep(kT0 + 3 * kProxySecond, 1u << 20, release);
     EXPECT_EQ(released, (std::vector<uint64_t>{1, 2, 3, 4}));
-    EXPECT_EQ(proxy_.stats().server_timeout, 1u);
+    EXPECT_EQ(proxy_.stats().proxy_server_timeout, 1u);
     EXPECT_EQ(flows_.size(), 1u) << "failed, kept for the client's next segment";
     // A SYN-ACK that comes after all is dropped; the client's next segment is reset.
     Seg synack = from_server_seg(n, kSyn | kAck, kServerIsn, kClientIsn + 1, 29200, kServerOptions);
@@ -236,7 +236,7 @@ TEST_P(SynProxyNet, TheServerTimesOut) {
     EXPECT_EQ(flows_.size(), 1u);
     proxy_.sweep(kT0 + 6 * kProxySecond, 1u << 20, release);
     EXPECT_EQ(flows_.size(), 0u);
-    EXPECT_EQ(proxy_.stats().server_timeout, 2u);
+    EXPECT_EQ(proxy_.stats().proxy_server_timeout, 2u);
 }
 
 TEST_P(SynProxyNet, AFullTableRefusesNewConnections) {
@@ -254,8 +254,8 @@ TEST_P(SynProxyNet, AFullTableRefusesNewConnections) {
             proxy.from_client(ack.info, ack.tcp(), ack.tcp_len(), announce_, kT0, &window_, &flow_);
         EXPECT_EQ(step, port == 40000 ? ProxyStep::server_syn : ProxyStep::drop);
     }
-    EXPECT_EQ(proxy.stats().table_full, 1u);
-    EXPECT_EQ(proxy.stats().opened, 1u);
+    EXPECT_EQ(proxy.stats().proxy_table_full, 1u);
+    EXPECT_EQ(proxy.stats().proxy_opened, 1u);
     EXPECT_EQ(one.size(), 1u);
 }
 
@@ -298,7 +298,7 @@ TEST_P(SynProxyNet, ARetransmittedSynAckIsAnsweredAgain) {
     Seg other =
         from_server_seg(n, kSyn | kAck, kServerIsn + 5, kClientIsn + 1, 29200, kServerOptions);
     EXPECT_EQ(server(other), ProxyStep::drop) << "not this connection's SYN-ACK";
-    EXPECT_EQ(proxy_.stats().proxied, 1u);
+    EXPECT_EQ(proxy_.stats().proxy_established, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(SynProxyNets, SynProxyNet,
