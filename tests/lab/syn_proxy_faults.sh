@@ -172,7 +172,7 @@ for c in "${cases[@]}"; do
     echo "FAIL $c: floodgate exited with $fg_rc"; tail -5 "$dir/floodgate.log"; failed=1
   fi
   if [ -f "$dir/result.json" ]; then
-    "${tools[@]}" check "$c" "$work" || failed=1
+    "$py" "$here/syn_proxy_faults_check.py" "$c" "$work" || failed=1
   else
     echo "FAIL $c: no client results"; failed=1
   fi
