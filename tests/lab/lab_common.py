@@ -1,14 +1,29 @@
-"""What the lab scripts' checks share (tests/lab/*_check.py imports it from its own folder).
+"""What the lab scripts' Python shares (tests/lab/*.py import it from their own folder).
 
 Work reads a lab's work folder forgivingly: a file a part of the run did not write reads as
 the default (JSON) or "" (text), so that the checks say which part failed rather than end in a
 traceback. Checks prints numbered ok/FAIL lines and ends with the count and the exit status.
-tsc_ratio and clock_allowance compare floodgate's clock with the kernel's.
+tsc_ratio and clock_allowance compare floodgate's clock with the kernel's. stamped_udp_server
+and stamp_and_drops: a lab's UDP server that takes the kernel's receive time of each datagram.
 """
 import json
 import os
 import re
+import socket
+import struct
 import sys
+
+SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>: Python's socket module does not name these two
+SO_RXQ_OVFL = 40
+
+
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def dump(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 class Work:
@@ -77,6 +92,32 @@ def tsc_ratio(dpdk_khz):
     if not dpdk_khz or not mhz:
         return None, mhz
     return mhz * 1000 / dpdk_khz, mhz
+
+
+def stamped_udp_server(addr, port, rcvbuf, timeout):
+    """A UDP socket on addr:port whose datagrams come with the kernel's receive time
+    (SO_TIMESTAMPNS, CLOCK_REALTIME: one clock in every namespace) and the socket's own count of
+    the datagrams it dropped (SO_RXQ_OVFL); read with recvmsg(2048, 256), then stamp_and_drops."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
+    s.bind((addr, port))
+    s.settimeout(timeout)
+    return s
+
+
+def stamp_and_drops(ancillary):
+    """(receive time in ns, the socket's drops so far) from recvmsg's ancillary data; None for
+    either one the kernel did not send (no drops yet: no SO_RXQ_OVFL message)."""
+    stamp = dropped = None
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", data[:16])
+            stamp = sec * 1_000_000_000 + nsec
+        elif level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL:
+            dropped = struct.unpack("I", data[:4])[0]
+    return stamp, dropped
 
 
 def clock_allowance(dpdk_khz):

@@ -30,6 +30,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from lab_common import dump, family  # tests/lab/lab_common.py
 from syn_proxy import checksum  # tests/lab/syn_proxy.py: RFC 1071's sum
 
 ETH_P_ALL = 0x0003
@@ -91,15 +92,6 @@ def packet_socket(ns, dev):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
     s.bind((dev, 0))
     return s
-
-
-def family(addr):
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
-
-
-def dump(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 # --- frames ----------------------------------------------------------------------------------
