@@ -107,8 +107,6 @@ echo "$PERIOD" >"$cg/cpu.cfs_period_us"
 cg_slow() { echo "$QUOTA" >"$cg/cpu.cfs_quota_us"; }
 cg_healthy() { echo -1 >"$cg/cpu.cfs_quota_us"; }
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 py=/usr/bin/python3
 tools=("$py" "$here/adaptive.py")
 offload_off=("$py" "$here/answers.py" offload-off)

@@ -63,7 +63,10 @@ import os
 import statistics
 import sys
 
+from lab_common import Work
+
 work, mode = sys.argv[1], sys.argv[2]
+lab = Work(work)
 results = sys.argv[3] if len(sys.argv) > 3 else None
 
 REACT_S = 6.0
@@ -75,11 +78,6 @@ TIMEOUT_SLACK = 0.10
 BIN_S = 0.5
 STALL_S = 2.0  # a gap between two stats readings (0.25 s apart) that voids a run
 DEEP = int(os.environ.get("BACKLOG", "5")) >= 128
-
-
-def load(run, name):
-    with open(os.path.join(work, run, name)) as f:
-        return json.load(f)
 
 
 def windowed_rate(samples, t0, window):
@@ -109,13 +107,13 @@ def bins(times, t0, end):
 
 
 def analyse(run):
-    tm = load(run, "times.json")
+    tm = lab.load(f"{run}/times.json")
     t0, slow, rec, end = tm["start"], tm["slow"] - tm["start"], tm["recover"] - tm["start"], \
         tm["end"] - tm["start"]
-    samples = load(run, "samples.json")["samples"]
-    server = load(run, "server.json")["responses"]
-    client = load(run, "client.json")["connections"]
-    ka = load(run, "keepalive.json")["clients"]
+    samples = lab.load(f"{run}/samples.json")["samples"]
+    server = lab.load(f"{run}/server.json")["responses"]
+    client = lab.load(f"{run}/client.json")["connections"]
+    ka = lab.load(f"{run}/keepalive.json")["clients"]
     new = tm["new_client"]
     a = {"name": run, "slow": slow, "recover": rec, "end": end, "times": tm}
     # floodgate's readings

@@ -25,16 +25,12 @@
 # root; cleans up after itself, also on failure. Only 198.18.0.0/15 and 2001:db8::/32, in
 # namespaces and veths the test creates and deletes. Every loop and wait is bounded.
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 mode="${2:-check}"
 case "$mode" in check | show) ;; *) echo "aggregate: mode $mode: check or show"; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fgg$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-aggregate.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fgg aggregate
 
 # The lab's addresses; the spoofed sources and the server's addresses and MAC are those of
 # floodgate-gen's syn-flood trace (perf/floodgate_gen.cpp).
@@ -52,18 +48,13 @@ new_timeout=6
 
 fg_pid="" tx_pid="" watch_pid="" first_pid="" clients_pid="" new_pid="" server_pid=""
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
-
 cleanup() { lab_cleanup "$watch_pid" "$first_pid" "$clients_pid" "$new_pid" "$server_pid"; }
 trap cleanup EXIT
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 # Processes signalled later are started with ip netns exec itself (it execs the command), not
 # through these functions: $! is then the process, not a subshell that would die of the signal.
 tools=(python3 "$here/aggregate.py")
-answers_tools=(python3 "$here/answers.py")  # offload-off, drops
+answers_tools=(python3 "$here/answers.py")  # drops
 
 wait_exit() {  # wait_exit PID SECONDS: bounded wait for PID to end; its status, 124 on timeout
   local deadline=$(( $(date +%s) + $2 ))
@@ -94,25 +85,9 @@ EOF
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
 make_wire "$tag" "$out_ns" "$in_ns"
-for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
-  echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${answers_tools[@]}" offload-off "$dev"
-  ip link set "$dev" up
-done
-in_out ip link set lo up
-in_out ip link set "$tag-op" address "$client_mac"
-in_out sysctl -qw "net.ipv6.conf.$tag-op.disable_ipv6=0"
-for a in "$client4" "$other4" "$new4"; do in_out ip addr add "$a/24" dev "$tag-op"; done
-in_out ip addr add "$client6/64" dev "$tag-op" nodad
-in_out "${answers_tools[@]}" offload-off "$tag-op"
-in_out ip link set "$tag-op" up
-in_in ip link set lo up
-in_in ip link set "$tag-ip" address "$server_mac"
-in_in sysctl -qw "net.ipv6.conf.$tag-ip.disable_ipv6=0"
-in_in ip addr add "$server4/24" dev "$tag-ip"
-in_in ip addr add "$server6/64" dev "$tag-ip" nodad
-in_in "${answers_tools[@]}" offload-off "$tag-ip"
-in_in ip link set "$tag-ip" up
+floodgate_sides "$tag"
+host_end "$out_ns" "$tag-op" "$client_mac" "$client4/24" "$other4/24" "$new4/24" "$client6/64"
+host_end "$in_ns" "$tag-ip" "$server_mac" "$server4/24" "$server6/64"
 # The server's SYN-ACKs to the spoofed sources that get through go back out through floodgate
 # to the outside namespace, which does not forward them: a server on a network with a default
 # route.

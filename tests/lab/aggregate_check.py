@@ -13,29 +13,15 @@ invariants.
 """
 import ipaddress
 import json
-import os
 import re
 import statistics
 import sys
 
+from lab_common import Checks, Work, clock_allowance, dpdk_tsc_khz
+
 SPOOFED = [ipaddress.ip_network("198.19.0.0/20"), ipaddress.ip_network("2001:db8:66::/48")]
 work, mode = sys.argv[1], sys.argv[2]
-
-
-def load(name, default=None):
-    try:
-        with open(os.path.join(work, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
-
-
-def text(name):
-    try:
-        with open(os.path.join(work, name)) as f:
-            return f.read()
-    except OSError:
-        return ""
+lab = Work(work)
 
 
 def spoofed(src):
@@ -45,7 +31,7 @@ def spoofed(src):
 
 def limit():
     """The aggregate rule's rate (per s), burst and reserve (percent), from the rules file."""
-    config = text("aggregate.yaml")
+    config = lab.text("aggregate.yaml")
     m = re.search(r"limit:\s*\{\s*rate:\s*(\d+)/s,\s*burst:\s*(\d+)", config)
     r = re.search(r"reserve:\s*\{\s*established:\s*(\d+)%,\s*verified:\s*(\d+)%,\s*known:\s*(\d+)%", config)
     return int(m.group(1)), int(m.group(2)), tuple(int(x) for x in r.groups())
@@ -53,7 +39,7 @@ def limit():
 
 def tx_summary():
     summary, rates = {}, []
-    for line in text("tx.log").splitlines():
+    for line in lab.text("tx.log").splitlines():
         if line.startswith("{"):
             summary = json.loads(line)
         elif line.startswith("tx ") and line.endswith(" pps"):
@@ -62,31 +48,18 @@ def tx_summary():
 
 
 def clock_ratio():
-    """How much faster floodgate's clock may run than the real one: its nanoseconds are TSC
-    ticks at the rate DPDK calibrated (EAL's debug log: "TSC frequency is ~N KHz", rounded to
-    10 MHz), the real ones ticks at the kernel's rate (/proc/cpuinfo's cpu MHz is its tsc_khz
-    on this VM). A ratio above 1 lets floodgate admit that much more than rate x real seconds.
-    (ratio, how it was found)."""
-    m = re.search(r"TSC frequency is ~(\d+) KHz", text("floodgate.log"))
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = float(re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read()).group(1))
-    except (OSError, AttributeError):
-        mhz = None
-    if not m or not mhz:
-        return 1.005, "unknown: 0.5% allowed (DPDK rounds its TSC rate to 10 MHz of ~2,600)"
-    dpdk_khz = int(m.group(1))
-    ratio = mhz * 1000 / dpdk_khz
-    return max(ratio, 1.0), f"TSC {mhz * 1000:,.0f} kHz (kernel) / {dpdk_khz:,} kHz (DPDK) = {ratio:.5f}"
+    """How much faster floodgate's clock may run than the real one (lab_common.tsc_ratio), from
+    its log's TSC rate. (ratio, how it was found)."""
+    return clock_allowance(dpdk_tsc_khz(lab.text("floodgate.log")))
 
 
-stats = load("stats.json", {}) or {}
-times = load("times.json", {}) or {}
-watch = load("watch.json", {}) or {}
-first = (load("first.json", {}) or {}).get("first_spoofed_syn") or {}
-clients = (load("clients.json", {}) or {}).get("clients", {})
-client_plan = load("clients.json", {}) or {}
-new = load("newclient.json", {}) or {}
+stats = lab.load("stats.json", {}) or {}
+times = lab.load("times.json", {}) or {}
+watch = lab.load("watch.json", {}) or {}
+first = (lab.load("first.json", {}) or {}).get("first_spoofed_syn") or {}
+clients = (lab.load("clients.json", {}) or {}).get("clients", {})
+client_plan = lab.load("clients.json", {}) or {}
+new = lab.load("newclient.json", {}) or {}
 addresses = times.get("addresses", {})
 established_srcs = addresses.get("established", [])
 new_src = addresses.get("new", "")
@@ -123,7 +96,7 @@ for dst in list(addresses.get("servers", [])) + sorted(set(flood) - set(addresse
 spoofed_total = sum(f.get("syns", 0) + f.get("others", 0) for f in flood.values())
 nic = {n["role"]: n for n in stats.get("nic", [])}
 outside_rx = nic.get("outside", {}).get("rx_packets", 0)
-b, a = load("drops-before-host.json", {}) or {}, load("drops-after-host.json", {}) or {}
+b, a = lab.load("drops-before-host.json", {}) or {}, lab.load("drops-after-host.json", {}) or {}
 outside_dev = next((d for d in a if d.endswith("-o")), None)
 offered = a[outside_dev]["rx_packets"] - b.get(outside_dev, {}).get("rx_packets", 0) if outside_dev else None
 seen_at_server = sum(f.get("syns", 0) + f.get("others", 0) for f in flood.values()) + sum(
@@ -184,14 +157,7 @@ if mode != "check":
     sys.exit(0)
 
 print("=== checks ===")
-failures, n = [], [0]
-
-
-def check(cond, what):
-    n[0] += 1
-    print(f"{'ok  ' if cond else 'FAIL'} {n[0]:2d}. {what}")
-    if not cond:
-        failures.append(what)
+check = Checks()
 
 
 ex = times.get("exit", {})
@@ -221,8 +187,7 @@ check(summary.get("sent", 0) > allowed and spoofed_total < summary.get("sent", 0
       f"> {allowed:,.0f} allowed toward both addresses; {spoofed_total:,} reached the server")
 if not stats:
     check(False, "floodgate wrote its stats")
-    print(f"{len(failures)} of {n[0]} checks failed")
-    sys.exit(1)
+    check.finish()
 check(rule.get("refused_new", 0) > 0 and rule.get("refused_established", -1) == 0,
       f"rule web-total refused new sources ({rule.get('refused_new', 0):,}) and no established "
       f"one ({rule.get('refused_established', 0):,})")
@@ -242,5 +207,4 @@ for name, r in rules.items():
           + " (established, verified, known, new)")
 check(stats["packets"] == stats["passed"] + stats["dropped"],
       f"packets {stats['packets']:,} = passed {stats['passed']:,} + dropped {stats['dropped']:,}")
-print(f"{len(failures)} of {n[0]} checks failed")
-sys.exit(1 if failures else 0)
+check.finish()

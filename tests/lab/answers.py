@@ -21,7 +21,6 @@ Every loop is bounded in packets and in time. Addresses are the lab's, in 198.18
 import ctypes
 import errno
 import fcntl
-import json
 import select
 import signal
 import socket
@@ -29,16 +28,9 @@ import struct
 import sys
 import time
 
+from lab_common import dump, family  # beside this file
+
 ETH_P_ALL = 0x0003
-
-
-def family(addr):
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
-
-
-def dump(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 def offload_off(devs):

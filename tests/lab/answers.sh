@@ -29,17 +29,13 @@
 # 2001:db8::/32, in namespaces and veths the test creates and deletes. Every loop is bounded in
 # packets and time.
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 workers="${2:-1}"
 mode="${3:-check}"
 case "$mode" in check | show | baseline) ;; *) echo "answers: mode $mode: check, show or baseline"; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fga$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-answers.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fga answers
 
 # The lab's addresses. The spoofed sources and the server's addresses and MAC are also those
 # of floodgate-gen's syn-flood trace (perf/floodgate_gen.cpp).
@@ -57,16 +53,10 @@ flood_pps=150000
 
 fg_pid="" tx_pid="" syn_pid="" flood_pids=() server_pids=()
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
-
 cleanup() { lab_cleanup "$syn_pid" "${flood_pids[@]}" "${server_pids[@]}"; }
 trap cleanup EXIT
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/answers.py")  # tests/lab/answers.py, run in either namespace
-
 
 # --- the rules: the answers run's config, and the baseline's derived from it ----------------
 cat >"$work/answers.yaml" <<'EOF'
@@ -106,26 +96,9 @@ sed -e '/^answers:/,/^rules:/{/^rules:/!d}' -e 's/action: .*/action: drop/' \
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
 make_wire "$tag" "$out_ns" "$in_ns" "$workers"
-for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
-  echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${tools[@]}" offload-off "$dev"
-  ip link set "$dev" up
-done
-in_out ip link set lo up
-in_out ip link set "$tag-op" address "$client_mac"
-in_out sysctl -qw "net.ipv6.conf.$tag-op.disable_ipv6=0"
-in_out ip addr add "$client4/24" dev "$tag-op"
-in_out ip addr add "$other4/24" dev "$tag-op"
-in_out ip addr add "$client6/64" dev "$tag-op" nodad
-in_out "${tools[@]}" offload-off "$tag-op"
-in_out ip link set "$tag-op" up
-in_in ip link set lo up
-in_in ip link set "$tag-ip" address "$server_mac"
-in_in sysctl -qw "net.ipv6.conf.$tag-ip.disable_ipv6=0"
-in_in ip addr add "$server4/24" dev "$tag-ip"
-in_in ip addr add "$server6/64" dev "$tag-ip" nodad
-in_in "${tools[@]}" offload-off "$tag-ip"
-in_in ip link set "$tag-ip" up
+floodgate_sides "$tag"
+host_end "$out_ns" "$tag-op" "$client_mac" "$client4/24" "$other4/24" "$client6/64"
+host_end "$in_ns" "$tag-ip" "$server_mac" "$server4/24" "$server6/64"
 # Replies to the spoofed sources (in the baseline, where their SYNs reach the server) go back
 # out through floodgate to the outside namespace, which does not forward them: a server on a
 # network with a default route.

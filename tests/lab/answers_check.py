@@ -22,6 +22,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import traffic  # noqa: E402  (read_pcap, source_of)
 from flood_sources import spoofed  # noqa: E402
+from lab_common import Checks, Work  # noqa: E402
 
 # The stats JSON names of the answers feature, in one place.
 NAMES = {
@@ -47,22 +48,15 @@ SERVER_COUNTERS = ["TcpPassiveOpens", "TcpExtListenDrops", "TcpExtListenOverflow
 FIRST_MAX_S, FIRST_LOST_MAX_S, LATER_MAX_S = 1.5, 3.5, 0.5
 
 work, mode, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
+lab = Work(work)
 
 
 def load(run, name, default=None):
-    try:
-        with open(os.path.join(work, run, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
+    return lab.load(os.path.join(run, name), default)
 
 
 def text(run, name):
-    try:
-        with open(os.path.join(work, run, name)) as f:
-            return f.read()
-    except OSError:
-        return ""
+    return lab.text(os.path.join(run, name))
 
 
 def tx_summary(run):
@@ -194,18 +188,7 @@ def report(run):
                   f"refused {r['refused']:,}{extra}")
 
 
-failures = []
-
-
-def check(cond, what):
-    n = len(checks_done) + 1
-    checks_done.append(cond)
-    print(f"{'ok  ' if cond else 'FAIL'} {n:2d}. {what}")
-    if not cond:
-        failures.append(what)
-
-
-checks_done = []
+check = Checks()
 
 
 def caps(run):
@@ -429,5 +412,4 @@ if len(runs) > 1:
     row("UDP port 9 over the limit (v4)", lambda r: ", ".join(sorted(set(results(r, "udp9-4.json", "sends")[0][2:]))))
 if mode == "check" and "answers" in runs:
     assert_answers("answers")
-    print(f"{len(failures)} of {len(checks_done)} checks failed")
-    sys.exit(1 if failures else 0)
+    check.finish()

@@ -26,15 +26,11 @@ Addresses are the lab's, in 198.18.0.0/15.
 import json
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 
-from answers import dump  # tests/lab/answers.py, beside this file
-
-SO_TIMESTAMPNS = 35
-SO_RXQ_OVFL = 40
+from lab_common import dump, stamp_and_drops, stamped_udp_server  # beside this file
 SOURCE_PORTS = range(20000, 20008)
 PAYLOAD = b"floodgate cluster lab\n"
 
@@ -44,12 +40,7 @@ def serve(addr, port, seconds, out):
     lost any datagram, so that what is counted is what the boxes passed."""
     drain = []
     signal.signal(signal.SIGUSR1, lambda *_: drain.append(time.monotonic()))
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
-    s.bind((addr, port))
-    s.settimeout(0.1)
+    s = stamped_udp_server(addr, port, 8 << 20, 0.1)
     times, sources, dropped = [], {}, 0
     deadline = time.monotonic() + seconds
     last = time.monotonic()
@@ -64,13 +55,9 @@ def serve(addr, port, seconds, out):
         except InterruptedError:
             continue
         last = time.monotonic()
-        stamp = None
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", data[:16])
-                stamp = sec * 1_000_000_000 + nsec
-            elif level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL:
-                dropped = struct.unpack("I", data[:4])[0]
+        stamp, drops = stamp_and_drops(ancillary)
+        if drops is not None:
+            dropped = drops
         times.append(stamp if stamp is not None else time.time_ns())
         sources[src] = sources.get(src, 0) + 1
     dump(out, {"times_ns": times, "sources": sources, "socket_dropped": dropped,

@@ -21,17 +21,19 @@ GCRA (b, T) of the server's receive times, with test_cluster.py's worst_gcra_exc
 steady part of the sending: from a second after both senders started (they start once both
 boxes have joined) to the end of the first to finish.
 """
-import json
 import math
 import os
 import re
 import sys
+
+from lab_common import Checks, Work, clock_allowance, dpdk_tsc_khz
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "control"))
 from test_cluster import worst_gcra_excess  # noqa: E402  (the same measure as the control test)
 
 work, mode = sys.argv[1], sys.argv[2]
+lab = Work(work)
 
 BOXES = 2
 SKIP_S = 1.0  # the start of the sending left out of the steady window
@@ -39,51 +41,25 @@ SHARED_MIN, LOCAL_MIN = 0.8, 1.6  # x the rate: not starved; unshared, about twi
 SENT_MIN = 0.9  # x the planned rate: the senders offered what they were asked to
 
 
-def load(path, default=None):
-    try:
-        with open(os.path.join(work, path)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
-
-
-def text(path):
-    try:
-        with open(os.path.join(work, path)) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def limit():
     """The rule's rate (per s) and burst, from the rules file."""
-    m = re.search(r"limit:\s*\{\s*rate:\s*(\d+)/s,\s*burst:\s*(\d+)", text("shared.yaml"))
+    m = re.search(r"limit:\s*\{\s*rate:\s*(\d+)/s,\s*burst:\s*(\d+)", lab.text("shared.yaml"))
     return int(m.group(1)), int(m.group(2))
 
 
 def clock_ratio():
-    """How much faster floodgate's clock may run than the real one (as aggregate_check.py): its
-    nanoseconds are TSC ticks at the rate DPDK calibrated (EAL's debug log, rounded to 10 MHz),
-    the real ones at the kernel's rate (/proc/cpuinfo's cpu MHz). A ratio above 1 lets each box
-    admit that much more than rate x real seconds. (ratio, how it was found)."""
-    khz = [int(m.group(1)) for box in "ab" for m in
-           [re.search(r"TSC frequency is ~(\d+) KHz", text(f"shared/floodgate-{box}.log"))] if m]
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = float(re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read()).group(1))
-    except (OSError, AttributeError):
-        mhz = None
-    if not khz or not mhz:
-        return 1.005, "unknown: 0.5% allowed (DPDK rounds its TSC rate to 10 MHz of ~2,600)"
-    ratio = mhz * 1000 / min(khz)
-    return max(ratio, 1.0), (f"TSC {mhz * 1000:,.0f} kHz (kernel) / {min(khz):,} kHz (DPDK) = "
-                             f"{ratio:.5f}")
+    """How much faster floodgate's clock may run than the real one (lab_common.tsc_ratio), from
+    the log of the box whose clock runs fastest: each box admits that much more than rate x
+    real seconds.
+    (ratio, how it was found)."""
+    khz = [k for box in "ab" for k in [dpdk_tsc_khz(lab.text(f"shared/floodgate-{box}.log"))] if k]
+    return clock_allowance(min(khz) if khz else None)
 
 
 def run(name):
     """One run's figures over its steady window."""
-    server = load(f"{name}/server.json", {}) or {}
-    sent = {box: load(f"{name}/sent-{box}.json", {}) or {} for box in "ab"}
+    server = lab.load(f"{name}/server.json", {}) or {}
+    sent = {box: lab.load(f"{name}/sent-{box}.json", {}) or {} for box in "ab"}
     times = sorted(server.get("times_ns", []))
     starts = [s.get("start") for s in sent.values()]
     ends = [s.get("end") for s in sent.values()]
@@ -100,17 +76,17 @@ def run(name):
 
 
 def rule_counters(name, box):
-    stats = load(f"{name}/stats-{box}.json", {}) or {}
+    stats = lab.load(f"{name}/stats-{box}.json", {}) or {}
     return next((x for x in stats.get("rules", []) if x.get("name") == "to_server"), {})
 
 
 def exits(name):
-    return {box: text(f"{name}/exit-{box}").strip() or "?" for box in "ab"}
+    return {box: lab.text(f"{name}/exit-{box}").strip() or "?" for box in "ab"}
 
 
 rate, burst = limit()
 interval_ns = 1_000_000_000 // rate  # T
-times = load("times.json", {}) or {}
+times = lab.load("times.json", {}) or {}
 sync_ms = times.get("sync_ms", 100)
 lag_ms = 3 * sync_ms  # L: two sync intervals plus the rounds' time, at most
 cross_bound = (BOXES - 1) * (burst + math.ceil(lag_ms * 1_000_000 / interval_ns))  # 350
@@ -126,7 +102,7 @@ for r in (shared, local):
 
 def cluster_view(when, box):
     """The dataplane's cluster section of floodctl status -j, before or after the traffic."""
-    return ((load(f"shared/status-{when}-{box}.json", {}) or {}).get("dataplane") or {}).get(
+    return ((lab.load(f"shared/status-{when}-{box}.json", {}) or {}).get("dataplane") or {}).get(
         "cluster") or {}
 
 
@@ -163,21 +139,14 @@ for name, r in (("shared", shared), ("local", local)):
                   f"failed), told {c.get('told_packets')} packets, charged "
                   f"{c.get('charged_packets')}")
             lines = [line[len("floodgate: cluster "):] for line in
-                     text(f"shared/floodgate-{box}.log").splitlines()
+                     lab.text(f"shared/floodgate-{box}.log").splitlines()
                      if line.startswith("floodgate: cluster ")]
             print(f"  box {box.upper()}'s dataplane said: " + "; ".join(lines))
 
 if mode == "show":
     sys.exit(0)
 
-failures, n = [], [0]
-
-
-def check(cond, what):
-    n[0] += 1
-    print(f"{'ok  ' if cond else 'FAIL'} {n[0]:2d}. {what}")
-    if not cond:
-        failures.append(what)
+check = Checks()
 
 
 for name, r in (("shared", shared), ("local", local)):
@@ -221,5 +190,4 @@ check(local["rate"] >= LOCAL_MIN * rate,
 check(local["excess"] is not None and local["excess"] > excess_bound,
       f"local, for comparison: worst excess over one GCRA {local['excess']} > {excess_bound}, "
       f"the bound the shared run kept")
-print(f"{len(failures)} of {n[0]} checks failed")
-sys.exit(1 if failures else 0)
+check.finish()

@@ -13,6 +13,25 @@ stop() {  # stop PID: SIGINT, up to 10 s to finish, then SIGKILL
 
 lab_name="$(basename "$0" .sh)"
 
+# lab_begin BUILD_DIR TAG NAME: what a lab script sets first, after sourcing this file from
+# $here: $build (BUILD_DIR, absolute), $root (the source tree), $tag (TAG and the script's
+# pid: its veths' and DPDK runtime directories' names), $out_ns and $in_ns (make_wire's
+# namespaces), $work (a new /tmp/floodgate-NAME.XXXXXX), and the hugepages count before the
+# run ($hugepages_before, which lab_remove gives back).
+# shellcheck disable=SC2034,SC2154  # sets what the sourcing script uses; $here: set by it
+lab_begin() {
+  build="$(cd "$1" && pwd)"
+  root="$(cd "$here/../.." && pwd)"
+  tag="$2$$"
+  out_ns="$tag-out" in_ns="$tag-in"
+  work="$(mktemp -d "/tmp/floodgate-$3.XXXXXX")"
+  hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+}
+
+in_out() { ip netns exec "$out_ns" "$@"; }  # a command in make_wire's outside namespace
+in_in() { ip netns exec "$in_ns" "$@"; }    # ... in its inside one
+
 wait_for() {  # wait_for FILE PATTERN SECONDS PID: bounded wait for a line PID prints
   local deadline=$(( $(date +%s) + $3 ))
   until grep -q "$2" "$1" 2>/dev/null; do
@@ -57,6 +76,48 @@ quiet_link() {  # quiet_link NS|"" DEV: up, no IPv6 (no router solicitations or 
   [ -n "$ns" ] && run=(ip netns exec "$ns")
   "${run[@]}" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6"
   "${run[@]}" ip link set "$dev" up
+}
+
+# floodgate_sides TAG: floodgate's veths TAG-o and TAG-i, for a wire whose ends are hosts
+# (host_end): no IPv6 of their own, checksum offloads off (answers.py offload-off says why), up.
+# shellcheck disable=SC2154  # $here: set by the sourcing script
+floodgate_sides() {
+  local dev
+  for dev in "$1-o" "$1-i"; do
+    echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
+    python3 "$here/answers.py" offload-off "$dev"
+    ip link set "$dev" up
+  done
+}
+
+# host_end NS DEV MAC ADDR/LEN...: one end of the wire as a host: lo up, DEV with MAC and IPv6
+# on, the addresses in order (IPv6 ones without duplicate address detection, so that they are
+# usable at once), checksum offloads off, up.
+# shellcheck disable=SC2154  # $here: set by the sourcing script
+host_end() {
+  local ns="$1" dev="$2" mac="$3" a
+  shift 3
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" ip link set "$dev" address "$mac"
+  ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=0"
+  for a in "$@"; do
+    case "$a" in
+      *:*) ip netns exec "$ns" ip addr add "$a" dev "$dev" nodad ;;
+      *) ip netns exec "$ns" ip addr add "$a" dev "$dev" ;;
+    esac
+  done
+  ip netns exec "$ns" python3 "$here/answers.py" offload-off "$dev"
+  ip netns exec "$ns" ip link set "$dev" up
+}
+
+# quiet_wire TAG OUT_NS IN_NS [QUEUES]: make_wire's wire with its four ends quiet_link'ed, for
+# a lab that sends raw frames and adds no addresses.
+quiet_wire() {
+  make_wire "$@"
+  quiet_link "" "$1-o"
+  quiet_link "" "$1-i"
+  quiet_link "$2" "$1-op"
+  quiet_link "$3" "$1-ip"
 }
 
 # tx_memory PCAP: the EAL memory options for a floodgate-tx that sends PCAP: what it says it

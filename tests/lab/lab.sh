@@ -13,32 +13,21 @@
 #
 # Addresses: 198.18.0.0/15 and 2001:db8::/32 only, in frames sent raw on the test's own veths.
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 workers="${2:-1}"
 mode="${3:-check}"
 pmd="${4:-af_packet}"
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fgl$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-lab.XXXXXX)"
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fgl lab
 fg_pid=""
 recv_pid=""
 ctl_pid=""
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
-
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
 
 cleanup() { lab_cleanup "$recv_pid"; }
 trap cleanup EXIT
 
-make_wire "$tag" "$out_ns" "$in_ns" "$workers"  # one queue pair per worker
-quiet_link "" "$tag-o"
-quiet_link "" "$tag-i"
-quiet_link "$out_ns" "$tag-op"
-quiet_link "$in_ns" "$tag-ip"
+quiet_wire "$tag" "$out_ns" "$in_ns" "$workers"  # one queue pair per worker
 
 "$build/perf/floodgate-gen" lab --out "$work/lab.pcap" >/dev/null
 

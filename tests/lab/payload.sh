@@ -11,25 +11,16 @@
 #
 #   tests/lab/payload.sh BUILD_DIR
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fgw$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-payload.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fgw payload
 fg_pid="" dns_pid="" flood_pid="" ctl_pid=""
 server=198.18.1.1 client=198.18.1.10 flooder=198.18.1.11
 flood_rate=500 flood_seconds=4
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
-
 cleanup() { lab_cleanup "$flood_pid" "$dns_pid"; }
 trap cleanup EXIT
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/answers.py")  # offload-off, dnsflood
 
 # floodgate starts without the rule; floodctl loads it into the running dataplane (the

@@ -165,11 +165,7 @@ if [ "$kind" = tap ]; then
   send_ns="$fg_ns" send_if="$tag-o" recv_ns="$fg_ns" recv_if="$tag-i"
 else
   out_ns="$tag-out" in_ns="$tag-in"
-  make_wire "$tag" "$out_ns" "$in_ns"
-  quiet_link "" "$tag-o"
-  quiet_link "" "$tag-i"
-  quiet_link "$out_ns" "$tag-op"
-  quiet_link "$in_ns" "$tag-ip"
+  quiet_wire "$tag" "$out_ns" "$in_ns"
   run_fg=()
   if [ "$kind" = af_xdp ]; then
     ports=("--vdev=net_af_xdp0,iface=$tag-o,start_queue=0,queue_count=1"

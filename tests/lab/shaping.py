@@ -17,33 +17,22 @@ one (counted). The socket's own overflow counter (SO_RXQ_OVFL) says whether the 
 datagram, so that what is counted is what floodgate sent. Every loop is bounded in packets and
 time. Addresses are the lab's, in 198.18.0.0/15.
 """
-import json
 import signal
 import socket
 import struct
 import sys
 import time
 
-SO_TIMESTAMPNS = 35
-SO_RXQ_OVFL = 40
+from lab_common import dump, stamp_and_drops, stamped_udp_server  # beside this file
+
 MAGIC = b"FGSH"
 PAD = b"floodgate shaping lab\n"
-
-
-def dump(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 def serve(addr, port, seconds, expect, idle, out):
     drain = []
     signal.signal(signal.SIGUSR1, lambda *_: drain.append(time.monotonic()))
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
-    s.bind((addr, port))
-    s.settimeout(0.05)
+    s = stamped_udp_server(addr, port, 4 << 20, 0.05)
     seqs, times, foreign, unstamped, dropped = [], [], 0, 0, 0
     started = time.monotonic()
     deadline = started + seconds
@@ -68,13 +57,9 @@ def serve(addr, port, seconds, expect, idle, out):
         except (socket.timeout, InterruptedError):
             continue
         last = time.monotonic()
-        stamp = None
-        for level, kind, cdata in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", cdata[:16])
-                stamp = sec * 1_000_000_000 + nsec
-            elif level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL:
-                dropped = struct.unpack("I", cdata[:4])[0]
+        stamp, drops = stamp_and_drops(ancillary)
+        if drops is not None:
+            dropped = drops
         if len(data) < 8 or data[:4] != MAGIC:
             foreign += 1
             continue

@@ -49,8 +49,6 @@ source "$here/common.sh"
 cleanup() { lab_cleanup "$sender_pid" "$server_pid"; }
 trap cleanup EXIT
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/shaping.py")
 offload_off=(python3 "$here/answers.py" offload-off)
 

@@ -36,13 +36,14 @@ and 1,000 = received + shape_dropped; received in [101, 101 + floor(burst durati
 as time passes), +2 for where the burst starts and ends in the worker's rounds. Run stop:
 shape_flushed = delayed - shaped, held 0, received = shaped + 1.
 """
-import json
-import os
 import re
 import statistics
 import sys
 
+from lab_common import Checks, Work, dpdk_tsc_khz, tsc_ratio
+
 work, mode = sys.argv[1], sys.argv[2]
+lab = Work(work)
 
 COUNT = 1000
 T_NS = 10_000_000
@@ -50,22 +51,6 @@ MEDIAN_MARGIN_NS = 1_000_000
 SPAN_MIN_S, SPAN_MAX_S = 9.9, 10.5
 SMALL_QUEUE = 100
 SMALL_SLACK = 2
-
-
-def load(path, default=None):
-    try:
-        with open(os.path.join(work, path)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
-
-
-def text(path):
-    try:
-        with open(os.path.join(work, path)) as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def pct(sorted_xs, p):
@@ -77,9 +62,9 @@ def pct(sorted_xs, p):
 
 
 def figures(name):
-    server = load(f"{name}/server.json", {}) or {}
-    sent = load(f"{name}/sent.json", {}) or {}
-    stats = load(f"{name}/stats.json", {}) or {}
+    server = lab.load(f"{name}/server.json", {}) or {}
+    sent = lab.load(f"{name}/sent.json", {}) or {}
+    stats = lab.load(f"{name}/stats.json", {}) or {}
     rule = next((r for r in stats.get("rules", []) if r.get("name") == "shaped"), {})
     times = server.get("times_ns", [])
     seqs = server.get("seqs", [])
@@ -96,7 +81,7 @@ def figures(name):
         "span_s": (times[-1] - times[0]) / 1e9 if len(times) > 1 else 0.0,
         "first_after_ms": (times[0] - sent["start_ns"]) / 1e6 if times and sent else None,
         "burst_ms": sent.get("duration_ns", 0) / 1e6,
-        "exit": text(f"{name}/floodgate.exit").strip() or "?",
+        "exit": lab.text(f"{name}/floodgate.exit").strip() or "?",
     }
     return f
 
@@ -106,18 +91,13 @@ def ms(ns):
 
 
 def clock_note():
-    """floodgate's clock against the kernel's (as cluster_check.py): DPDK's TSC rate (EAL's
+    """floodgate's clock against the kernel's (lab_common.tsc_ratio): DPDK's TSC rate (EAL's
     debug log, rounded) and /proc/cpuinfo's."""
-    m = re.search(r"TSC frequency is ~(\d+) KHz", text("queue/floodgate.log"))
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = float(re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read()).group(1))
-    except (OSError, AttributeError):
-        mhz = None
-    if not m or not mhz:
+    dpdk_khz = dpdk_tsc_khz(lab.text("queue/floodgate.log"))
+    ratio, mhz = tsc_ratio(dpdk_khz)
+    if ratio is None:
         return "unknown"
-    ratio = mhz * 1000 / int(m.group(1))
-    return (f"TSC {mhz * 1000:,.0f} kHz (kernel) / {int(m.group(1)):,} kHz (DPDK): floodgate's "
+    return (f"TSC {mhz * 1000:,.0f} kHz (kernel) / {dpdk_khz:,} kHz (DPDK): floodgate's "
             f"10 ms = {10 / ratio:.4f} ms real")
 
 
@@ -128,7 +108,7 @@ print("rule shaped: UDP port 5300, key dst, 100/s burst 1, no reserve, action sh
       f"{COUNT} datagrams; floodgate's clock: {clock_note()}")
 for name, f in runs.items():
     r, top, srv = f["rule"], f["stats"], f["server"]
-    queue = re.search(r"queue: \{ packets: (\d+)", text(f"{name}/rules.yaml"))
+    queue = re.search(r"queue: \{ packets: (\d+)", lab.text(f"{name}/rules.yaml"))
     print(f"--- {name} (queue {queue.group(1) if queue else '?'} packets)")
     print(f"  sender: {f['sent'].get('sent', 0)} sent in {f['burst_ms']:.2f} ms "
           f"({f['sent'].get('errors', 0)} errors)")
@@ -150,14 +130,7 @@ for name, f in runs.items():
 if mode == "show":
     sys.exit(0)
 
-failures, n = [], [0]
-
-
-def check(cond, what):
-    n[0] += 1
-    print(f"{'ok  ' if cond else 'FAIL'} {n[0]:2d}. {what}")
-    if not cond:
-        failures.append(what)
+check = Checks()
 
 
 for name, f in runs.items():
@@ -233,5 +206,4 @@ check(t["received"] == 1 + r.get("shaped", -1) and t["seqs"] == list(range(t["re
       f"stop: the server got exactly 1 + shaped = {1 + r.get('shaped', -1)} "
       f"({t['received']}), datagrams 0 to {t['received'] - 1}")
 
-print(f"{len(failures)} of {n[0]} checks failed")
-sys.exit(1 if failures else 0)
+check.finish()

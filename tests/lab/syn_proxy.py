@@ -29,6 +29,8 @@ import struct
 import sys
 import time
 
+from lab_common import dump  # beside this file
+
 ETH_P_IP = 0x0800
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 MSS = 1460
@@ -37,11 +39,6 @@ RTO_INITIAL_S = 1.0  # RFC 6298 2.1
 SYNS_MAX = 4         # the first and three retransmissions: 1 + 2 + 4 s
 RETRIES_MAX = 3      # the GET and the FIN, each
 DEADLINE_S = 15.0
-
-
-def dump(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
 
 
 def snapshot(stats, out, seconds, drained=False):

@@ -35,16 +35,12 @@
 # script creates and deletes, only 198.18.0.0/15 and 2001:db8::/32; cleans up after itself,
 # also on failure. Every loop is bounded in packets and time. About a minute.
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 mode="${2:-check}"
 case "$mode" in check | show) ;; *) echo "syn_proxy: mode $mode: check or show"; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fsp$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-syn-proxy.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fsp syn-proxy
 
 # The server's addresses and MAC are those of floodgate-gen's syn-flood trace
 # (perf/floodgate_gen.cpp), whose spoofed sources are 198.19.0.0/20 and 2001:db8:66::/48.
@@ -69,14 +65,9 @@ stats_interval_s=0.2  # how soon a snapshot of floodgate's stats sees what just 
 
 fg_pid="" tx_pid="" syn_pid="" cap_pids=() server_pids=()
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
-
 cleanup() { lab_cleanup "$syn_pid" "${cap_pids[@]}" "${server_pids[@]}"; }
 trap cleanup EXIT
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 tools=(python3 "$here/answers.py")  # tests/lab/answers.py, run in either namespace
 mine=(python3 "$here/syn_proxy.py")
 
@@ -109,35 +100,19 @@ EOF
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
 make_wire "$tag" "$out_ns" "$in_ns" 1
-for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
-  echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${tools[@]}" offload-off "$dev"
+floodgate_sides "$tag"
+for dev in "$tag-o" "$tag-i"; do
   # Every frame floodgate reads through one CPU's backlog. A veth queues a frame on the backlog
   # of the CPU that sent it, and a TCP sender sends from several (its process, and softirq on
   # ACKs), so the two backlogs reached floodgate's ring out of order now and then: 21 segments
   # of a 100 MB download 0.4 ms late, then 2,173 spurious retransmissions, in a drop run as
   # much as in a syn-proxy one. No NIC reorders a flow.
   echo 1 > "/sys/class/net/$dev/queues/rx-0/rps_cpus"
-  ip link set "$dev" up
 done
-in_out ip link set lo up
-in_out ip link set "$tag-op" address "$client_mac"
-in_out sysctl -qw "net.ipv6.conf.$tag-op.disable_ipv6=0"
-for a in 198.18.1.10 198.18.1.11 "$capture4" "$lossy4" "$before4" "$flood4" "${fresh_before[@]}" "${fresh_flood[@]}"; do
-  in_out ip addr add "$a/24" dev "$tag-op"
-done
-for a in 2001:db8:1::10 2001:db8:1:10::10 2001:db8:1:11::11 "$capture6" "$lossy6"; do
-  in_out ip addr add "$a/64" dev "$tag-op" nodad
-done
-in_out "${tools[@]}" offload-off "$tag-op"
-in_out ip link set "$tag-op" up
-in_in ip link set lo up
-in_in ip link set "$tag-ip" address "$server_mac"
-in_in sysctl -qw "net.ipv6.conf.$tag-ip.disable_ipv6=0"
-in_in ip addr add "$server4/24" dev "$tag-ip"
-in_in ip addr add "$server6/64" dev "$tag-ip" nodad
-in_in "${tools[@]}" offload-off "$tag-ip"
-in_in ip link set "$tag-ip" up
+out4=(198.18.1.10 198.18.1.11 "$capture4" "$lossy4" "$before4" "$flood4" "${fresh_before[@]}" "${fresh_flood[@]}")
+out6=(2001:db8:1::10 2001:db8:1:10::10 2001:db8:1:11::11 "$capture6" "$lossy6")
+host_end "$out_ns" "$tag-op" "$client_mac" "${out4[@]/%//24}" "${out6[@]/%//64}"
+host_end "$in_ns" "$tag-ip" "$server_mac" "$server4/24" "$server6/64"
 in_in ip -6 route add 2001:db8:1::/48 dev "$tag-ip"  # the clients' other /64s, on the link
 # The lossy client's kernel drops 1 in 100 segments from the server after the capture saw them
 # (AF_PACKET taps before netfilter): its ACKs then carry SACK blocks for floodgate to translate.

@@ -26,8 +26,10 @@ import subprocess
 import sys
 
 from flood_sources import spoofed  # tests/lab/flood_sources.py
+from lab_common import Work
 
 work, mode = sys.argv[1], sys.argv[2]
+lab = Work(work)
 rounds, big_mb, mid_mb, flood_curls = (int(x) for x in sys.argv[3:7])
 VARIANTS = ["v4-ts", "v4-nots", "v6-ts", "v6-nots"]
 CAPTURE4, CAPTURE6 = "198.18.1.12", "2001:db8:1:12::12"
@@ -71,19 +73,11 @@ def note(what):
 
 
 def load(*path, default=None):
-    try:
-        with open(os.path.join(work, *path)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
+    return lab.load(os.path.join(*path), default)
 
 
 def text(*path):
-    try:
-        with open(os.path.join(work, *path)) as f:
-            return f.read()
-    except OSError:
-        return ""
+    return lab.text(os.path.join(*path))
 
 
 def delta(after, before, key):

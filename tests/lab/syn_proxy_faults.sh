@@ -41,17 +41,13 @@
 # 2001:db8::/32, in namespaces and veths the script creates and deletes; every loop is bounded
 # in packets and time. About 15 s.
 set -euo pipefail
-build="$(cd "$1" && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fgf syn-proxy-faults
 shift
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(refused slow vanish acks storm)
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fgf$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-syn-proxy-faults.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
 
 # The addresses (syn_proxy_faults.py has the same).
 server4=198.18.1.1 server6=2001:db8:1::1 silent4=198.18.1.2
@@ -64,17 +60,11 @@ for i in $(seq 51 60); do raw4+=("198.18.1.$i"); done
 
 fg_pid="" server_pid=""
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
-
 cleanup() { lab_cleanup "$server_pid"; }
 trap cleanup EXIT
 
-in_out() { ip netns exec "$out_ns" "$@"; }
-in_in() { ip netns exec "$in_ns" "$@"; }
 py=/usr/bin/python3
 tools=("$py" "$here/syn_proxy_faults.py")
-offload_off=("$py" "$here/answers.py" offload-off)
 
 for c in "${cases[@]}"; do
   case "$c" in
@@ -85,28 +75,12 @@ done
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
 make_wire "$tag" "$out_ns" "$in_ns"
-for dev in "$tag-o" "$tag-i"; do  # floodgate's sides: no addresses, no IPv6 of their own
-  echo 1 > "/proc/sys/net/ipv6/conf/$dev/disable_ipv6"
-  "${offload_off[@]}" "$dev"
-  ip link set "$dev" up
-done
-in_out ip link set lo up
-in_out ip link set "$tag-op" address "$client_mac"
-in_out sysctl -qw "net.ipv6.conf.$tag-op.disable_ipv6=0"
-for a in "${client4[@]}"; do in_out ip addr add "$a/24" dev "$tag-op"; done
-for a in "${client6[@]}"; do in_out ip addr add "$a/64" dev "$tag-op" nodad; done
-in_out "${offload_off[@]}" "$tag-op"
-in_out ip link set "$tag-op" up
+floodgate_sides "$tag"
+host_end "$out_ns" "$tag-op" "$client_mac" "${client4[@]/%//24}" "${client6[@]/%//64}"
 in_out ip neigh replace "$server4" lladdr "$server_mac" dev "$tag-op" nud permanent
 in_out ip neigh replace "$silent4" lladdr "$server_mac" dev "$tag-op" nud permanent
 in_out ip -6 neigh replace "$server6" lladdr "$server_mac" dev "$tag-op" nud permanent
-in_in ip link set lo up
-in_in ip link set "$tag-ip" address "$server_mac"
-in_in sysctl -qw "net.ipv6.conf.$tag-ip.disable_ipv6=0"
-in_in ip addr add "$server4/24" dev "$tag-ip"
-in_in ip addr add "$server6/64" dev "$tag-ip" nodad
-in_in "${offload_off[@]}" "$tag-ip"
-in_in ip link set "$tag-ip" up
+host_end "$in_ns" "$tag-ip" "$server_mac" "$server4/24" "$server6/64"
 for a in "${client4[@]}" "${raw4[@]}"; do
   in_in ip neigh replace "$a" lladdr "$client_mac" dev "$tag-ip" nud permanent
 done
@@ -172,7 +146,7 @@ for c in "${cases[@]}"; do
     echo "FAIL $c: floodgate exited with $fg_rc"; tail -5 "$dir/floodgate.log"; failed=1
   fi
   if [ -f "$dir/result.json" ]; then
-    "${tools[@]}" check "$c" "$work" || failed=1
+    "$py" "$here/syn_proxy_faults_check.py" "$c" "$work" || failed=1
   else
     echo "FAIL $c: no client results"; failed=1
   fi

@@ -16,14 +16,10 @@
 #
 #   tests/lab/xdp_escalation.sh BUILD_DIR
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fge$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-escalation.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fge escalation
 fg_pid="" recv_pid="" client_pid="" flood_pid="" ctl_pid=""
 flood=198.18.66.6 client=198.18.1.19
 ttl_s=8
@@ -33,9 +29,6 @@ mount -t bpf bpf "$work/bpffs"
 export FLOODGATE_XDP_PIN_DIR="$work/bpffs/floodgate"
 floodctl=("$build/control/floodctl")
 send=(python3 "$here/escalation.py")
-
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
 
 cleanup() { lab_cleanup "$recv_pid" "$client_pid" "$flood_pid"; }
 trap cleanup EXIT
@@ -49,11 +42,7 @@ rules:
     escalate: { after: 1s, min_refused_rate: 200/s, ttl: 8s }
 YAML
 
-make_wire "$tag" "$out_ns" "$in_ns"
-quiet_link "" "$tag-o"
-quiet_link "" "$tag-i"
-quiet_link "$out_ns" "$tag-op"
-quiet_link "$in_ns" "$tag-ip"
+quiet_wire "$tag" "$out_ns" "$in_ns"
 
 start_xdp_dataplane 512
 

@@ -18,14 +18,10 @@
 #
 #   tests/lab/xdp_spread.sh BUILD_DIR
 set -euo pipefail
-build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-tag="fgs$$"
-out_ns="$tag-out" in_ns="$tag-in"
-work="$(mktemp -d /tmp/floodgate-spread.XXXXXX)"
-hugepages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-hugepages_before=$(cat "$hugepages" 2>/dev/null || echo "")
+# shellcheck source=tests/lab/common.sh
+source "$here/common.sh"
+lab_begin "$1" fgs spread
 fg_pid="" tx_pid=""
 flood_pps=100000
 
@@ -34,8 +30,6 @@ mount -t bpf bpf "$work/bpffs"
 export FLOODGATE_XDP_PIN_DIR="$work/bpffs/floodgate"
 floodctl=("$build/control/floodctl")
 
-# shellcheck source=tests/lab/common.sh
-source "$here/common.sh"
 trap lab_cleanup EXIT
 
 cat >"$work/rules.yaml" <<'YAML'
@@ -47,11 +41,7 @@ rules:
 YAML
 "$build/perf/floodgate-gen" mix-d --out "$work/mix-d.pcap" >/dev/null
 
-make_wire "$tag" "$out_ns" "$in_ns"
-quiet_link "" "$tag-o"
-quiet_link "" "$tag-i"
-quiet_link "$out_ns" "$tag-op"
-quiet_link "$in_ns" "$tag-ip"
+quiet_wire "$tag" "$out_ns" "$in_ns"
 
 start_xdp_dataplane 768
 
