@@ -264,7 +264,7 @@ def shell_commands(text, functions, builtins, wrappers=frozenset()):
     return found
 
 
-FUNCTION = re.compile(r"^[ \t]*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{(.*?\}[ \t]*$|.*?^[ \t]*\}$)",
+FUNCTION = re.compile(r"^[ \t]*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{(.*?\}[ \t]*(?:#[^\n]*)?$|.*?^[ \t]*\}$)",
                       re.M | re.S)
 
 
