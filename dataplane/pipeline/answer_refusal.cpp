@@ -24,7 +24,7 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
     }
     // syn-proxy challenges as syn-auth does when its connection table has no room.
     const AnswerKind kind =
-        r.answer == AnswerKind::syn_proxy && !proxy_room() ? AnswerKind::syn_cookie : r.answer;
+        r.answer == AnswerKind::syn_proxy && !proxy_.room() ? AnswerKind::syn_cookie : r.answer;
     *plan = plan_answer(kind, frame.bytes, frame.len, info);
     if (!plan->ok()) {
         ++rc.answer_skipped;
@@ -46,9 +46,9 @@ Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, con
     }
     if (plan->kind == AnswerKind::syn_cookie) {
         plan->cookie = syn_cookie(cookie_key_, info, cookie_slot(now_ns));
-        if (r.answer == AnswerKind::syn_proxy) ++proxy_fallbacks_;  // no room: challenged
+        if (r.answer == AnswerKind::syn_proxy) proxy_.note_fallback();  // no room: challenged
     } else if (plan->kind == AnswerKind::syn_proxy)
-        plan_proxy_answer(r, info, now_ns, plan);
+        proxy_.plan_syn_ack(r, info, now_ns, plan);
     plan->offload_checksums = checksum_offload_ && plan->kind != AnswerKind::icmp_unreachable;
     ++rc.answered;
     rc.answered_bytes += plan->answer_len;

@@ -35,7 +35,7 @@ void Pipeline::adopt(const RuleSet *rules) {
     rules_ = rules;
     serial_ = rules->serial();
     for (const CompiledRule &r : rules->rules()) mine_[r.index] = &r.state->per_core[core_];
-    if (old != nullptr && held_.size() > 0) keep_held(*old);
+    if (old != nullptr && !shaper_.empty()) shaper_.keep_across(*old, *rules, core_);
 }
 
 void Pipeline::decide(const uint8_t *const *frames, const uint32_t *lens, uint16_t n,
@@ -167,16 +167,16 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
                     // A passed segment toward a syn-proxy rule's servers that may be the
                     // proxy's (a connection it holds, a handshake's ACK) goes through it
-                    // (syn_proxy_path.cpp); the others go on at once.
-                    if (v == Verdict::pass && b.proxy_rule[i] != kNoProxyRule && proxy_ &&
-                        proxy_->wants(info, now_ns)) [[unlikely]]
+                    // (syn_proxy_path.h); the others go on at once.
+                    if (v == Verdict::pass && b.proxy_rule[i] != kNoProxyRule &&
+                        proxy_.wants(info, now_ns)) [[unlikely]]
                         v = Verdict::proxy;
                 }
                 break;
         }
         verdicts[i] = v;
         if (v == Verdict::delay) [[unlikely]]
-            b.held_item[i] = last_held_;
+            b.held_item[i] = shaper_.last_held();
         // An adaptive rule's sampled connection: the client's handshake end and request.
         if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip &&
             info.l4_proto == kProtoTcp && (info.tcp_flags & kTcpSyn) == 0) [[unlikely]]
@@ -208,6 +208,17 @@ inline void Pipeline::prefetch_check(const Check &c) {
 void Pipeline::prefetch_checks(Burst &b, unsigned from) {
     for (unsigned k = from; k < b.n_checks; ++k) prefetch_check(b.checks[k]);
     b.prefetched = true;
+}
+
+// The proxy's step for a frame of the decided burst; a completed handshake proves its source,
+// whose next connections then go straight to the server.
+Pipeline::ProxyOut Pipeline::proxy_client(uint16_t i, uint8_t *frame, uint32_t cap) {
+    const Burst &b = bursts_[decided_];
+    const CompiledRule &rule = rules_->rules()[b.proxy_rule[i]];
+    const ProxyOut out = proxy_.from_client(b.infos[i], frame, b.lens[i], cap, b.now_ns[i], rule);
+    if (out.step == ProxyStep::server_syn && verify(rule, b.infos[i], b.now_ns[i]))
+        ++mine(rule).counters.verified;
+    return out;
 }
 
 }  // namespace floodgate

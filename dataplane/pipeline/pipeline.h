@@ -16,10 +16,11 @@
 //
 // One concern a file: the decision's stages (pipeline.cpp), one packet's verdict from its
 // rules' checks (pipeline_inline.h, inlined into stage two, and rule_checks.cpp), the refusal's
-// answer (answer_refusal.cpp), shaping's held packets (shaping.cpp), adaptive limits and their
-// response samples (adaptive.cpp), syn-auth verification (syn_auth.cpp), trust classes and the
-// marks behind them (trust.cpp), this core's side of the merge (publish.cpp) and the readings
-// of its counters (read_stats.cpp).
+// answer (answer_refusal.cpp), adaptive limits and their response samples (adaptive.cpp),
+// syn-auth verification (syn_auth.cpp), trust classes and the marks behind them (trust.cpp),
+// this core's side of the merge (publish.cpp) and the readings of its counters
+// (read_stats.cpp). Two parts it holds have their own state: the shaper's held packets
+// (shaper.h) and the syn-proxy's connections (syn_proxy_path.h).
 #pragma once
 
 #include <atomic>
@@ -36,11 +37,11 @@
 #include "dataplane/core/remembered_filter.h"
 #include "dataplane/core/response_samples.h"
 #include "dataplane/core/ruleset.h"
-#include "dataplane/core/shape_wheel.h"
 #include "dataplane/pipeline/cluster_ledger.h"
 #include "dataplane/pipeline/merge.h"
 #include "dataplane/pipeline/refusal_samples.h"
-#include "dataplane/pipeline/syn_proxy.h"
+#include "dataplane/pipeline/shaper.h"
+#include "dataplane/pipeline/syn_proxy_path.h"
 
 namespace floodgate {
 
@@ -117,25 +118,23 @@ class Pipeline {
     const AnswerPlan &answer_plan(uint16_t i) const { return bursts_[decided_].plans[i]; }
     const PacketInfo &packet_info(uint16_t i) const { return bursts_[decided_].infos[i]; }
 
-    // Shaping (action: shape; shaping.cpp). A packet a shape rule would refuse waits, if its
+    // Shaping (action: shape; shaper.h). A packet a shape rule would refuse waits, if its
     // key's queue has room and fewer than capacity packets wait on this core (else it is
     // refused, shape_dropped): the verdict is delay, and the caller hands it over with hold()
     // before the next prepare() or decide(). release() gives back, in order, those whose time
     // has come by now_ns, and those a reload dropped (sent false): whole_slots as
     // ShapeWheel::pop_due. drop_held() gives back everything, dropped (a stopping core). Set
     // the capacity before the core runs (0, the default: a shape rule drops its excess).
-    struct Released {
-        uint64_t handle;
-        uint64_t release_ns;
-        bool sent;
-    };
-    void set_hold_capacity(uint32_t packets);
+    using Released = Shaper::Released;
+    void set_hold_capacity(uint32_t packets) { shaper_.set_capacity(packets); }
     void hold(uint16_t i, uint64_t handle) {
-        held_.item(bursts_[decided_].held_item[i]).handle = handle;
+        shaper_.set_handle(bursts_[decided_].held_item[i], handle);
     }
-    uint32_t holding() const { return held_.size() + static_cast<uint32_t>(flushed_.size()); }
-    unsigned release(uint64_t now_ns, bool whole_slots, Released *out, unsigned max);
-    unsigned drop_held(Released *out, unsigned max);
+    uint32_t holding() const { return shaper_.holding(); }
+    unsigned release(uint64_t now_ns, bool whole_slots, Released *out, unsigned max) {
+        return shaper_.release(now_ns, whole_slots, out, max);
+    }
+    unsigned drop_held(Released *out, unsigned max) { return shaper_.drop_all(out, max); }
 
     // Adaptive limits (limit.adaptive; adaptive.cpp). The worker calls tick() once a loop
     // pass, busy or not: it keeps the core's clock (for readings: whether a learned rate is
@@ -152,53 +151,36 @@ class Pipeline {
     // syn-proxy's cookies are under a key derived from it (proxy_cookie.h).
     void set_cookie_key(const CookieKey &key) {
         cookie_key_ = key;
-        proxy_key_ = proxy_cookie_key(key);
-        if (proxy_) proxy_->set_key(proxy_key_);
+        proxy_.set_key(key);
     }
 
-    // syn-proxy (syn_proxy_path.cpp). The connection table (this core's, outliving the
+    // syn-proxy (syn_proxy_path.h). The connection table (this core's, outliving the
     // pipeline) is given before the core runs; without one a syn-proxy rule challenges as
-    // syn-auth does (counted in proxy_table_full). Each step's frame is written in place in a
-    // buffer of cap bytes; len is its new length where it changed (server_syn, server_ack,
-    // reset_client); flow is the connection to hold() the frame in (hold) or whose held
-    // frames go next (server_ack: take each back with proxy_take_held() and pass it to
-    // proxy_held()) or are to be freed (refused).
-    struct ProxyOut {
-        ProxyStep step = ProxyStep::not_proxied;
-        uint32_t len = 0;
-        ProxyFlow *flow = nullptr;
-    };
-    void enable_syn_proxy(ProxyFlows *flows);
-    bool proxying() const { return proxy_ != nullptr && proxy_->flows()->size() > 0; }
+    // syn-auth does (counted in proxy_table_full). Each step's frame is written in place
+    // (SynProxyPath::Out): a server_ack's held frames go next (take each back with
+    // proxy_take_held() and pass it to proxy_held()).
+    using ProxyOut = SynProxyPath::Out;
+    using ProxyFrame = SynProxyPath::Frame;
+    void enable_syn_proxy(ProxyFlows *flows) { proxy_.enable(flows); }
+    bool proxying() const { return proxy_.active(); }
     // A frame of the last burst decided whose verdict was proxy (its length and time are read
     // from the arrays the burst was decided with, which must still hold them).
     ProxyOut proxy_client(uint16_t i, uint8_t *frame, uint32_t cap);
-    // A frame to rewrite in place: len bytes on the wire, the first captured of them at bytes
-    // (its headers among them), room for cap.
-    struct ProxyFrame {
-        uint8_t *bytes;
-        uint32_t len;
-        uint32_t captured;
-        uint32_t cap;
-    };
-    // A client frame held while its connection opened, once the server answered.
-    ProxyOut proxy_held(const ProxyFrame &frame, uint64_t now_ns);
-    // A frame from the inside (any: not_proxied unless it belongs to a proxied connection).
-    ProxyOut proxy_server(const ProxyFrame &frame, uint64_t now_ns);
-    void proxy_hold(ProxyFlow *flow, uint64_t handle) { proxy_->hold(flow, handle); }
-    unsigned proxy_take_held(ProxyFlow *flow, uint64_t *out) {
-        return proxy_->take_held(flow, out);
+    ProxyOut proxy_held(const ProxyFrame &frame, uint64_t now_ns) {
+        return proxy_.from_held(frame, now_ns);
     }
-    // Ends timed-out connections among the next n table slots; release(handle) frees each
-    // frame they held.
+    ProxyOut proxy_server(const ProxyFrame &frame, uint64_t now_ns) {
+        return proxy_.from_server(frame, now_ns);
+    }
+    void proxy_hold(ProxyFlow *flow, uint64_t handle) { proxy_.hold(flow, handle); }
+    unsigned proxy_take_held(ProxyFlow *flow, uint64_t *out) { return proxy_.take_held(flow, out); }
     template <class F>
     void proxy_sweep(uint64_t now_ns, uint32_t n, F &&release) {
-        if (proxying()) proxy_->sweep(now_ns, n, release);
+        proxy_.sweep(now_ns, n, release);
     }
-    // Frees every frame the connections hold (a stopping core).
     template <class F>
     void proxy_drop_held(F &&release) {
-        if (proxy_) proxy_->drop_held(release);
+        proxy_.drop_held(release);
     }
     // Whether the port answers leave by computes IPv4, TCP and UDP checksums itself
     // (AnswerPlan::offload_checksums).
@@ -355,10 +337,11 @@ class Pipeline {
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     void note_refusal(const PacketInfo &info, const Check &c);
 
-    // A shape rule's refusal (shaping.cpp): whether the packet waits (its TAT is then
-    // committed as an admission's; last_held_ is its wheel item) or is refused.
-    bool shape_hold(const CompiledRule &r, const Check &c, uint64_t now_ns);
-    [[gnu::cold]] void keep_held(const RuleSet &old);
+    // A shape rule's refusal: whether the packet waits (its TAT is then committed as an
+    // admission's; shaper_.last_held() is its wheel item) or is refused.
+    bool shape_hold(const CompiledRule &r, const Check &c, uint64_t now_ns) {
+        return shaper_.hold_refused(r, mine(r), c.entry != nullptr, c.new_tat_ns, c.cls, now_ns);
+    }
 
     // The refusal's answer and the answer caps (answer_refusal.cpp).
     Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
@@ -375,15 +358,7 @@ class Pipeline {
     bool verify(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns);
     [[gnu::cold]] void unverified_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
 
-    // syn-proxy (syn_proxy_path.cpp): room for a new connection, the SYN-ACK's cookie and
-    // announcement, one client segment's step, the proxy's counters in a reading.
-    static constexpr uint16_t kNoProxyRule = 0xffff;
-    bool proxy_room() const;
-    void plan_proxy_answer(const CompiledRule &r, const PacketInfo &info, uint64_t now_ns,
-                           AnswerPlan *plan);
-    ProxyOut proxy_segment(const PacketInfo &info, uint8_t *frame, uint32_t len, uint32_t cap,
-                           uint64_t now_ns, const CompiledRule *rule);
-    void fill_proxy_counters(WorkerCounters *out) const;
+    static constexpr uint16_t kNoProxyRule = 0xffff;  // Burst::proxy_rule: toward none
 
     // Trust classes, established and known marks (trust.cpp).
     [[gnu::cold]] void admit_by_class(const CompiledRule &r, const PacketInfo &info,
@@ -431,11 +406,7 @@ class Pipeline {
     // pipeline (live/dataplane.cpp, replay/replay.cpp), so no remembered key is missing from it.
     RememberedFilter remembered_;
     CookieKey cookie_key_;
-    CookieKey proxy_key_;
-    std::unique_ptr<SynProxy> proxy_;
-    uint64_t proxy_fallbacks_ = 0;  // syn-proxy SYNs challenged instead: no room for more
-    uint64_t proxy_withheld_ = 0;   // WorkerCounters::proxy_withheld
-    uint64_t proxy_resets_ = 0;     // WorkerCounters::proxy_client_resets
+    SynProxyPath proxy_;
     bool checksum_offload_ = false;
     uint64_t answer_core_tat_ns_ = 0;  // the per-core answer cap's GCRA state
     uint64_t mark_budget_tat_ns_ = 0;  // EstablishedProfile::mark_budget's GCRA state
@@ -443,10 +414,7 @@ class Pipeline {
     uint64_t next_sample_ns_ = 0;  // no connection sampled before (kAdaptiveSampleGapNs)
     uint64_t clock_ns_ = 0;
     bool ticked_ = false;  // a worker ticks every loop pass: the sweep is left to tick()
-    ShapeWheel held_;
-    uint32_t last_held_ = 0;
-    // Held packets a reload dropped, given back by the next release() (capacity reserved).
-    std::vector<uint64_t> flushed_;
+    Shaper shaper_{&counters_, mine_};
     // Two bursts: a prepared one waiting, and the one being decided or last decided (whose
     // plans the caller reads until the next burst is prepared in its place).
     Burst bursts_[2];

@@ -22,7 +22,7 @@ void Pipeline::serve_read() {
         copy_.asked = asked;
         copy_.serial = rules_->serial();
         copy_.counters = counters_;
-        fill_proxy_counters(&copy_.counters);
+        proxy_.fill_counters(&copy_.counters);
         copy_.clock_ns = clock_ns_;
         copy_.table = table_->stats();
         copy_.n_rules = rules_->rules().size();
@@ -81,7 +81,7 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
         }
     }
     out->counters = counters_;
-    fill_proxy_counters(&out->counters);
+    proxy_.fill_counters(&out->counters);
     out->clock_ns = clock_ns_;
     out->table = table_->stats();
     for (const CompiledRule &r : rules.rules()) {
