@@ -15,7 +15,7 @@
 #include <random>
 
 #include "dataplane/patterns/payload_database.h"
-#include "dataplane/pipeline/pipeline.h"
+#include "dataplane/pipeline/core_parts.h"
 #include "tests/pkt_builder.h"
 
 namespace floodgate {
@@ -96,8 +96,14 @@ void BM_PayloadRule(benchmark::State &state) {
         state.SkipWithError(error.c_str());
         return;
     }
-    LimitTable table(4096, HashSeed{{1, 2, 3, 4}});
-    Pipeline p(rules.get(), &table);
+    CoreSizes sizes;
+    sizes.table_entries = 4096;
+    CoreParts core(rules.get(), sizes, CoreSeeds{HashSeed{{1, 2, 3, 4}}, {}, {}}, CoreMemory{});
+    if (core.missing() != CoreParts::Missing::nothing) {
+        state.SkipWithError("cannot allocate the core's tables");
+        return;
+    }
+    Pipeline &p = core.pipeline();
     const std::vector<test::Frame> fs = frames(size, match);
     constexpr uint16_t kBurst = 32;
     const uint8_t *ptr[kBurst];
