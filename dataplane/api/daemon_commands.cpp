@@ -19,9 +19,7 @@ const char *command_name(DaemonCommand command) {
 }
 
 std::optional<DaemonCommand> parse_daemon_command(std::string_view name) {
-    for (size_t i = 0; i < std::size(kNames); ++i)
-        if (name == kNames[i]) return static_cast<DaemonCommand>(i);
-    return std::nullopt;
+    return command_named<DaemonCommand>(kNames, name);
 }
 
 std::optional<PassedCommand> passed_to_dataplane(DataplaneCommand command) {

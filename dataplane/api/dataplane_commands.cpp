@@ -19,9 +19,7 @@ const char *command_name(DataplaneCommand command) {
 }
 
 std::optional<DataplaneCommand> parse_dataplane_command(std::string_view name) {
-    for (size_t i = 0; i < std::size(kNames); ++i)
-        if (name == kNames[i]) return static_cast<DataplaneCommand>(i);
-    return std::nullopt;
+    return command_named<DataplaneCommand>(kNames, name);
 }
 
 nlohmann::json dataplane_request(DataplaneCommand command, nlohmann::json fields) {

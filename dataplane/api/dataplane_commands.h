@@ -16,6 +16,7 @@
 //                (control/cluster_sync.h)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +45,15 @@ enum class DataplaneCommand : uint8_t {
 // The name on the wire, and back (nullopt: no such command).
 const char *command_name(DataplaneCommand command);
 std::optional<DataplaneCommand> parse_dataplane_command(std::string_view name);
+
+// The command of list E whose name is `name`, names being E's in E's order (the daemon's list
+// reads its names the same way).
+template <class E, size_t N>
+std::optional<E> command_named(const char *const (&names)[N], std::string_view name) {
+    for (size_t i = 0; i < N; ++i)
+        if (name == names[i]) return static_cast<E>(i);
+    return std::nullopt;
+}
 
 // The request line's object: {"cmd": name} with the request's fields.
 nlohmann::json dataplane_request(DataplaneCommand command,
