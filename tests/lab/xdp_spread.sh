@@ -51,14 +51,17 @@ import json, sys
 print(sum(e['origin'] == 'escalated' for e in json.load(sys.stdin)['entries']))"
 }
 
-# 1. The spread flood until its 1,000 sources are escalated (at most 45 s).
-# shellcheck disable=SC2046
-ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $(tx_memory "$work/mix-d.pcap") \
+# 1. The spread flood until its 1,000 sources are escalated (at most 45 s). Its hugepages are
+# reserved first; loading mix d's 1,000,000 frames into mbufs then takes seconds, more than 20
+# on a loaded machine: the first "tx" line is waited for up to 60.
+tx_eal=$(tx_memory "$work/mix-d.pcap")
+# shellcheck disable=SC2086  # the memory options are words
+ip netns exec "$out_ns" nice -n 10 "$build/perf/floodgate-tx" --lcores=0@0 $tx_eal \
   --no-pci --file-prefix="$tag-tx" --log-level=error \
   --vdev="net_af_packet0,iface=$tag-op,qpairs=1" \
   -- --pcap "$work/mix-d.pcap" --seconds 45 --wait-link 10 --pps "$flood_pps" >"$work/tx.log" 2>&1 &
 tx_pid=$!
-wait_for "$work/tx.log" "^tx " 20 "$tx_pid"
+wait_for "$work/tx.log" "^tx " 60 "$tx_pid"
 t0=$(date +%s.%N)
 deadline=$(( $(date +%s) + 45 ))
 n=0
