@@ -330,6 +330,41 @@ TEST_F(AuthStoreTest, ACertificateFromAnotherCaIsRefusedCounted) {
     EXPECT_EQ(run(admin_client.get(), {"EXISTS", "fg:{test}:log", "fg:{test}:boxes"}), "0");
 }
 
+// A store that does not speak TLS, a listener that accepts nothing or a plain Redis (which reads
+// the ClientHello as the start of an inline command and waits for its end): given up on at the
+// attempt's bound, refused and counted as TLS.
+TEST_F(AuthStoreTest, AStoreWithoutTlsIsRefusedWithinTheBound) {
+    make_certificates();
+    const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(silent, 4), 0);
+    ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr *>(&a), &len), 0);
+    ClusterStoreOptions o = options("A", "box-a", "secret-a");
+    o.address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    o.auth.tls = tls_files();
+    o.timeout_ms = 100;
+    ClusterStore never(o);
+    ClusterSyncResult r = never.sync({});
+    ::close(silent);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("TLS: the handshake timed out"), std::string::npos) << r.error;
+    EXPECT_EQ(never.totals().tls_refused, 1u);
+
+    start_redis(false);
+    ClusterStoreOptions plain = options("A", "box-a", "secret-a");
+    plain.auth.tls = tls_files();
+    plain.timeout_ms = 100;
+    ClusterStore store(plain);
+    r = store.sync({});
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("TLS: the handshake timed out"), std::string::npos) << r.error;
+    EXPECT_EQ(store.totals().tls_refused, 1u);
+}
+
 TEST_F(AuthStoreTest, TlsOnAUnixSocketIsRefused) {
     ClusterStoreOptions o = options("A", "box-a", "secret-a");
     o.address = "unix:" + admin_socket();
