@@ -15,6 +15,7 @@ Prints TAP; needs root (DPDK), redis-server and openssl; builds nothing.
 Usage: test_cluster_auth.py BUILD_DIR
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,13 @@ def refused(box, reason, key, error):
           "%s with a bad %s: alone, %d failed syncs, each refused (%s), metric %s, "
           "last_error '%s'" % (box.name, reason, store["failed"], key, metric, s["last_error"]),
           s)
+    # What an operator reads: floodctl status says the store refused, and why.
+    _, text, _ = box.ctl.run("status")
+    line = "store refused: the login %s times, TLS %s times" % (
+        "[1-9][0-9]*" if reason == "login" else "0", "[1-9][0-9]*" if reason == "tls" else "0")
+    check(re.search(line, text) and error in text,
+          "floodctl status on %s: the store refused (%s), with the error" % (box.name, reason),
+          text)
 
 
 def scenario(work, redis, a, b):
