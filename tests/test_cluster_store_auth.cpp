@@ -393,7 +393,9 @@ TEST_F(AuthStoreTest, ASecretFileOthersCanReadIsRefused) {
     EXPECT_EQ(why, "--redis-user needs a password (--redis-password-file)");
     EXPECT_FALSE(load_store_auth("", "", {"", "localhost", "", ""}, &why));
 
-    write_file(dir_ / "redis-password", "from-systemd\n", 0400);
+    // systemd grants a credential to the unit's user with an ACL where it is not the owner: the
+    // ACL's mask shows as group bits, and systemd's word is taken for who may read it.
+    write_file(dir_ / "redis-password", "from-systemd\n", 0440);
     ::setenv("CREDENTIALS_DIRECTORY", dir_.c_str(), 1);
     const std::optional<StoreAuth> a = load_store_auth("box-a", "", {}, &why);
     ::unsetenv("CREDENTIALS_DIRECTORY");

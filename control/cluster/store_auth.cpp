@@ -23,7 +23,8 @@ bool readable(const std::string &path, std::string *why) {
 
 }  // namespace
 
-std::optional<std::string> read_secret_file(const std::string &path, std::string *why) {
+std::optional<std::string> read_secret_file(const std::string &path, std::string *why,
+                                            SecretAccess access) {
     // O_NOFOLLOW and fstat on what was opened: the file checked is the file read.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -34,7 +35,7 @@ std::optional<std::string> read_secret_file(const std::string &path, std::string
     std::string text, error;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         error = "'" + path + "' is not a regular file";
-    } else if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    } else if (access == SecretAccess::owner_only && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
         char mode[8];
         std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
         error = "'" + path + "' may be read or written by others than its owner (mode " + mode +
@@ -69,6 +70,7 @@ std::optional<StoreAuth> load_store_auth(const std::string &user, const std::str
     a.user = user;
     a.tls = tls;
     std::string path = password_file, option = "--redis-password-file";
+    SecretAccess access = SecretAccess::owner_only;
     if (path.empty()) {
         const char *dir = std::getenv("CREDENTIALS_DIRECTORY");
         const std::string credential =
@@ -76,11 +78,12 @@ std::optional<StoreAuth> load_store_auth(const std::string &user, const std::str
         if (!credential.empty() && ::access(credential.c_str(), F_OK) == 0) {
             path = credential;
             option = "the systemd credential " + std::string(kCredentialName);
+            access = SecretAccess::systemd_credential;
         }
     }
     std::string reason;
     if (!path.empty()) {
-        const std::optional<std::string> password = read_secret_file(path, &reason);
+        const std::optional<std::string> password = read_secret_file(path, &reason, access);
         if (!password) {
             *why = option + ": " + reason;
             return std::nullopt;

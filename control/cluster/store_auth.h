@@ -28,9 +28,16 @@ struct StoreAuth {
     bool operator==(const StoreAuth &) const = default;
 };
 
-// The first line of a secret file, refused (nullopt, *why) unless it is a regular file that only
-// its owner may read or write, 1..kMaxSecretBytes bytes: a secret others can read is no longer one.
-std::optional<std::string> read_secret_file(const std::string &path, std::string *why);
+// Who may read a secret file: its owner only (its mode says so), or as systemd says (a
+// credential, which systemd restricts to the unit's user, with an ACL where that user is not the
+// owner: the ACL's mask then shows in the group bits).
+enum class SecretAccess { owner_only, systemd_credential };
+
+// The first line of a secret file, refused (nullopt, *why) unless it is a regular file of
+// 1..kMaxSecretBytes bytes that, with owner_only, only its owner may read or write: a secret
+// others can read is no longer one.
+std::optional<std::string> read_secret_file(const std::string &path, std::string *why,
+                                            SecretAccess access = SecretAccess::owner_only);
 
 // The daemon's options read into a StoreAuth: the password from password_file, or, when that is
 // empty and systemd passes credentials ($CREDENTIALS_DIRECTORY), from its "redis-password" if
