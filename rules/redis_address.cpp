@@ -25,6 +25,12 @@ std::optional<RedisAddress> parse_redis_address(std::string_view text, std::stri
         }
         return RedisAddress{std::string(text.substr(5)), 0};
     }
+    if (text.find("://") != std::string_view::npos || text.find('@') != std::string_view::npos) {
+        *why =
+            "is not host:port or unix:/path (no URL, and no user or password in it: "
+            "floodctl daemon's --redis-user, --redis-password-file and --redis-tls-ca)";
+        return std::nullopt;
+    }
     const size_t colon = text.rfind(':');
     if (colon == std::string_view::npos || colon == 0) {
         *why = "is not host:port or unix:/path";

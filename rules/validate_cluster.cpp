@@ -10,7 +10,15 @@ namespace floodgate::validation {
 ClusterOptions ConfigParser::cluster(const Field &field) const {
     ClusterOptions c;
     c.set = true;
-    const Fields f = fields(field, {"name", "redis", "sync_ms", "boxes", "box_timeout"});
+    // A box's login and TLS are its daemon's (control/cluster/store_auth.h): named here only to
+    // say where they go instead.
+    const Fields f = fields(field, {"name", "redis", "sync_ms", "boxes", "box_timeout", "user",
+                                    "password", "password_file", "tls"});
+    for (const char *own : {"user", "password", "password_file", "tls"})
+        if (const Field *x = f.find(own))
+            fail(*x, std::string(own) +
+                         " is not the rules file's (the same on every box): give floodctl daemon "
+                         "--redis-user, --redis-password-file and --redis-tls-* on each box");
     const Field &name = require(f, "name");
     c.name = scalar(name);
     if (c.name.empty() || c.name.size() > kMaxClusterNameLen)

@@ -18,7 +18,7 @@ FG_PACKAGES=(
   build-essential meson ninja-build pkg-config python3 iproute2 nftables python3-prometheus-client
   dpdk dpdk-dev libdpdk-dev
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev libhyperscan-dev libcli11-dev libpcap-dev ccache
-  redis-server libhiredis-dev
+  redis-server libhiredis-dev libssl-dev openssl
   gobgpd
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool

@@ -31,6 +31,13 @@ TEST(ConfigErrors, Cluster) {
         {"bad redis", "cluster: { name: e, redis: \"127.0.0.1\" }\n", 1, "cluster.redis",
          "is not host:port or unix:/path"},
         {"bad port", "cluster: { name: e, redis: \"h:70000\" }\n", 1, "cluster.redis", "70000"},
+        // A box's login and TLS are its daemon's options, never the shared rules file's.
+        {"a password", "cluster: { name: e, redis: \"h:1\",\n  password: s3cret }\n", 2,
+         "cluster.password", "is not the rules file's"},
+        {"tls", "cluster: { name: e, redis: \"h:1\", tls: true }\n", 1, "cluster.tls",
+         "--redis-tls-*"},
+        {"a URL with a user", "cluster: { name: e, redis: \"rediss://u:p@h:1\" }\n", 1,
+         "cluster.redis", "no URL, and no user or password in it"},
         {"sync too short", "cluster: { name: e, redis: \"h:1\", sync_ms: 5 }\n", 1,
          "cluster.sync_ms", "10"},
         {"timeout below two syncs",

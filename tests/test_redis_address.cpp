@@ -49,6 +49,8 @@ TEST(RedisAddress, RefusesEachWrongShapeSayingWhy) {
         {"unix:run/redis.sock", "a Unix socket's path is absolute"},
         {"[::1]:6379", "has a host that is not a name or an IPv4 address"},
         {"a b:6379", "has a host that is not a name or an IPv4 address"},
+        {"rediss://10.0.0.5:6379", "no URL, and no user or password in it"},
+        {"user:secret@10.0.0.5:6379", "no URL, and no user or password in it"},
         {std::string(252, 'h') + ":6379", "is longer than 256 characters"},
     };
     for (const auto &c : cases) {

@@ -102,6 +102,13 @@ void print_cluster(const json &c, const json &daemon) {
         static_cast<unsigned long long>(daemon.value("refused", uint64_t{0})));
     if (daemon.is_object() && !daemon.value("store_ok", true))
         std::printf("           store: %s\n", daemon.value("last_error", "").c_str());
+    // The store refusing this box's login or TLS is a configuration to fix, not an outage.
+    const json store = daemon.is_object() ? daemon.value("store", json::object()) : json::object();
+    const uint64_t login = store.value("auth_refused", uint64_t{0}),
+                   tls = store.value("tls_refused", uint64_t{0});
+    if (login + tls > 0)
+        std::printf("           store refused: the login %llu times, TLS %llu times\n",
+                    static_cast<unsigned long long>(login), static_cast<unsigned long long>(tls));
 }
 
 }  // namespace

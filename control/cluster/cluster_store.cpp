@@ -1,14 +1,9 @@
 #include "control/cluster/cluster_store.h"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -23,7 +18,7 @@ namespace floodgate {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = StoreLink::Clock;
 
 // The sync script, cluster_store.lua, built in. KEYS: log, boxes. ARGV: box, cursor,
 // box_timeout_ms, max_entries, max_entry_bytes, retention_ms, max_reply_payload_bytes, then the
@@ -118,50 +113,12 @@ void free_value(void *r) {
 redisReplyObjectFunctions kReplyFunctions = {create_string, create_array, create_integer,
                                              create_nil, free_value};
 
-// ---- The connection's I/O: our own, non-blocking, each wait bounded by the deadline ----
-// (hiredis 0.14's blocking calls bound each read, not the reply, and write() can raise
-// SIGPIPE.)
-
-bool wait_for(int fd, short events, Clock::time_point deadline, std::string *error) {
-    for (;;) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) {
-            *error = "timed out";
-            return false;
-        }
-        pollfd p{fd, events, 0};
-        const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
-        if (rc > 0) return true;  // ready, or an error that the send or recv reports
-        if (rc < 0 && errno != EINTR) {
-            *error = std::string("poll: ") + std::strerror(errno);
-            return false;
-        }
-    }
-}
-
-bool send_all(int fd, std::string_view data, Clock::time_point deadline, std::string *error) {
-    while (!data.empty()) {
-        const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-            data.remove_prefix(static_cast<size_t>(n));
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-            *error = std::string("send: ") + std::strerror(errno);
-            return false;
-        }
-        if (!wait_for(fd, POLLOUT, deadline, error)) return false;
-    }
-    return true;
-}
-
 // Sends `commands` (n of them, pipelined) and reads their n replies, all by the deadline and
 // within kMaxReplyBytes received; *bytes counts what was received.
-bool round_trip(int fd, const std::string &commands, size_t n, int timeout_ms,
+bool round_trip(StoreLink &link, const std::string &commands, size_t n, int timeout_ms,
                 std::vector<ReplyPtr> *replies, uint64_t *bytes, std::string *error) {
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    if (!send_all(fd, commands, deadline, error)) return false;
+    if (!link.send_all(commands, deadline, error)) return false;
     std::unique_ptr<redisReader, decltype(&redisReaderFree)> reader(
         redisReaderCreateWithFunctions(&kReplyFunctions), redisReaderFree);
     if (reader == nullptr) {
@@ -184,24 +141,15 @@ bool round_trip(int fd, const std::string &commands, size_t n, int timeout_ms,
             budget = ReplyBudget{};
             continue;
         }
-        if (!wait_for(fd, POLLIN, deadline, error)) return false;
-        const ssize_t got = ::recv(fd, buf, sizeof buf, 0);
-        if (got == 0) {
-            *error = "the store closed the connection";
-            return false;
-        }
-        if (got < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-            *error = std::string("recv: ") + std::strerror(errno);
-            return false;
-        }
+        const size_t got = link.receive(buf, sizeof buf, deadline, error);
+        if (got == 0) return false;
         *bytes += static_cast<uint64_t>(got);
-        received += static_cast<size_t>(got);
+        received += got;
         if (received > kMaxReplyBytes) {
             *error = "reply too large";
             return false;
         }
-        if (redisReaderFeed(reader.get(), buf, static_cast<size_t>(got)) != REDIS_OK) {
+        if (redisReaderFeed(reader.get(), buf, got) != REDIS_OK) {
             *error = "out of memory";
             return false;
         }
@@ -212,13 +160,6 @@ bool round_trip(int fd, const std::string &commands, size_t n, int timeout_ms,
         return false;
     }
     return true;
-}
-
-// An idle connection that is readable was closed by the store (its `timeout`) or holds data
-// nobody asked for: it cannot carry a sync.
-bool idle_and_open(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 0;
 }
 
 // One command as Redis reads it, an array of bulk strings, appended to *out.
@@ -377,6 +318,13 @@ ClusterStore::ClusterStore(ClusterStoreOptions o) : o_(std::move(o)) {
     } else {
         invalid_ = "the store's address '" + o_.address + "' " + why;
     }
+    if (invalid_.empty() && o_.auth.tls.on()) {
+        // A Unix socket is this host's, guarded by its file mode; Redis speaks TLS on TCP only.
+        if (port_ == 0)
+            invalid_ = "TLS needs a host:port address, not a Unix socket";
+        else if (!(tls_ = StoreTlsContext::make(o_.auth.tls, host_, &why)))
+            invalid_ = why;
+    }
 }
 
 ClusterStore::~ClusterStore() {
@@ -384,26 +332,20 @@ ClusterStore::~ClusterStore() {
 }
 
 void ClusterStore::drop() {
-    if (redis_ != nullptr) redisFree(redis_);
-    redis_ = nullptr;
+    link_.reset();
 }
 
 bool ClusterStore::connect(std::string *error) {
-    const timeval tv{o_.timeout_ms / 1000, (o_.timeout_ms % 1000) * 1000};
-    redisContext *c = port_ == 0 ? redisConnectUnixWithTimeout(host_.c_str(), tv)
-                                 : redisConnectWithTimeout(host_.c_str(), port_, tv);
-    if (c == nullptr || c->err != 0) {
-        *error = "cannot connect to " + o_.address + ": " + (c ? c->errstr : "out of memory");
-        if (c != nullptr) redisFree(c);
+    LinkFailure failure = LinkFailure::none;
+    std::string why;
+    link_ = StoreLink::open(host_, port_, tls_.get(), o_.timeout_ms, &failure, &why);
+    if (link_ == nullptr) {
+        if (failure == LinkFailure::tls) ++totals_.tls_refused;  // the link is gone: counted here
+        *error =
+            (failure == LinkFailure::tls ? "" : "cannot connect to ") + o_.address + ": " + why;
         return false;
     }
-    const int flags = ::fcntl(c->fd, F_GETFL);
-    if (flags < 0 || ::fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        *error = std::string("fcntl: ") + std::strerror(errno);
-        redisFree(c);
-        return false;
-    }
-    redis_ = c;
+    logged_in_ = o_.auth.password.empty();
     return true;
 }
 
@@ -412,8 +354,8 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
         r->error = invalid_;
         return false;
     }
-    if (redis_ != nullptr && !idle_and_open(redis_->fd)) drop();
-    if (redis_ == nullptr && !connect(&r->error)) return false;
+    if (link_ != nullptr && !link_->idle_and_open()) drop();
+    if (link_ == nullptr && !connect(&r->error)) return false;
 
     const uint64_t retention_ms = std::clamp(o_.box_timeout_ms, kMinRetentionMs, kMaxRetentionMs);
     const std::string box_timeout = std::to_string(o_.box_timeout_ms),
@@ -428,11 +370,35 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
 
     std::string commands;
     std::vector<ReplyPtr> replies;
+    // A new connection logs in first, in the same round trip: AUTH's answer is read before any
+    // other (Redis runs a connection's commands in order, and refuses them all unauthenticated).
     auto run = [&](size_t n) {
+        const bool login = !logged_in_;
         replies.clear();
-        return round_trip(redis_->fd, commands, n, o_.timeout_ms, &replies, &totals_.bytes,
-                          &r->error);
+        if (!round_trip(*link_, commands, n + (login ? 1 : 0), o_.timeout_ms, &replies,
+                        &totals_.bytes, &r->error))
+            return false;
+        if (login) {
+            if (!is(replies[0], REDIS_REPLY_STATUS)) {
+                ++totals_.auth_refused;
+                r->error = "the store refused the login as " +
+                           (o_.auth.user.empty() ? std::string("the default user") : o_.auth.user) +
+                           ": " +
+                           (is(replies[0], REDIS_REPLY_ERROR) ? clipped(replies[0]->str)
+                                                              : std::string("no answer"));
+                return false;
+            }
+            replies.erase(replies.begin());
+            logged_in_ = true;
+        }
+        return true;
     };
+    if (!logged_in_) {
+        if (o_.auth.user.empty())
+            append_command(&commands, {"AUTH", o_.auth.password});
+        else
+            append_command(&commands, {"AUTH", o_.auth.user, o_.auth.password});
+    }
     if (sha_.empty()) {
         // This store's first sync: load the script, which Redis answers with its SHA-1
         // (hiredis has no SHA-1 of its own), and run it, in the one round trip.
@@ -451,7 +417,7 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
             args[1] = kScript;
             commands.clear();
             append_command(&commands, args);
-            if (!run(1)) return false;
+            if (!run(1)) return false;  // logged in by now: no AUTH in this one
         }
     }
     return read_answer(*replies.back(), o_.box, &cursor_, r);
@@ -468,6 +434,7 @@ ClusterSyncResult ClusterStore::sync(const std::vector<ClusterDelta> &local) {
         r.error = e.what();
     }
     if (!r.ok) {
+        if (link_ != nullptr && link_->tls_refused()) ++totals_.tls_refused;
         drop();
         r.remote.clear();
         r.live_boxes = 0;

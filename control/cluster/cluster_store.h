@@ -28,16 +28,20 @@
 // received and kMaxReplyNodes values whatever the server sends (hiredis's own reader would
 // calloc any array length it is sent; the memory held is at most about twice kMaxReplyBytes, the
 // reader's buffer and the values), every value's type is checked before use, and a foreign or
-// malformed entry or line is refused and counted, never delivered.
+// malformed entry or line is refused and counted, never delivered. The store is reached as a
+// box's own ACL user, in TLS with the server's certificate verified where configured
+// (control/cluster/store_auth.h, store_link.h); the entries themselves are not signed yet.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-struct redisContext;
+#include "control/cluster/store_auth.h"
+#include "control/cluster/store_link.h"
 
 namespace floodgate {
 
@@ -76,10 +80,13 @@ struct ClusterStoreOptions {
     std::string box;      // this box's id (1..kMaxBoxBytes bytes, unique in the cluster)
     // A box not heard from for this long is no longer live (1..kMaxBoxTimeoutMs).
     uint64_t box_timeout_ms = 3000;
-    // Connect, and each command: the sync thread never blocks longer per attempt (a sync is
-    // at most a connect, an EVALSHA and, after NOSCRIPT, an EVAL). A host name is resolved by
-    // the system's resolver first, outside this bound: give an address where that matters.
+    // Connect, TLS handshake, and each command: the sync thread never blocks longer per attempt
+    // (a sync is at most a connect, a handshake, an AUTH with an EVALSHA and, after NOSCRIPT, an
+    // EVAL). A host name is resolved by the system's resolver first, outside this bound: give an
+    // address where that matters.
     int timeout_ms = 200;
+    // The ACL user and password sent on each connect, and TLS (control/cluster/store_auth.h).
+    StoreAuth auth;
 };
 
 struct ClusterSyncResult {
@@ -112,8 +119,12 @@ class ClusterStore {
 
     // Since construction, for status and metrics; ok + failed is the number of syncs, and
     // refused sums the results' refused. Read on the thread that calls sync().
+    // Of the failed: auth_refused, the store refused the login (a wrong user or password);
+    // tls_refused, TLS failed (the server's certificate refused, no TLS there, or the server
+    // ended the session before its first answer, as it refuses a client's certificate).
     struct Totals {
         uint64_t ok = 0, failed = 0, refused = 0, bytes = 0;  // bytes received from the store
+        uint64_t auth_refused = 0, tls_refused = 0;
     };
     const Totals &totals() const { return totals_; }
 
@@ -127,7 +138,9 @@ class ClusterStore {
     std::string host_;     // the host name or address, or the socket's path
     int port_ = 0;         // 0 for a Unix socket
     std::string log_key_, boxes_key_;
-    redisContext *redis_ = nullptr;
+    std::shared_ptr<const StoreTlsContext> tls_;  // with auth.tls on
+    std::unique_ptr<StoreLink> link_;             // the connection, or nullptr
+    bool logged_in_ = false;                      // AUTH answered OK on link_ (or not needed)
     std::string cursor_;  // the last stream ID read; empty until a sync succeeds
     std::string sha_;     // the script's SHA-1, as Redis answered SCRIPT LOAD; empty until then
     Totals totals_;

@@ -94,13 +94,18 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         o.cluster = name;
         o.box = options_.box;
         o.box_timeout_ms = timeout_ms;
+        o.auth = options_.auth;
         // Half an interval at most, so that a slow store never delays the next round.
         o.timeout_ms = static_cast<int>(
             std::clamp<uint64_t>(cluster.value("sync_ms", uint64_t{100}) / 2, 5, 200));
         r.store = std::make_unique<ClusterStore>(o);
         r.store_for = store_for;
         daemon_log("cluster " + name + ": box " + options_.box + " syncs through Redis at " +
-                   address);
+                   address + (options_.auth.tls.on() ? " in TLS" : "") +
+                   (options_.auth.password.empty()
+                        ? ""
+                        : " as " + (options_.auth.user.empty() ? std::string("the default user")
+                                                               : options_.auth.user)));
     }
     const ClusterSyncResult got = r.store->sync(mine);
     if (got.ok != r.store_ok || r.syncs == 0)
@@ -195,8 +200,12 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                         std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};
             if (r.store) {
                 const ClusterStore::Totals &t = r.store->totals();
-                status_["store"] = {
-                    {"ok", t.ok}, {"failed", t.failed}, {"refused", t.refused}, {"bytes", t.bytes}};
+                status_["store"] = {{"ok", t.ok},
+                                    {"failed", t.failed},
+                                    {"refused", t.refused},
+                                    {"bytes", t.bytes},
+                                    {"auth_refused", t.auth_refused},
+                                    {"tls_refused", t.tls_refused}};
             }
         }
         // On a fixed schedule; a round that overran is not made up for.

@@ -27,12 +27,15 @@
 #include <utility>
 #include <vector>
 
+#include "control/cluster/store_auth.h"
+
 namespace floodgate {
 
 struct ClusterSyncOptions {
     std::string dataplane;  // the dataplane's control socket
     std::string box;        // this box's id in the cluster (--box; default: the host name)
     std::string redis;      // overrides the rules file's cluster.redis (--redis), if not empty
+    StoreAuth auth;         // the ACL user, password and TLS (--redis-user, ...)
 };
 
 class ClusterSync {

@@ -466,7 +466,7 @@ int run_daemon(const DaemonOptions &options) {
     DaemonOptions effective = options;
     if (serve_metrics)
         effective.metrics = http.address();  // as bound: the address, the chosen port
-    ClusterSync cluster({options.dataplane, options.box, options.redis});
+    ClusterSync cluster({options.dataplane, options.box, options.redis, options.store_auth});
     std::unique_ptr<FlowspecFeed> flowspec;
     if (!options.flowspec.empty()) {
         FlowspecOptions fo;

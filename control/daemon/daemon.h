@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "control/cluster/store_auth.h"
 #include "dataplane/api/control_protocol.h"
 
 namespace floodgate {
@@ -30,6 +31,7 @@ struct DaemonOptions {
     // Redis address instead of the rules file's.
     std::string box;
     std::string redis;
+    StoreAuth store_auth;  // Redis's ACL user, password and TLS, read at start
     // Upstream (control/upstream/flowspec_feed.h): the local gobgpd's API (empty: nothing
     // announced), the most rules at once, new ones a second, and the RTBH form beside FlowSpec.
     std::string flowspec;

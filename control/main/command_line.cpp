@@ -28,11 +28,15 @@ struct CommandUsage {
 constexpr CommandUsage kCommands[] = {
     {"daemon",
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
-     "         [--box ID] [--redis HOST:PORT]\n"
+     "         [--box ID] [--redis HOST:PORT] [--redis-user NAME --redis-password-file FILE]\n"
+     "         [--redis-tls-ca FILE [--redis-tls-name NAME]\n"
+     "          [--redis-tls-cert FILE --redis-tls-key FILE]]\n"
      "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]]\n"
      "                         run the control plane (socket /run/floodgate/floodctl.sock);\n"
      "                         with a cluster section, sync shared rules as box ID (default\n"
-     "                         the host name) through Redis (default the rules file's);\n"
+     "                         the host name) through Redis (default the rules file's),\n"
+     "                         logged in as an ACL user (the password: FILE, or systemd's\n"
+     "                         credential redis-password), in TLS verified against a CA;\n"
      "                         with --flowspec, announce blocks and escalations upstream\n"
      "                         through the local gobgpd's API (default at most 1000, 20 new/s)\n"},
     {"status", "  status                 dataplane, ruleset, rates, table occupancy\n"},
@@ -139,6 +143,8 @@ class CommandLine {
 
     Ctl ctl_{kDefaultDaemonSocket};
     DaemonOptions daemon_;
+    std::string redis_user_, redis_password_file_;  // read into daemon_.store_auth at its run
+    StoreTlsFiles redis_tls_;
     WatchOptions watch_;
     std::string rule_;  // stats, top --rule
     unsigned top_ = 10;
@@ -235,6 +241,12 @@ void CommandLine::add_daemon() {
     app->add_option("--metrics", daemon_.metrics);
     app->add_option("--box", daemon_.box);
     app->add_option("--redis", daemon_.redis);
+    app->add_option("--redis-user", redis_user_);
+    app->add_option("--redis-password-file", redis_password_file_);
+    app->add_option("--redis-tls-ca", redis_tls_.ca);
+    app->add_option("--redis-tls-name", redis_tls_.name);
+    app->add_option("--redis-tls-cert", redis_tls_.cert);
+    app->add_option("--redis-tls-key", redis_tls_.key);
     app->add_option("--flowspec", daemon_.flowspec);
     app->add_option("--flowspec-max", daemon_.flowspec_max)->check(CLI::Range(1, 2000));
     app->add_option("--flowspec-rate", daemon_.flowspec_rate)->check(CLI::Range(0.1, 1000.0));
@@ -248,8 +260,13 @@ void CommandLine::add_daemon() {
             if (!resolve_listen_address(daemon_.metrics, &address, &why))
                 return usage_error("daemon", "daemon: --metrics " + why);
         }
+        std::string why;
+        const std::optional<StoreAuth> auth =
+            load_store_auth(redis_user_, redis_password_file_, redis_tls_, &why);
+        if (!auth) return usage_error("daemon", "daemon: " + why);
         DaemonOptions o = daemon_;
         o.socket = ctl_.socket;
+        o.store_auth = *auth;
         return run_daemon(o);
     };
 }

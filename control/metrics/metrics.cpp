@@ -112,6 +112,14 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
                  "Bytes the daemon received from the store.");
     bytes.add(of, number_at(member(daemon, "store"), "bytes"));
     bytes.write(out);
+    Family refusals("floodgate_cluster_store_refusals_total", Type::counter,
+                    "Connections to the store given up: it refused the daemon's login "
+                    "(reason=login), or the TLS handshake failed (reason=tls).");
+    refusals.add({{"cluster", *name}, {"reason", "login"}},
+                 number_at(member(daemon, "store"), "auth_refused"));
+    refusals.add({{"cluster", *name}, {"reason", "tls"}},
+                 number_at(member(daemon, "store"), "tls_refused"));
+    refusals.write(out);
 }
 
 void status_metrics(const json *status, std::string &out) {
