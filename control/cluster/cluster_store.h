@@ -120,8 +120,9 @@ class ClusterStore {
     // Since construction, for status and metrics; ok + failed is the number of syncs, and
     // refused sums the results' refused. Read on the thread that calls sync().
     // Of the failed: auth_refused, the store refused the login (a wrong user or password);
-    // tls_refused, TLS failed (the server's certificate refused, no TLS there, or the server
-    // ended the session before its first answer, as it refuses a client's certificate).
+    // tls_refused, TLS refused (the server's certificate, an alert, or the server ending the
+    // session before its first answer, as it refuses a client's certificate). A handshake
+    // not done in time (a slow store, or one with no TLS there) is a failure, not a refusal.
     struct Totals {
         uint64_t ok = 0, failed = 0, refused = 0, bytes = 0;  // bytes received from the store
         uint64_t auth_refused = 0, tls_refused = 0;

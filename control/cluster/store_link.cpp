@@ -127,7 +127,9 @@ std::unique_ptr<StoreLink> StoreLink::open(const std::string &host, int port,
     }
     if (tls != nullptr &&
         !link->handshake(*tls, Clock::now() + std::chrono::milliseconds(timeout_ms), error)) {
-        *failure = LinkFailure::tls;
+        // A handshake that did not end in time is a slow or silent store, as a connect that
+        // did not: only what TLS itself refused counts as a refusal.
+        *failure = link->tls_refused_ ? LinkFailure::tls : LinkFailure::connect;
         return nullptr;
     }
     *failure = LinkFailure::none;
