@@ -84,6 +84,14 @@ struct FlowspecOptions {
     int resync_interval_ms = 30'000;
 };
 
+// One family's read (`gobgp -j global rib -a FAMILY`): its local paths; received ones skipped.
+enum class RibFamily : uint8_t { flowspec4, flowspec6, unicast4, unicast6 };
+struct RibRead {
+    std::vector<FlowspecRule> rules;  // flowspec: paths of the shape flowspec_words makes
+    std::vector<Prefix> blackholes;   // unicast: paths with the BLACKHOLE community
+    size_t foreign = 0;  // paths of another shape, or a blackhole whose prefix does not read
+};
+
 class FlowspecExporter {
   public:
     explicit FlowspecExporter(FlowspecOptions o);
@@ -110,7 +118,10 @@ class FlowspecExporter {
     // and each blackhole route. Reads the RIB first when it is not known.
     void withdraw_all();
 
-    // Counters since construction; gauges (size_t) as of the last call.
+    // Counters since construction; gauges (size_t) as of the last call. What floodctl asked
+    // gobgpd to hold and what its RIB was read back to hold are apart: gobgp's CLI exits 0 when
+    // gobgpd's import policy refuses the route (a default-import-policy of reject-route does),
+    // and only the read-back shows it.
     struct Counters {
         uint64_t announced = 0;  // routes added: rules, and blackholes with rtbh
         uint64_t withdrawn = 0;  // routes removed that were announced or found desired
@@ -118,8 +129,14 @@ class FlowspecExporter {
         uint64_t stale_withdrawn = 0;
         // CLI calls that failed or timed out, or whose output was too long or did not read.
         uint64_t failed_calls = 0;
-        size_t in_rib = 0;             // rules in the RIB
-        size_t blackholes_in_rib = 0;  // RTBH routes in the RIB
+        // Routes added that were not in the RIB when it was read back after the add.
+        uint64_t missing_after_add = 0;
+        size_t asked = 0;             // rules floodctl asked gobgpd to hold
+        size_t in_rib = 0;            // of those, the rules the RIB held when read back
+        size_t missing = 0;           // asked - in_rib: refused by gobgpd, or lost
+        size_t blackholes_asked = 0;  // RTBH routes, alike
+        size_t blackholes_in_rib = 0;
+        size_t blackholes_missing = 0;
         // Desired rules not in the RIB: past max_announced, or within it but waiting for the
         // rate (or for the retry of a failed call). Gauges rather than counts per call, which
         // would grow with how often reconcile is called.
@@ -128,13 +145,23 @@ class FlowspecExporter {
         size_t invalid = 0;  // desired rules skipped as invalid
     };
     const Counters &counters() const { return counters_; }
+    // Each rule asked for, most recently read back or not: the rule's words, its origin, and
+    // whether the RIB held it.
+    struct RuleState {
+        std::string match;  // flowspec_words joined ("match source ... then discard")
+        std::string origin;
+        bool in_rib = false;
+    };
+    std::vector<RuleState> rule_states() const;
     // Why the last failed call failed ("" until one has); the daemon logs it.
     const std::string &last_error() const { return last_error_; }
 
   private:
     struct Desired;
     bool apply(const Desired &d, uint64_t now_ns);  // false: a call failed, the rest waits
+    bool read_family(RibFamily f, RibRead *read);
     bool read_rib();
+    bool read_back(uint8_t families);
     bool withdraw_rule(std::map<std::string, FlowspecRule>::iterator it, uint64_t *count);
     bool withdraw_undesired(const Desired &d, uint64_t *count);
     bool withdraw_least(const Desired &d);
@@ -151,6 +178,11 @@ class FlowspecExporter {
     std::optional<uint64_t> refill_ns_;
     std::map<std::string, FlowspecRule> announced_;  // by match (flowspec_words joined)
     std::set<Prefix> blackholes_;
+    // What the RIB was last read to hold: match keys of rules, and blackholes.
+    std::set<std::string> held_;
+    std::set<Prefix> blackholes_held_;
+    uint8_t touched_ = 0;               // families changed since the last read (1 << RibFamily)
+    std::set<std::string> just_added_;  // rules added since the last read
     Counters counters_;
     std::string last_error_;
 };
@@ -160,13 +192,6 @@ class FlowspecExporter {
 // "==17", "destination-port", "==53" (or ">=1000&<=2000"), "then", "discard"}.
 std::vector<std::string> flowspec_words(const FlowspecRule &r);
 
-// One family's read (`gobgp -j global rib -a FAMILY`): its local paths; received ones skipped.
-enum class RibFamily : uint8_t { flowspec4, flowspec6, unicast4, unicast6 };
-struct RibRead {
-    std::vector<FlowspecRule> rules;  // flowspec: paths of the shape flowspec_words makes
-    std::vector<Prefix> blackholes;   // unicast: paths with the BLACKHOLE community
-    size_t foreign = 0;  // paths of another shape, or a blackhole whose prefix does not read
-};
 // False with *error when the output is not JSON of the shape above (a path that is, but is not
 // in a shape of ours, counts as foreign). A plain function, for tests and fuzzing.
 bool parse_rib(std::string_view text, RibFamily family, RibRead *out, std::string *error);
