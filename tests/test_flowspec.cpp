@@ -294,6 +294,37 @@ TEST(FlowspecExporter, InvalidAndRepeatedRulesAreSkipped) {
     EXPECT_EQ(e.counters().in_rib, 1u);
 }
 
+// ---- What no router is told to drop ----
+
+TEST(FlowspecExporter, ShortSourcesAndNeverBlockAreRefusedByReason) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.never_block = {prefix("203.0.113.0/30"), prefix("2001:db8:ff::1/128")};
+    FlowspecExporter e(o);
+    e.reconcile({rule("10.0.0.0/8"), rule("198.18.0.0/15"), rule("198.18.0.0/16"),
+                 rule("2001:dba::/31"), rule("2001:db9::/32"),
+                 rule("203.0.113.2/32"),    // inside a never_block entry
+                 rule("203.0.112.0/21"),    // covering one
+                 rule("2001:db8:ff::/48"),  // covering the other
+                 rule("203.0.113.4/32")},   // beside them: announced
+                0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, " add "), 3u);
+    EXPECT_EQ(count(calls, "add match source 198.18.0.0/16 "), 1u);
+    EXPECT_EQ(count(calls, "add match source 2001:db9::/32 "), 1u);
+    EXPECT_EQ(count(calls, "add match source 203.0.113.4/32 "), 1u);
+    EXPECT_EQ(e.counters().refused_short_source, 3u);
+    EXPECT_EQ(e.counters().refused_never_block, 3u);
+    EXPECT_EQ(e.counters().in_rib, 3u);
+
+    o.min_source_len4 = 8;  // shorter limits: the /8, the /15 and the /31 too
+    o.min_source_len6 = 0;
+    FlowspecExporter wider(o);
+    wider.reconcile({rule("10.0.0.0/8"), rule("198.18.0.0/15"), rule("2001:dba::/31")}, 0);
+    EXPECT_EQ(wider.counters().refused_short_source, 0u);
+    EXPECT_EQ(wider.counters().asked, 3u);
+}
+
 // ---- Checked where it lands: the RIB read back after each change ----
 
 TEST(FlowspecExporter, ARuleTheRibRefusesIsMissingNotAnnounced) {

@@ -115,11 +115,12 @@ void print_flowspec(const json &f) {
         "upstream:  FlowSpec rules %llu asked, %llu in gobgpd's RIB, %llu MISSING; RTBH routes "
         "%llu asked, %llu in the RIB, %llu missing; %llu announced, %llu withdrawn, %llu stale "
         "withdrawn, %llu missing after their add in all; withheld %llu (limit), %llu (rate); "
-        "%llu failed calls%s%s\n",
+        "refused %llu (source too short), %llu (never_block); %llu failed calls%s%s\n",
         n("asked"), n("in_rib"), n("missing"), n("blackholes_asked"), n("blackholes_in_rib"),
         n("blackholes_missing"), n("announced"), n("withdrawn"), n("stale_withdrawn"),
-        n("missing_after_add"), n("withheld_limit"), n("withheld_rate"), n("failed_calls"),
-        f.value("last_error", "").empty() ? "" : ": ", f.value("last_error", "").c_str());
+        n("missing_after_add"), n("withheld_limit"), n("withheld_rate"), n("refused_short_source"),
+        n("refused_never_block"), n("failed_calls"), f.value("last_error", "").empty() ? "" : ": ",
+        f.value("last_error", "").c_str());
     const json &rules = f.contains("rules") && f["rules"].is_array() ? f["rules"] : json::array();
     size_t shown = 0;
     for (const bool in_rib : {false, true})

@@ -41,11 +41,11 @@ void flowspec_metrics(const json *f, std::string &out) {
                      flag(held != nullptr && held->is_boolean() && held->get<bool>()));
         }
     rule.write(out);
-    Family refused("floodgate_flowspec_missing_after_add_total", Type::counter,
-                   "Routes added through gobgp's CLI (which exited 0) and not in the RIB read "
-                   "back: refused by gobgpd, its import policy for one.");
-    refused.add({}, number_at(f, "missing_after_add"));
-    refused.write(out);
+    Family not_landed("floodgate_flowspec_missing_after_add_total", Type::counter,
+                      "Routes added through gobgp's CLI (which exited 0) and not in the RIB read "
+                      "back: refused by gobgpd, its import policy for one.");
+    not_landed.add({}, number_at(f, "missing_after_add"));
+    not_landed.write(out);
     Family changes("floodgate_flowspec_changes_total", Type::counter,
                    "Routes announced, withdrawn, and found stale in the RIB and withdrawn.");
     changes.add({{"change", "announced"}}, number_at(f, "announced"));
@@ -58,6 +58,13 @@ void flowspec_metrics(const json *f, std::string &out) {
     withheld.add({{"reason", "limit"}}, number_at(f, "withheld_limit"));
     withheld.add({{"reason", "rate"}}, number_at(f, "withheld_rate"));
     withheld.write(out);
+    Family refused("floodgate_flowspec_refused", Type::gauge,
+                   "Rules to announce that are refused: a source prefix shorter than "
+                   "--flowspec-min-source4 or 6 (short_source), or overlapping "
+                   "--flowspec-never-block (never_block).");
+    refused.add({{"reason", "short_source"}}, number_at(f, "refused_short_source"));
+    refused.add({{"reason", "never_block"}}, number_at(f, "refused_never_block"));
+    refused.write(out);
     Family failed("floodgate_flowspec_failed_calls_total", Type::counter,
                   "gobgp calls that failed, timed out or said too much.");
     failed.add({}, number_at(f, "failed_calls"));

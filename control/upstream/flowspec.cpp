@@ -60,6 +60,12 @@ bool valid(const FlowspecRule &r) {
     return !r.destination_port || r.destination_port->lo <= r.destination_port->hi;
 }
 
+bool overlaps(const Prefix &a, const Prefix &b) {
+    if (a.family != b.family) return false;
+    return a.len <= b.len ? prefix_contains(a, b.family, b.addr)
+                          : prefix_contains(b, a.family, a.addr);
+}
+
 std::string match_key(const FlowspecRule &r) {
     std::string key;
     for (const std::string &w : flowspec_words(r)) key.append(key.empty() ? "" : " ").append(w);
@@ -345,10 +351,19 @@ void FlowspecExporter::reconcile(const std::vector<FlowspecRule> &desired, uint6
     try {
         refill(now_ns);
         Desired d;
-        counters_.invalid = 0;
+        counters_.invalid = counters_.refused_short_source = counters_.refused_never_block = 0;
         for (const FlowspecRule &r : desired) {
             if (!valid(r)) {
                 ++counters_.invalid;
+                continue;
+            }
+            if (r.source.len < (r.source.family == 4 ? o_.min_source_len4 : o_.min_source_len6)) {
+                ++counters_.refused_short_source;
+                continue;
+            }
+            if (std::any_of(o_.never_block.begin(), o_.never_block.end(),
+                            [&r](const Prefix &p) { return overlaps(p, r.source); })) {
+                ++counters_.refused_never_block;
                 continue;
             }
             std::string key = match_key(r);

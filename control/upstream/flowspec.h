@@ -78,6 +78,15 @@ struct FlowspecOptions {
     std::string rtbh_next_hop4 = "192.0.2.1";  // TEST-NET-1, which RTBH routers route to null
     std::string rtbh_next_hop6 = "100::1";     // the discard-only prefix (RFC 6666)
     int call_timeout_ms = 2000;  // a CLI call is killed past this (it gives up itself after 1 s)
+    // What a router must never be told to drop, however a rule came to be desired: a source
+    // prefix shorter than these (an IPv4 /16 is the most one organisation commonly holds, an
+    // IPv6 /32 the least an RIR allocates to an ISP: shorter ones span networks that have
+    // nothing to do with the flood, and the box cannot see what a router drops), and a source
+    // that overlaps never_block (the box's own addresses, the operator's infrastructure:
+    // dropped upstream, the box or the network could not be reached to lift it).
+    uint8_t min_source_len4 = 16;
+    uint8_t min_source_len6 = 32;
+    std::vector<Prefix> never_block;
     // The RIB is read again at least this often, so that routes lost to a gobgpd restart that
     // no failed call revealed are announced again within it. Reading the four families holding
     // 1,000 rules takes ~250 ms.
@@ -143,6 +152,10 @@ class FlowspecExporter {
         size_t withheld_limit = 0;
         size_t withheld_rate = 0;
         size_t invalid = 0;  // desired rules skipped as invalid
+        // Desired rules refused by the options above: a source shorter than min_source_len4
+        // or 6, and a source that overlaps a never_block prefix.
+        size_t refused_short_source = 0;
+        size_t refused_never_block = 0;
     };
     const Counters &counters() const { return counters_; }
     // Each rule asked for, most recently read back or not: the rule's words, its origin, and

@@ -58,6 +58,8 @@ void FlowspecFeed::once() {
                {"withheld_limit", c.withheld_limit},
                {"withheld_rate", c.withheld_rate},
                {"invalid", c.invalid},
+               {"refused_short_source", c.refused_short_source},
+               {"refused_never_block", c.refused_never_block},
                {"failed_calls", c.failed_calls},
                {"last_error", exporter_.last_error()}};
 }

@@ -10,7 +10,8 @@ block, the most at once, a clean stop, a crash whose leftovers the next daemon w
 restart of the dataplane under a running daemon. F runs the README's /etc/gobgpd.toml, read
 from the README: check 27 shows it takes nothing from the router. Checks 28 on are the issue's
 finding: F with the README's former default-import-policy = "reject-route" refuses what floodctl
-adds, and floodctl's status, metrics and log say the rule is missing.
+adds, and floodctl's status, metrics and log say the rule is missing. Check 31: sources
+shorter than /16 or inside --flowspec-never-block are never announced, counted by reason.
 
 Prints TAP; needs root (namespaces, DPDK) and gobgpd, else skips; builds nothing. Usage:
 test_flowspec_bgp.py BUILD_DIR
@@ -218,13 +219,36 @@ def blocked(prefix):
 FILE_BLOCK = blocked("198.18.77.0/24")
 STATUS_KEYS = {"active", "asked", "in_rib", "missing", "blackholes_asked", "blackholes_in_rib",
                "blackholes_missing", "missing_after_add", "rules", "announced", "withdrawn",
-               "stale_withdrawn", "withheld_limit", "withheld_rate", "invalid", "failed_calls",
-               "last_error"}
+               "stale_withdrawn", "withheld_limit", "withheld_rate", "invalid",
+               "refused_short_source", "refused_never_block", "failed_calls", "last_error"}
+NEVER_BLOCK = "198.18.88.0/24"  # the operator's infrastructure, say
 
 
 def metric(text, name, labels):
     m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
     return float(m.group(1)) if m else None
+
+
+def never_announced(topo, box):
+    """Blocks inside --flowspec-never-block and shorter than /16 stay off the router,
+    refused by reason; then they go, for the checks after."""
+    before = both(topo)
+    codes = [box.ctl.run("block", "add", p)[0] for p in ("198.18.88.1/32", "10.0.0.0/8")]
+    held, fs, _ = settle(lambda: (lambda f: (f.get("refused_never_block"),
+                                             f.get("refused_short_source")))(box.flowspec()),
+                         (1, 1))
+    text = box.metrics()
+    code, out, _ = box.ctl.run("status")
+    refused = (metric(text, "floodgate_flowspec_refused", 'reason="never_block"'),
+               metric(text, "floodgate_flowspec_refused", 'reason="short_source"'))
+    check(codes == [0, 0] and held and both(topo) == before and refused == (1, 1)
+          and "refused 1 (source too short), 1 (never_block);" in out,
+          "31. block add 198.18.88.1/32 (--flowspec-never-block %s) and 10.0.0.0/8 (shorter "
+          "than /16): neither reaches the router; status, metrics and floodctl status count "
+          "each by reason" % NEVER_BLOCK, "router: %s (before %s)\nstatus refused: %s\n"
+          "metrics: %s\n%s" % (both(topo), before, fs, refused, out))
+    for p in ("198.18.88.1/32", "10.0.0.0/8"):
+        box.ctl.run("block", "del", p)
 
 
 def operator_path(topo, box):
@@ -235,7 +259,7 @@ def operator_path(topo, box):
         return
     box.start_dataplane(RULES, TRACE)
     start = time.monotonic()
-    box.start_daemon("--flowspec", API)
+    box.start_daemon("--flowspec", API, "--flowspec-never-block", NEVER_BLOCK)
     box.wait_up()
 
     def router_then_status(want, in_rib, timeout=WAIT_S):
@@ -289,6 +313,7 @@ def operator_path(topo, box):
           "floodctl: %d %s%s\nrouter: %s\nstatus: %s" % (code, out, err, seen, fs))
     print("#   on the router again %.0f ms after the allow went" % ((reached - start) * 1000))
 
+    never_announced(topo, box)
     start = time.monotonic()
     rc = box.stop_daemon(signal.SIGTERM)
     ok, seen, _ = settle(lambda: both(topo), set(), timeout=5)
@@ -324,7 +349,8 @@ def operator_path(topo, box):
     check(limit == 4 and rules == 2 and announced == 2 and failed and "upstream:  FlowSpec "
           "rules 2 asked, 2 in gobgpd's RIB, 0 MISSING; RTBH routes 0 asked, 0 in the RIB, 0 "
           "missing; 2 announced, 0 withdrawn, 0 stale withdrawn, 0 missing after their add in "
-          "all; withheld 4 (limit), 0 (rate); 0 failed calls\n" in out,
+          "all; withheld 4 (limit), 0 (rate); refused 0 (source too short), 0 (never_block); 0 "
+          "failed calls\n" in out,
           "22. /metrics says floodgate_flowspec_withheld{reason=\"limit\"} 4, "
           "floodgate_flowspec_rules{form=\"flowspec\"} 2, 2 announced, 0 failed calls; "
           "floodctl status says the same", "\n".join(
