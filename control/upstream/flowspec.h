@@ -14,8 +14,9 @@
 // gobgpd is floodctl's own: every local path in its global RIB's flowspec families, and every
 // local unicast path with the BLACKHOLE community, is floodctl's, and one that is not desired
 // is stale and withdrawn. Paths received from its peers are skipped but still read, within the
-// bound below: its configuration should accept nothing from them (an import policy that
-// rejects all).
+// bound below: its configuration should accept nothing from them, with an import policy that
+// rejects every neighbor (the README's). Not default-import-policy = "reject-route": gobgpd
+// applies its global import policy to the paths its API adds too, and refuses all of ours.
 //
 // The RIB is read with `gobgp --target API -j global rib -a FAMILY` for ipv4-flowspec,
 // ipv6-flowspec, ipv4 and ipv6, whether rtbh is on or not (so that turning it off withdraws
@@ -118,9 +119,16 @@ class FlowspecExporter {
     // read back as ours (a component or operator flowspec_words never writes, a blackhole whose
     // prefix does not parse) is removed with all its family's local paths: `del all`.
     //
+    // Checked where it lands: after its changes, each family changed is read back, and a
+    // route added that the RIB does not hold is counted (missing_after_add) and is the
+    // last_error; it stays asked for, missing, until the next resync adds it again.
+    //
+    // Desired rules are refused, counted by reason, when their source is shorter than
+    // min_source_len4 or 6 or overlaps a never_block prefix.
+    //
     // Never throws. A failed call (gobgpd down or slow, the CLI missing) ends the reconcile,
-    // counted; the next one reads the RIB again. A reconcile takes ~22 ms per route changed
-    // and per RIB read, and at most one call_timeout_ms more.
+    // counted; the next one reads the RIB again. A reconcile takes ~22 ms per route changed,
+    // per RIB read and per family read back, and at most one call_timeout_ms more.
     void reconcile(const std::vector<FlowspecRule> &desired, uint64_t now_ns);
 
     // Withdraws everything (a clean stop): `del all` for each flowspec family that holds rules,
