@@ -1,5 +1,8 @@
 #include "control/metrics/flowspec_metrics.h"
 
+#include <optional>
+#include <string>
+
 #include "control/metrics/exposition.h"
 
 namespace floodgate {
@@ -35,9 +38,11 @@ void flowspec_metrics(const json *f, std::string &out) {
                 "1 for each rule asked for that gobgpd's RIB held when read back, 0 if not.");
     if (const json *rules = member(f, "rules"); rules != nullptr && rules->is_array())
         for (const json &r : *rules) {
+            // A rule without a match is no sample: two of them would be one series twice.
+            const std::optional<std::string> match = label_at(&r, "match");
+            if (!match) continue;
             const json *held = member(&r, "in_rib");
-            rule.add({{"match", label_at(&r, "match").value_or("")},
-                      {"origin", label_at(&r, "origin").value_or("")}},
+            rule.add({{"match", *match}, {"origin", label_at(&r, "origin").value_or("")}},
                      flag(held != nullptr && held->is_boolean() && held->get<bool>()));
         }
     rule.write(out);

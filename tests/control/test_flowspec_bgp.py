@@ -267,7 +267,7 @@ def operator_path(topo, box):
         in_rib rules; (both held, router, status's flowspec, when the router held it)."""
         ok, seen, _ = settle(lambda: both(topo), want, timeout)
         reached = time.monotonic()
-        held, _, _ = settle(lambda: box.flowspec()["in_rib"], in_rib, 5)
+        held, _, _ = settle(lambda: box.flowspec().get("in_rib"), in_rib, 5)
         return ok and held, seen, box.flowspec(), reached
 
     ok, seen, fs, reached = router_then_status({FILE_BLOCK}, 1)
