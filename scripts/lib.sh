@@ -19,7 +19,7 @@ FG_PACKAGES=(
   dpdk dpdk-dev libdpdk-dev
   libyaml-dev nlohmann-json3-dev libmicrohttpd-dev libhyperscan-dev libcli11-dev libpcap-dev ccache
   redis-server libhiredis-dev libssl-dev openssl
-  gobgpd
+  gobgpd bird2
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool
   tshark curl dnsmasq-base bind9-dnsutils systemd

@@ -51,8 +51,12 @@ json counters(const floodgate::FlowspecExporter &e) {
             {"withdrawn", c.withdrawn},
             {"stale_withdrawn", c.stale_withdrawn},
             {"failed_calls", c.failed_calls},
+            {"missing_after_add", c.missing_after_add},
+            {"asked", c.asked},
             {"in_rib", c.in_rib},
+            {"missing", c.missing},
             {"blackholes_in_rib", c.blackholes_in_rib},
+            {"blackholes_missing", c.blackholes_missing},
             {"withheld_limit", c.withheld_limit},
             {"withheld_rate", c.withheld_rate},
             {"invalid", c.invalid}};

@@ -21,17 +21,59 @@ namespace {
 constexpr uint64_t kSecond = 1'000'000'000;
 
 // argv: --target API [-j] global rib -a FAMILY ...; a file named "fail", "slow" or "big" in its
-// directory makes each call fail, hang or print more than the exporter reads.
-constexpr const char *kFakeGobgp = R"(#!/bin/sh
-d=$(dirname "$0")
-echo "$*" >> "$d/calls"
-[ -e "$d/fail" ] && { echo "error: connection refused" >&2; exit 1; }
-[ -e "$d/slow" ] && exec sleep 10
-[ -e "$d/big" ] && exec head -c 5000000 /dev/zero
-if [ "$3" = "-j" ]; then
-  if [ -e "$d/$7.json" ]; then cat "$d/$7.json"; else echo '{}'; fi
-fi
-exit 0
+// directory makes each call fail, hang or print more than the exporter reads. FAMILY.json is
+// the RIB a -j read prints, as gobgp 3.10 prints it; an add or del changes it as gobgpd would,
+// unless a file named "refuse" is there: then an add exits 0 and the RIB stays as it was, as
+// with gobgpd's default-import-policy = "reject-route".
+constexpr const char *kFakeGobgp = R"(#!/usr/bin/python3
+import json, os, sys, time
+d = os.path.dirname(os.path.abspath(sys.argv[0]))
+args = sys.argv[3:]
+with open(os.path.join(d, "calls"), "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\n")
+if os.path.exists(os.path.join(d, "fail")):
+    sys.stderr.write("error: connection refused\n")
+    sys.exit(1)
+if os.path.exists(os.path.join(d, "slow")):
+    time.sleep(10)
+if os.path.exists(os.path.join(d, "big")):
+    sys.stdout.write("\0" * 5000000)
+    sys.exit(0)
+read = args[0] == "-j"
+family = args[4 if read else 3]
+path = os.path.join(d, family + ".json")
+rib = json.load(open(path)) if os.path.exists(path) else {}
+if read:
+    print(json.dumps(rib))
+    sys.exit(0)
+verb, words = args[4], args[5:]
+if verb == "del" and words == ["all"]:
+    rib = {k: v for k, v in rib.items() if all("neighbor-ip" in p for p in v)}
+elif "flowspec" in family:
+    def ops(text):
+        if text.startswith("=="):
+            return [{"op": 0x81, "value": int(text[2:])}]
+        lo, hi = text[2:].split("&<=")
+        return [{"op": 0x13, "value": int(lo)}, {"op": 0xD5, "value": int(hi)}]
+    kv = dict(zip(words[1:-2:2], words[2:-2:2]))
+    nlri = [{"type": t, "value": {"prefix": kv[k]}} for t, k in ((1, "destination"), (2, "source"))
+            if k in kv]
+    nlri += [{"type": t, "value": ops(kv[k])} for t, k in ((3, "protocol"), (5, "destination-port"))
+             if k in kv]
+    nlri.sort(key=lambda c: c["type"])
+    route = " ".join(words)
+    if verb == "add":
+        rib[route] = [{"nlri": {"value": nlri}, "attrs": []}]
+    else:
+        rib.pop(route, None)
+else:
+    if verb == "add":
+        rib[words[0]] = [{"nlri": {"prefix": words[0]},
+                          "attrs": [{"type": 8, "communities": [4294902426]}]}]
+    else:
+        rib.pop(words[0], None)
+if verb != "add" or not os.path.exists(os.path.join(d, "refuse")):
+    json.dump(rib, open(path, "w"))
 )";
 
 class FakeGobgp {
@@ -150,7 +192,8 @@ TEST(FlowspecExporter, FiftyDesiredTenAllowed) {
     FlowspecExporter e(o);
     e.reconcile(spread(50), 0);
     const std::vector<std::string> calls = fake.take_calls();
-    EXPECT_EQ(count(calls, "-j global rib -a "), 4u);  // the first call reads the RIB
+    // The first call reads the RIB, and reads back the family it changed.
+    EXPECT_EQ(count(calls, "-j global rib -a "), 5u);
     EXPECT_EQ(count(calls, " add "), 10u);
     EXPECT_EQ(count(calls, "ipv4-flowspec add match source 198.18.100.0/32 then discard"), 1u);
     EXPECT_EQ(count(calls, "ipv4-flowspec add match source 198.18.100.9/32 then discard"), 1u);
@@ -196,8 +239,9 @@ TEST(FlowspecExporter, NotDesiredAnyMoreIsWithdrawn) {
     fake.take_calls();
     e.reconcile({v6}, kSecond);
     const std::vector<std::string> calls = fake.take_calls();
-    ASSERT_EQ(calls.size(), 1u);
+    ASSERT_EQ(calls.size(), 2u);
     EXPECT_EQ(calls[0], "global rib -a ipv4-flowspec del " + joined(flowspec_words(v4)));
+    EXPECT_EQ(calls[1], "-j global rib -a ipv4-flowspec");  // read back
     EXPECT_EQ(e.counters().withdrawn, 1u);
     EXPECT_EQ(e.counters().in_rib, 1u);
 }
@@ -213,7 +257,7 @@ TEST(FlowspecExporter, AMoreImportantRuleTakesTheLeastImportantPlace) {
     fake.take_calls();
     e.reconcile({c, a, b}, kSecond);
     const std::vector<std::string> calls = fake.take_calls();
-    ASSERT_EQ(calls.size(), 2u);
+    ASSERT_EQ(calls.size(), 3u);
     EXPECT_EQ(calls[0], "global rib -a ipv4-flowspec del " + joined(flowspec_words(b)));
     EXPECT_EQ(calls[1], "global rib -a ipv4-flowspec add " + joined(flowspec_words(c)));
     EXPECT_EQ(e.counters().in_rib, 2u);
@@ -250,6 +294,104 @@ TEST(FlowspecExporter, InvalidAndRepeatedRulesAreSkipped) {
     EXPECT_EQ(e.counters().in_rib, 1u);
 }
 
+// ---- What no router is told to drop ----
+
+TEST(FlowspecExporter, ShortSourcesAndNeverBlockAreRefusedByReason) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.never_block = {prefix("203.0.113.0/30"), prefix("2001:db8:ff::1/128")};
+    FlowspecExporter e(o);
+    e.reconcile({rule("10.0.0.0/8"), rule("198.18.0.0/15"), rule("198.18.0.0/16"),
+                 rule("2001:dba::/31"), rule("2001:db9::/32"),
+                 rule("203.0.113.2/32"),    // inside a never_block entry
+                 rule("203.0.112.0/21"),    // covering one
+                 rule("2001:db8:ff::/48"),  // covering the other
+                 rule("203.0.113.4/32")},   // beside them: announced
+                0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, " add "), 3u);
+    EXPECT_EQ(count(calls, "add match source 198.18.0.0/16 "), 1u);
+    EXPECT_EQ(count(calls, "add match source 2001:db9::/32 "), 1u);
+    EXPECT_EQ(count(calls, "add match source 203.0.113.4/32 "), 1u);
+    EXPECT_EQ(e.counters().refused_short_source, 3u);
+    EXPECT_EQ(e.counters().refused_never_block, 3u);
+    EXPECT_EQ(e.counters().in_rib, 3u);
+
+    o.min_source_len4 = 8;  // shorter limits: the /8, the /15 and the /31 too
+    o.min_source_len6 = 0;
+    FlowspecExporter wider(o);
+    wider.reconcile({rule("10.0.0.0/8"), rule("198.18.0.0/15"), rule("2001:dba::/31")}, 0);
+    EXPECT_EQ(wider.counters().refused_short_source, 0u);
+    EXPECT_EQ(wider.counters().asked, 3u);
+}
+
+// ---- Checked where it lands: the RIB read back after each change ----
+
+TEST(FlowspecExporter, ARuleTheRibRefusesIsMissingNotAnnounced) {
+    FakeGobgp fake;
+    fake.write("refuse", "");  // gobgpd's import policy rejects what the CLI adds
+    FlowspecOptions o = options(fake);
+    o.rtbh = true;
+    o.resync_interval_ms = 10'000;
+    FlowspecExporter e(o);
+    const FlowspecRule dns = rule("198.18.66.6/32", "198.18.1.1/32", 17, PortRange{53, 53});
+    e.reconcile({dns}, 0);
+    const std::vector<std::string> calls = fake.take_calls();
+    EXPECT_EQ(count(calls, " add "), 2u);                           // the rule and its blackhole
+    EXPECT_EQ(count(calls, "-j global rib -a ipv4-flowspec"), 2u);  // read, read back
+    EXPECT_EQ(count(calls, "-j global rib -a ipv4"), 4u);           // and the ipv4 family's
+    const auto &c = e.counters();
+    EXPECT_EQ(c.announced, 2u);
+    EXPECT_EQ(c.asked, 1u);
+    EXPECT_EQ(c.in_rib, 0u);
+    EXPECT_EQ(c.missing, 1u);
+    EXPECT_EQ(c.blackholes_asked, 1u);
+    EXPECT_EQ(c.blackholes_in_rib, 0u);
+    EXPECT_EQ(c.blackholes_missing, 1u);
+    EXPECT_EQ(c.missing_after_add, 2u);
+    EXPECT_EQ(c.failed_calls, 0u);  // every call exited 0
+    EXPECT_EQ(e.last_error(),
+              "2 route(s) added but not in gobgpd's RIB read back (its import policy refused "
+              "them?): source 198.18.66.6/32 destination 198.18.1.1/32 protocol ==17 "
+              "destination-port ==53 then discard (test)");
+    const std::vector<FlowspecExporter::RuleState> states = e.rule_states();
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0].match, joined(flowspec_words(dns)));
+    EXPECT_FALSE(states[0].in_rib);
+
+    e.reconcile({dns}, kSecond);  // not added again before the resync
+    EXPECT_TRUE(fake.take_calls().empty());
+    EXPECT_EQ(e.counters().missing, 1u);
+
+    fake.remove("refuse");  // the policy fixed: the resync adds it again, and it lands
+    e.reconcile({dns}, 10 * kSecond);
+    EXPECT_EQ(count(fake.take_calls(), " add "), 2u);
+    EXPECT_EQ(e.counters().in_rib, 1u);
+    EXPECT_EQ(e.counters().missing, 0u);
+    EXPECT_EQ(e.counters().blackholes_in_rib, 1u);
+    EXPECT_EQ(e.counters().missing_after_add, 2u);
+    EXPECT_TRUE(e.rule_states().at(0).in_rib);
+}
+
+TEST(FlowspecExporter, ARuleLostFromTheRibIsMissingUntilTheResync) {
+    FakeGobgp fake;
+    FlowspecOptions o = options(fake);
+    o.resync_interval_ms = 10'000;
+    FlowspecExporter e(o);
+    const FlowspecRule a = rule("198.18.66.1/32"), b = rule("198.18.66.2/32");
+    e.reconcile({a}, 0);
+    EXPECT_EQ(e.counters().in_rib, 1u);
+    fake.remove("ipv4-flowspec.json");  // a gobgpd restart loses a
+    e.reconcile({a, b}, kSecond);       // b's read-back shows it
+    EXPECT_EQ(e.counters().asked, 2u);
+    EXPECT_EQ(e.counters().in_rib, 1u);
+    EXPECT_EQ(e.counters().missing, 1u);
+    EXPECT_EQ(e.counters().missing_after_add, 0u);  // b landed; a was not added now
+    e.reconcile({a, b}, 10 * kSecond);
+    EXPECT_EQ(e.counters().in_rib, 2u);
+    EXPECT_EQ(e.counters().missing, 0u);
+}
+
 // ---- Reading the RIB ----
 
 // gobgp 3.10's -j output (measured): a local path and one received from the router.
@@ -277,7 +419,7 @@ TEST(FlowspecExporter, AStaleRuleIsWithdrawnAndADesiredOneKept) {
     const std::vector<std::string> calls = fake.take_calls();
     EXPECT_EQ(count(calls, " add "), 0u);  // a restart does not announce it again
     ASSERT_EQ(count(calls, " del "), 1u);
-    EXPECT_EQ(calls.back(),
+    EXPECT_EQ(calls[calls.size() - 2],
               "global rib -a ipv4-flowspec del match source 198.18.66.6/32 "
               "protocol ==17 destination-port ==53 then discard");
     EXPECT_EQ(e.counters().stale_withdrawn, 1u);
@@ -306,12 +448,13 @@ TEST(FlowspecExporter, TheRibIsReadAgainAfterAFailureAndEveryResyncInterval) {
     FlowspecExporter e(o);
     const std::vector<FlowspecRule> one = {rule("198.18.66.6/32")};
     e.reconcile(one, 0);
-    EXPECT_EQ(count(fake.take_calls(), "-j global rib"), 4u);
+    EXPECT_EQ(count(fake.take_calls(), "-j global rib"), 5u);  // 4, and 1 read back
     e.reconcile(one, 9 * kSecond);
     EXPECT_EQ(count(fake.take_calls(), "-j global rib"), 0u);
-    e.reconcile(one, 10 * kSecond);  // the read finds the RIB empty (gobgpd restarted)
+    fake.remove("ipv4-flowspec.json");  // gobgpd restarted
+    e.reconcile(one, 10 * kSecond);     // the read finds the RIB empty
     std::vector<std::string> calls = fake.take_calls();
-    EXPECT_EQ(count(calls, "-j global rib"), 4u);
+    EXPECT_EQ(count(calls, "-j global rib"), 5u);
     EXPECT_EQ(count(calls, " add "), 1u);
 
     fake.write("fail", "");
@@ -323,8 +466,9 @@ TEST(FlowspecExporter, TheRibIsReadAgainAfterAFailureAndEveryResyncInterval) {
     fake.remove("fail");
     e.reconcile({}, 12 * kSecond);
     calls = fake.take_calls();
-    EXPECT_EQ(count(calls, "-j global rib"), 4u);
-    EXPECT_EQ(count(calls, " del "), 0u);  // the fake's RIB is empty: nothing to withdraw
+    EXPECT_EQ(count(calls, "-j global rib"), 5u);
+    EXPECT_EQ(count(calls, " del "), 1u);  // the rule the RIB holds, no longer desired
+    EXPECT_EQ(e.counters().stale_withdrawn, 1u);
 }
 
 TEST(FlowspecExporter, ACallIsKilledPastItsTimeout) {

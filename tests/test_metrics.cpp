@@ -215,6 +215,50 @@ TEST(Metrics, Status) {
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
 }
 
+// The FlowSpec feed's status (control/upstream/flowspec_feed.cpp): asked and read back apart,
+// rule by rule; a value of the wrong type drops its sample and never throws.
+TEST(Metrics, FlowspecAskedAndInTheRibApart) {
+    const json flowspec = {{"active", true},
+                           {"asked", 2},
+                           {"in_rib", 1},
+                           {"missing", 1},
+                           {"blackholes_asked", 0},
+                           {"blackholes_in_rib", 0},
+                           {"blackholes_missing", 0},
+                           {"missing_after_add", 3},
+                           {"refused_short_source", 4},
+                           {"refused_never_block", "five"},
+                           {"rules",
+                            {{{"match", "match source 198.18.77.0/24 then discard"},
+                              {"origin", "block"},
+                              {"in_rib", true}},
+                             {{"match", "match source 198.18.66.6/32 then discard"},
+                              {"origin", "escalated by dns"},
+                              {"in_rib", false}},
+                             {{"match", 7}, {"in_rib", "yes"}},
+                             "not a rule"}}};
+    MetricsInput in;
+    in.flowspec = &flowspec;
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    const char *expected[] = {
+        "floodgate_flowspec_asked{form=\"flowspec\"} 2",
+        "floodgate_flowspec_rules{form=\"flowspec\"} 1",
+        "floodgate_flowspec_missing{form=\"flowspec\"} 1",
+        "floodgate_flowspec_missing{form=\"rtbh\"} 0",
+        "floodgate_flowspec_missing_after_add_total 3",
+        "floodgate_flowspec_refused{reason=\"short_source\"} 4",
+        "floodgate_flowspec_rule_in_rib{match=\"match source 198.18.77.0/24 then "
+        "discard\",origin=\"block\"} 1",
+        "floodgate_flowspec_rule_in_rib{match=\"match source 198.18.66.6/32 then "
+        "discard\",origin=\"escalated by dns\"} 0",
+        "floodgate_flowspec_rule_in_rib{match=\"7\",origin=\"\"} 0",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+    EXPECT_EQ(text.find("never_block\"}"), std::string::npos);  // "five" is no number
+    EXPECT_EQ(text.find("match=\"\""), std::string::npos);      // "not a rule" is none
+}
+
 TEST(Metrics, OverridesCountsBothListsEvenWhenEmpty) {
     const std::string text = full_text();
     EXPECT_TRUE(has_line(text, "floodgate_overrides{list=\"allow\"} 0"));

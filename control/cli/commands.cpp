@@ -111,6 +111,36 @@ void print_cluster(const json &c, const json &daemon) {
                     static_cast<unsigned long long>(login), static_cast<unsigned long long>(tls));
 }
 
+// Upstream: what floodctl asked gobgpd to hold and what its RIB held when read back, apart,
+// then each rule asked for (the missing first; -j status lists them all).
+void print_flowspec(const json &f) {
+    constexpr size_t kRulesShown = 20;
+    const auto n = [&f](const char *field) {
+        return static_cast<unsigned long long>(u64(f, field));
+    };
+    std::printf(
+        "upstream:  FlowSpec rules %llu asked, %llu in gobgpd's RIB, %llu MISSING; RTBH routes "
+        "%llu asked, %llu in the RIB, %llu missing; %llu announced, %llu withdrawn, %llu stale "
+        "withdrawn, %llu missing after their add in all; withheld %llu (limit), %llu (rate); "
+        "refused %llu (source too short), %llu (never_block); %llu failed calls%s%s\n",
+        n("asked"), n("in_rib"), n("missing"), n("blackholes_asked"), n("blackholes_in_rib"),
+        n("blackholes_missing"), n("announced"), n("withdrawn"), n("stale_withdrawn"),
+        n("missing_after_add"), n("withheld_limit"), n("withheld_rate"), n("refused_short_source"),
+        n("refused_never_block"), n("failed_calls"), f.value("last_error", "").empty() ? "" : ": ",
+        f.value("last_error", "").c_str());
+    const json &rules = f.contains("rules") && f["rules"].is_array() ? f["rules"] : json::array();
+    size_t shown = 0;
+    for (const bool in_rib : {false, true})
+        for (const json &rule : rules) {
+            if (!rule.is_object() || rule.value("in_rib", false) != in_rib) continue;
+            if (shown++ < kRulesShown)
+                std::printf("  %-8s %s (%s)\n", in_rib ? "in RIB" : "MISSING",
+                            rule.value("match", "").c_str(), rule.value("origin", "").c_str());
+        }
+    if (shown > kRulesShown)
+        std::printf("  ... %zu more (floodctl -j status lists them)\n", shown - kRulesShown);
+}
+
 }  // namespace
 
 int cmd_status(const Ctl &ctl) {
@@ -146,20 +176,7 @@ int cmd_status(const Ctl &ctl) {
                         rule.value("scope", "").c_str());
     }
     print_cluster(d["cluster"], r["cluster"]);
-    if (const json &f = r["flowspec"]; f.is_object() && f.value("active", false))
-        std::printf(
-            "upstream:  %llu FlowSpec rules and %llu RTBH routes announced; %llu "
-            "announced, %llu withdrawn, %llu stale withdrawn in all; withheld %llu "
-            "(limit), %llu (rate); %llu failed calls%s%s\n",
-            static_cast<unsigned long long>(u64(f, "in_rib")),
-            static_cast<unsigned long long>(u64(f, "blackholes_in_rib")),
-            static_cast<unsigned long long>(u64(f, "announced")),
-            static_cast<unsigned long long>(u64(f, "withdrawn")),
-            static_cast<unsigned long long>(u64(f, "stale_withdrawn")),
-            static_cast<unsigned long long>(u64(f, "withheld_limit")),
-            static_cast<unsigned long long>(u64(f, "withheld_rate")),
-            static_cast<unsigned long long>(u64(f, "failed_calls")),
-            f.value("last_error", "").empty() ? "" : ": ", f.value("last_error", "").c_str());
+    if (const json &f = r["flowspec"]; f.is_object() && f.value("active", false)) print_flowspec(f);
     std::printf("reloads:   %llu ok, %llu failed; %llu overrides expired\n",
                 static_cast<unsigned long long>(u64(d["reloads"], "ok")),
                 static_cast<unsigned long long>(u64(d["reloads"], "failed")),

@@ -474,6 +474,9 @@ int run_daemon(const DaemonOptions &options) {
         fo.max_announced = options.flowspec_max;
         fo.max_new_per_s = options.flowspec_rate;
         fo.rtbh = options.rtbh;
+        fo.min_source_len4 = options.flowspec_min_source4;
+        fo.min_source_len6 = options.flowspec_min_source6;
+        fo.never_block = options.flowspec_never_block;
         flowspec = std::make_unique<FlowspecFeed>(options.dataplane, fo);
         daemon_log("announcing blocks upstream through gobgpd at " + options.flowspec);
     }

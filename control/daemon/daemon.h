@@ -18,6 +18,7 @@
 #include <string>
 
 #include "control/cluster/store_auth.h"
+#include "control/upstream/flowspec.h"
 #include "dataplane/api/control_protocol.h"
 
 namespace floodgate {
@@ -33,11 +34,16 @@ struct DaemonOptions {
     std::string redis;
     StoreAuth store_auth;  // Redis's ACL user, password and TLS, read at start
     // Upstream (control/upstream/flowspec_feed.h): the local gobgpd's API (empty: nothing
-    // announced), the most rules at once, new ones a second, and the RTBH form beside FlowSpec.
+    // announced), the most rules at once, new ones a second, and the RTBH form beside FlowSpec;
+    // the shortest source prefix announced per family, and the sources never announced
+    // (FlowspecOptions says why and the defaults).
     std::string flowspec;
     size_t flowspec_max = 1000;
     double flowspec_rate = 20;
     bool rtbh = false;
+    uint8_t flowspec_min_source4 = FlowspecOptions{}.min_source_len4;
+    uint8_t flowspec_min_source6 = FlowspecOptions{}.min_source_len6;
+    std::vector<Prefix> flowspec_never_block;
 };
 
 // Runs until SIGINT or SIGTERM; returns the exit code.

@@ -31,14 +31,18 @@ constexpr CommandUsage kCommands[] = {
      "         [--box ID] [--redis HOST:PORT] [--redis-user NAME --redis-password-file FILE]\n"
      "         [--redis-tls-ca FILE [--redis-tls-name NAME]\n"
      "          [--redis-tls-cert FILE --redis-tls-key FILE]]\n"
-     "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]]\n"
+     "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]\n"
+     "          [--flowspec-min-source4 LEN] [--flowspec-min-source6 LEN]\n"
+     "          [--flowspec-never-block PREFIX]...]\n"
      "                         run the control plane (socket /run/floodgate/floodctl.sock);\n"
      "                         with a cluster section, sync shared rules as box ID (default\n"
      "                         the host name) through Redis (default the rules file's),\n"
      "                         logged in as an ACL user (the password: FILE, or systemd's\n"
      "                         credential redis-password), in TLS verified against a CA;\n"
      "                         with --flowspec, announce blocks and escalations upstream\n"
-     "                         through the local gobgpd's API (default at most 1000, 20 new/s)\n"},
+     "                         through the local gobgpd's API (default at most 1000, 20 new/s),\n"
+     "                         never a source shorter than /16 (IPv6 /32) or overlapping a\n"
+     "                         --flowspec-never-block prefix\n"},
     {"status", "  status                 dataplane, ruleset, rates, table occupancy\n"},
     {"watch",
      "  watch [--interval SECONDS] [--rule NAME] [-n N] [--count FRAMES]\n"
@@ -251,8 +255,21 @@ void CommandLine::add_daemon() {
     app->add_option("--flowspec-max", daemon_.flowspec_max)->check(CLI::Range(1, 2000));
     app->add_option("--flowspec-rate", daemon_.flowspec_rate)->check(CLI::Range(0.1, 1000.0));
     app->add_flag("--rtbh", daemon_.rtbh);
+    app->add_option("--flowspec-min-source4", daemon_.flowspec_min_source4)
+        ->check(CLI::Range(0, 32));
+    app->add_option("--flowspec-min-source6", daemon_.flowspec_min_source6)
+        ->check(CLI::Range(0, 128));
+    checked(app, "--flowspec-never-block", "daemon",
+            [this](const std::string &v) -> std::optional<std::string> {
+                std::string why;
+                const std::optional<Prefix> p = parse_prefix(v, &why);
+                if (!p) return "daemon: --flowspec-never-block " + v + ": " + why;
+                daemon_.flowspec_never_block.push_back(*p);
+                return std::nullopt;
+            });
     nodes_[app].run = [this, unknown](const std::vector<std::string> &x) {
         if (!x.empty()) return unknown(x[0]);
+        if (pending_) return usage_error(pending_->command, pending_->message);
         // Refused here, before the daemon starts anything, like every other bad value.
         if (daemon_.metrics != "none") {
             ListenAddress address;

@@ -7,6 +7,7 @@
 
 #include "control/metrics/counter_help.h"
 #include "control/metrics/exposition.h"
+#include "control/metrics/flowspec_metrics.h"
 #include "dataplane/api/malformed.h"
 #include "dataplane/api/stats.h"
 
@@ -28,31 +29,6 @@ using exposition::Type;
 using exposition::Value;
 
 // ---- The replies, one function each ----
-
-// What the daemon announces upstream (control/upstream/flowspec_feed.h).
-void flowspec_metrics(const json *f, std::string &out) {
-    Family rib("floodgate_flowspec_rules", Type::gauge,
-               "FlowSpec rules (and RTBH routes) in the local gobgpd's RIB, announced upstream.");
-    rib.add({{"form", "flowspec"}}, number_at(f, "in_rib"));
-    rib.add({{"form", "rtbh"}}, number_at(f, "blackholes_in_rib"));
-    rib.write(out);
-    Family changes("floodgate_flowspec_changes_total", Type::counter,
-                   "Routes announced, withdrawn, and found stale in the RIB and withdrawn.");
-    changes.add({{"change", "announced"}}, number_at(f, "announced"));
-    changes.add({{"change", "withdrawn"}}, number_at(f, "withdrawn"));
-    changes.add({{"change", "stale_withdrawn"}}, number_at(f, "stale_withdrawn"));
-    changes.write(out);
-    Family withheld("floodgate_flowspec_withheld", Type::gauge,
-                    "Rules to announce that are not: past the most at once (limit) or waiting "
-                    "for the announcement rate (rate).");
-    withheld.add({{"reason", "limit"}}, number_at(f, "withheld_limit"));
-    withheld.add({{"reason", "rate"}}, number_at(f, "withheld_rate"));
-    withheld.write(out);
-    Family failed("floodgate_flowspec_failed_calls_total", Type::counter,
-                  "gobgp calls that failed, timed out or said too much.");
-    failed.add({}, number_at(f, "failed_calls"));
-    failed.write(out);
-}
 
 // The cluster (README, "Several boxes"): the dataplane's side from its status, the store's
 // from the daemon's sync.

@@ -33,6 +33,14 @@ const char *family_name(RibFamily f) {
     return "?";
 }
 
+uint8_t bit(RibFamily f) {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(f));
+}
+
+RibFamily rule_family(const FlowspecRule &r) {
+    return r.source.family == 4 ? RibFamily::flowspec4 : RibFamily::flowspec6;
+}
+
 bool is_host(const Prefix &p) {
     return p.len == (p.family == 4 ? 32 : 128);
 }
@@ -50,6 +58,12 @@ bool valid(const FlowspecRule &r) {
     if (!valid_prefix(r.source, r.source.family)) return false;
     if (r.destination && !valid_prefix(*r.destination, r.source.family)) return false;
     return !r.destination_port || r.destination_port->lo <= r.destination_port->hi;
+}
+
+bool overlaps(const Prefix &a, const Prefix &b) {
+    if (a.family != b.family) return false;
+    return a.len <= b.len ? prefix_contains(a, b.family, b.addr)
+                          : prefix_contains(b, a.family, a.addr);
 }
 
 std::string match_key(const FlowspecRule &r) {
@@ -124,21 +138,30 @@ bool FlowspecExporter::call(std::vector<std::string> args, std::string *out) {
     return false;
 }
 
+bool FlowspecExporter::read_family(RibFamily f, RibRead *read) {
+    const char *name = family_name(f);
+    std::string out, error;
+    if (!call({"-j", "global", "rib", "-a", name}, &out)) return false;
+    if (parse_rib(out, f, read, &error)) return true;
+    ++counters_.failed_calls;
+    last_error_ = std::string("gobgp -j global rib -a ") + name + ": " + error;
+    synced_ = false;
+    return false;
+}
+
 bool FlowspecExporter::read_rib() {
     synced_ = false;
     announced_.clear();
     blackholes_.clear();
+    held_.clear();
+    blackholes_held_.clear();
+    just_added_.clear();
+    touched_ = 0;
     for (RibFamily f :
          {RibFamily::flowspec4, RibFamily::flowspec6, RibFamily::unicast4, RibFamily::unicast6}) {
         const char *name = family_name(f);
-        std::string out, error;
-        if (!call({"-j", "global", "rib", "-a", name}, &out)) return false;
         RibRead read;
-        if (!parse_rib(out, f, &read, &error)) {
-            ++counters_.failed_calls;
-            last_error_ = std::string("gobgp -j global rib -a ") + name + ": " + error;
-            return false;
-        }
+        if (!read_family(f, &read)) return false;
         if (read.foreign > 0) {
             // No words of ours remove a path we cannot read: its whole family goes (only the
             // local paths), and what is desired of it is announced again.
@@ -149,7 +172,55 @@ bool FlowspecExporter::read_rib() {
         for (FlowspecRule &r : read.rules) announced_.emplace(match_key(r), std::move(r));
         blackholes_.insert(read.blackholes.begin(), read.blackholes.end());
     }
+    for (const auto &[key, rule] : announced_) held_.insert(key);
+    blackholes_held_ = blackholes_;
     synced_ = true;
+    return true;
+}
+
+// Reads back each family changed since the last read, and fails the reconcile's check where a
+// route added was not there. It is not added again until the next resync reads the RIB:
+// gobgpd refuses it the same way each time, and a call a second would only load it.
+bool FlowspecExporter::read_back(uint8_t families) {
+    for (RibFamily f :
+         {RibFamily::flowspec4, RibFamily::flowspec6, RibFamily::unicast4, RibFamily::unicast6}) {
+        if ((families & bit(f)) == 0) continue;
+        RibRead read;
+        if (!read_family(f, &read)) return false;
+        if (f == RibFamily::flowspec4 || f == RibFamily::flowspec6) {
+            const uint8_t ip = f == RibFamily::flowspec4 ? 4 : 6;
+            std::erase_if(held_, [&](const std::string &key) {
+                const auto it = announced_.find(key);
+                return it == announced_.end() || it->second.source.family == ip;
+            });
+            for (const FlowspecRule &r : read.rules) held_.insert(match_key(r));
+        } else {
+            const uint8_t ip = f == RibFamily::unicast4 ? 4 : 6;
+            std::erase_if(blackholes_held_, [ip](const Prefix &p) { return p.family == ip; });
+            blackholes_held_.insert(read.blackholes.begin(), read.blackholes.end());
+        }
+        touched_ &= static_cast<uint8_t>(~bit(f));
+    }
+    std::string refused;
+    size_t n = 0;
+    for (const std::string &key : just_added_) {
+        const auto it = announced_.find(key);
+        if (it == announced_.end() || held_.contains(key)) continue;
+        ++n;
+        if (refused.empty()) refused = key.substr(sizeof "match") + " (" + it->second.origin + ")";
+    }
+    for (const Prefix &p : blackholes_)
+        if (just_added_.contains(format_prefix(p)) && !blackholes_held_.contains(p)) {
+            ++n;
+            if (refused.empty()) refused = "blackhole " + format_prefix(p);
+        }
+    just_added_.clear();
+    counters_.missing_after_add += n;
+    if (n > 0)
+        last_error_ = std::to_string(n) +
+                      " route(s) added but not in gobgpd's RIB read back (its import policy "
+                      "refused them?): " +
+                      refused;
     return true;
 }
 
@@ -157,6 +228,7 @@ bool FlowspecExporter::withdraw_rule(std::map<std::string, FlowspecRule>::iterat
                                      uint64_t *count) {
     if (!call(rule_call(it->second, "del"), nullptr)) return false;
     ++*count;
+    touched_ |= bit(rule_family(it->second));
     announced_.erase(it);
     return true;
 }
@@ -189,6 +261,7 @@ bool FlowspecExporter::set_blackholes(const std::set<Prefix> &wanted, uint64_t *
                   nullptr))
             return false;
         ++*withdrawn;
+        touched_ |= bit(it->family == 4 ? RibFamily::unicast4 : RibFamily::unicast6);
         it = blackholes_.erase(it);
     }
     for (const Prefix &p : wanted) {
@@ -199,6 +272,8 @@ bool FlowspecExporter::set_blackholes(const std::set<Prefix> &wanted, uint64_t *
                   nullptr))
             return false;
         ++counters_.announced;
+        touched_ |= bit(v4 ? RibFamily::unicast4 : RibFamily::unicast6);
+        just_added_.insert(format_prefix(p));
         blackholes_.insert(p);
     }
     return true;
@@ -237,17 +312,26 @@ bool FlowspecExporter::apply(const Desired &d, uint64_t now_ns) {
         }
         tokens_ -= 1;
         ++counters_.announced;
+        touched_ |= bit(rule_family(*rule));
+        just_added_.insert(key);
         announced_.emplace(key, *rule);
     }
     std::set<Prefix> wanted;
     for (const auto &[key, rule] : announced_)
         if (o_.rtbh && is_host(rule.source)) wanted.insert(rule.source);
-    return set_blackholes(wanted, &counters_.withdrawn);
+    return set_blackholes(wanted, &counters_.withdrawn) && read_back(touched_);
 }
 
 void FlowspecExporter::tally(const Desired *d) {
-    counters_.in_rib = announced_.size();
-    counters_.blackholes_in_rib = blackholes_.size();
+    counters_.asked = announced_.size();
+    counters_.in_rib = counters_.missing = 0;
+    for (const auto &[key, rule] : announced_)
+        ++(held_.contains(key) ? counters_.in_rib : counters_.missing);
+    counters_.blackholes_asked = blackholes_.size();
+    counters_.blackholes_in_rib = counters_.blackholes_missing = 0;
+    for (const Prefix &p : blackholes_)
+        ++(blackholes_held_.contains(p) ? counters_.blackholes_in_rib
+                                        : counters_.blackholes_missing);
     counters_.withheld_limit = counters_.withheld_rate = 0;
     if (d == nullptr) return;
     for (size_t i = 0; i < d->order.size(); ++i)
@@ -255,14 +339,31 @@ void FlowspecExporter::tally(const Desired *d) {
             ++(i < d->limit ? counters_.withheld_rate : counters_.withheld_limit);
 }
 
+std::vector<FlowspecExporter::RuleState> FlowspecExporter::rule_states() const {
+    std::vector<RuleState> states;
+    states.reserve(announced_.size());
+    for (const auto &[key, rule] : announced_)
+        states.push_back({key, rule.origin, held_.contains(key)});
+    return states;
+}
+
 void FlowspecExporter::reconcile(const std::vector<FlowspecRule> &desired, uint64_t now_ns) {
     try {
         refill(now_ns);
         Desired d;
-        counters_.invalid = 0;
+        counters_.invalid = counters_.refused_short_source = counters_.refused_never_block = 0;
         for (const FlowspecRule &r : desired) {
             if (!valid(r)) {
                 ++counters_.invalid;
+                continue;
+            }
+            if (r.source.len < (r.source.family == 4 ? o_.min_source_len4 : o_.min_source_len6)) {
+                ++counters_.refused_short_source;
+                continue;
+            }
+            if (std::any_of(o_.never_block.begin(), o_.never_block.end(),
+                            [&r](const Prefix &p) { return overlaps(p, r.source); })) {
+                ++counters_.refused_never_block;
                 continue;
             }
             std::string key = match_key(r);

@@ -39,16 +39,27 @@ void FlowspecFeed::once() {
     if (exporter_.last_error() != before && !exporter_.last_error().empty())
         daemon_log("flowspec: " + exporter_.last_error());
     const FlowspecExporter::Counters &c = exporter_.counters();
+    json rules_state = json::array();
+    for (const FlowspecExporter::RuleState &r : exporter_.rule_states())
+        rules_state.push_back({{"match", r.match}, {"origin", r.origin}, {"in_rib", r.in_rib}});
     std::lock_guard<std::mutex> guard(lock_);
     status_ = {{"active", true},
+               {"asked", c.asked},
                {"in_rib", c.in_rib},
+               {"missing", c.missing},
+               {"blackholes_asked", c.blackholes_asked},
                {"blackholes_in_rib", c.blackholes_in_rib},
+               {"blackholes_missing", c.blackholes_missing},
+               {"missing_after_add", c.missing_after_add},
+               {"rules", std::move(rules_state)},
                {"announced", c.announced},
                {"withdrawn", c.withdrawn},
                {"stale_withdrawn", c.stale_withdrawn},
                {"withheld_limit", c.withheld_limit},
                {"withheld_rate", c.withheld_rate},
                {"invalid", c.invalid},
+               {"refused_short_source", c.refused_short_source},
+               {"refused_never_block", c.refused_never_block},
                {"failed_calls", c.failed_calls},
                {"last_error", exporter_.last_error()}};
 }

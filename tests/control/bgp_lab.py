@@ -1,8 +1,9 @@
 """The lab of test_flowspec_bgp.py: two gobgpd speakers, each in a network namespace, over a
 veth pair, and the box (floodgate run and floodctl daemon) in the first one:
 
-  F  198.18.250.1/30  AS 64512  floodctl's gobgpd; the box runs here, its daemon's --flowspec
-                                at F's API
+  F  198.18.250.1/30  AS 64512  floodctl's gobgpd, configured with the README's
+                                /etc/gobgpd.toml as it is there; the box runs here, its
+                                daemon's --flowspec at F's API
   R  198.18.250.2/30  AS 64513  the "router", whose global RIB shows what it received
 
 Both take ipv4-unicast, ipv4-flowspec and ipv6-flowspec; each one's gRPC API is 127.0.0.1:50051
@@ -25,6 +26,7 @@ import frames
 from control_lib import FLOODCTL, FLOODGATE, DataplaneLink, Floodctl, wait_until
 
 API = "127.0.0.1:50051"
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 F_ADDR, R_ADDR = "198.18.250.1", "198.18.250.2"
 WAIT_S = 30  # longest any one state is waited for
 BLACKHOLE = 0xFFFF029A  # 65535:666
@@ -45,6 +47,16 @@ AFI_SAFI = """  [[neighbors.afi-safis]]
     [neighbors.afi-safis.config]
       afi-safi-name = "{0}"
 """
+
+
+
+def readme_gobgpd_config():
+    """The README's /etc/gobgpd.toml: from its first line to the blank line after it."""
+    with open(README) as f:
+        text = f.read()
+    start = text.index("# /etc/gobgpd.toml")
+    return text[start:text.index("\n\n", start) + 1]
+
 
 # Reads the daemon's metrics endpoint from inside F, where it listens on the loopback.
 FETCH = ("import sys, urllib.request; "
@@ -93,12 +105,17 @@ class Topology:
             sh("ip", "-n", ns, "link", "set", dev, "up")
         afi_safis = "".join(AFI_SAFI.format(a)
                             for a in ("ipv4-unicast", "ipv4-flowspec", "ipv6-flowspec"))
-        for ns, as_, addr, peer_as, peer in ((self.f, 64512, F_ADDR, 64513, R_ADDR),
-                                             (self.r, 64513, R_ADDR, 64512, F_ADDR)):
-            with open(os.path.join(self.work, ns + ".toml"), "w") as f:
-                f.write(CONFIG.format(as_=as_, addr=addr, peer_as=peer_as, peer=peer,
-                                      afi_safis=afi_safis))
-            self.start_gobgpd(ns)
+        self.configure(self.f, readme_gobgpd_config())
+        self.configure(self.r, CONFIG.format(as_=64513, addr=R_ADDR, peer_as=64512, peer=F_ADDR,
+                                             afi_safis=afi_safis))
+
+    def configure(self, ns, config):
+        """(Re)starts ns's gobgpd with config."""
+        if ns in self.gobgpd:
+            self.kill_gobgpd(ns)
+        with open(os.path.join(self.work, ns + ".toml"), "w") as f:
+            f.write(config)
+        self.start_gobgpd(ns)
 
     def start_gobgpd(self, ns):
         log = open(os.path.join(self.work, ns + ".log"), "a")
@@ -135,6 +152,14 @@ class Topology:
                 routes.add((parts.get(2, {}).get("prefix"), parts.get(1, {}).get("prefix"),
                             ops(parts, 3), ops(parts, 5), discard))
         return routes
+
+    def taken_from_router(self, family):
+        """(routes F received from R before its import policy, paths from R in F's RIB)."""
+        adj_in = json.loads(sh("gobgp", "-j", "neighbor", R_ADDR, "adj-in", "-a", family,
+                               ns=self.f) or "{}")
+        rib = json.loads(sh("gobgp", "-j", "global", "rib", "-a", family, ns=self.f))
+        return len(adj_in), sum(p.get("neighbor-ip") == R_ADDR
+                                for paths in rib.values() for p in paths)
 
     def blackholes(self):
         """The unicast routes R received from F with the BLACKHOLE community."""

@@ -7,7 +7,11 @@ on are the operator's path: `floodgate run` on virtual ports and `floodctl daemo
 F's namespace, driven by `floodctl block|allow` as an operator would, each state read on the
 router: the rules file's block and allow list, an override and its TTL, an allow lifting a
 block, the most at once, a clean stop, a crash whose leftovers the next daemon withdraws, and a
-restart of the dataplane under a running daemon.
+restart of the dataplane under a running daemon. F runs the README's /etc/gobgpd.toml, read
+from the README: check 27 shows it takes nothing from the router. Checks 28 on are the issue's
+finding: F with the README's former default-import-policy = "reject-route" refuses what floodctl
+adds, and floodctl's status, metrics and log say the rule is missing. Check 31: sources
+shorter than /16 or inside --flowspec-never-block are never announced, counted by reason.
 
 Prints TAP; needs root (namespaces, DPDK) and gobgpd, else skips; builds nothing. Usage:
 test_flowspec_bgp.py BUILD_DIR
@@ -26,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from bgp_lab import API, WAIT_S, Box, Topology, settle  # noqa: E402
+from bgp_lab import API, WAIT_S, Box, Topology, readme_gobgpd_config, settle, sh  # noqa: E402
 from control_lib import BUILD, DataplaneLink, check, results, wait_until  # noqa: E402
 
 DRIVER = os.path.join(BUILD, "tests", "flowspec_driver")
@@ -95,7 +99,7 @@ def scenario(topo, drivers):
           "2. two rules desired: the router holds exactly them (source, destination, protocol, "
           "port, discard)", "router: %s\ndriver: %s" % (seen, reply))
     print("#   seen on the router %.0f ms after the command; the reconcile took %.0f ms "
-          "(4 RIB reads, 2 adds)" % ((time.monotonic() - start) * 1000, reply["elapsed_ms"]))
+          "(4 RIB reads, 2 adds, 2 families read back)" % ((time.monotonic() - start) * 1000, reply["elapsed_ms"]))
 
     start = time.monotonic()
     reply = d.desire([V6])
@@ -103,14 +107,14 @@ def scenario(topo, drivers):
     check(ok and reply["counters"]["withdrawn"] == 1,
           "3. a rule no longer desired is withdrawn from the router, the other kept",
           "router: %s\ndriver: %s" % (seen, reply))
-    print("#   gone from the router %.0f ms after the command (reconcile %.0f ms, one del)"
+    print("#   gone from the router %.0f ms after the command (reconcile %.0f ms, one del, one read back)"
           % ((time.monotonic() - start) * 1000, reply["elapsed_ms"]))
 
     start = time.monotonic()
     reply = d.desire([DNS, V6])
     settle(lambda: both(topo), {DNS_SEEN, V6_SEEN})
     print("#   one more rule seen on the router %.0f ms after the command (reconcile %.0f ms, "
-          "one add)" % ((time.monotonic() - start) * 1000, reply["elapsed_ms"]))
+          "one add, one read back)" % ((time.monotonic() - start) * 1000, reply["elapsed_ms"]))
     start = time.monotonic()
     reply = d.send("withdraw_all")
     ok, seen, _ = settle(lambda: both(topo), set())
@@ -146,8 +150,8 @@ def scenario(topo, drivers):
           "7. a spread flood of 1,000 sources, max_announced 100: the router holds exactly the "
           "first 100, 900 withheld", "router: %d routes, %d of the first 100\ndriver: %s"
           % (len(seen), len(seen & first), reply))
-    print("#   the reconcile took %.0f ms: %.1f ms a CLI call (4 reads, 100 adds)"
-          % (reply["elapsed_ms"], reply["elapsed_ms"] / 104))
+    print("#   the reconcile took %.0f ms: %.1f ms a CLI call (4 reads, 100 adds, 1 read back)"
+          % (reply["elapsed_ms"], reply["elapsed_ms"] / 105))
     reply = d.send("withdraw_all")
     ok, seen, _ = settle(lambda: both(topo), set())
     check(ok and reply["counters"]["withdrawn"] == 100,
@@ -213,14 +217,38 @@ def blocked(prefix):
 
 
 FILE_BLOCK = blocked("198.18.77.0/24")
-STATUS_KEYS = {"active", "in_rib", "blackholes_in_rib", "announced", "withdrawn",
-               "stale_withdrawn", "withheld_limit", "withheld_rate", "invalid", "failed_calls",
-               "last_error"}
+STATUS_KEYS = {"active", "asked", "in_rib", "missing", "blackholes_asked", "blackholes_in_rib",
+               "blackholes_missing", "missing_after_add", "rules", "announced", "withdrawn",
+               "stale_withdrawn", "withheld_limit", "withheld_rate", "invalid",
+               "refused_short_source", "refused_never_block", "failed_calls", "last_error"}
+NEVER_BLOCK = "198.18.88.0/24"  # the operator's infrastructure, say
 
 
 def metric(text, name, labels):
     m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
     return float(m.group(1)) if m else None
+
+
+def never_announced(topo, box):
+    """Blocks inside --flowspec-never-block and shorter than /16 stay off the router,
+    refused by reason; then they go, for the checks after."""
+    before = both(topo)
+    codes = [box.ctl.run("block", "add", p)[0] for p in ("198.18.88.1/32", "10.0.0.0/8")]
+    held, fs, _ = settle(lambda: (lambda f: (f.get("refused_never_block"),
+                                             f.get("refused_short_source")))(box.flowspec()),
+                         (1, 1))
+    text = box.metrics()
+    code, out, _ = box.ctl.run("status")
+    refused = (metric(text, "floodgate_flowspec_refused", 'reason="never_block"'),
+               metric(text, "floodgate_flowspec_refused", 'reason="short_source"'))
+    check(codes == [0, 0] and held and both(topo) == before and refused == (1, 1)
+          and "refused 1 (source too short), 1 (never_block);" in out,
+          "31. block add 198.18.88.1/32 (--flowspec-never-block %s) and 10.0.0.0/8 (shorter "
+          "than /16): neither reaches the router; status, metrics and floodctl status count "
+          "each by reason" % NEVER_BLOCK, "router: %s (before %s)\nstatus refused: %s\n"
+          "metrics: %s\n%s" % (both(topo), before, fs, refused, out))
+    for p in ("198.18.88.1/32", "10.0.0.0/8"):
+        box.ctl.run("block", "del", p)
 
 
 def operator_path(topo, box):
@@ -231,7 +259,7 @@ def operator_path(topo, box):
         return
     box.start_dataplane(RULES, TRACE)
     start = time.monotonic()
-    box.start_daemon("--flowspec", API)
+    box.start_daemon("--flowspec", API, "--flowspec-never-block", NEVER_BLOCK)
     box.wait_up()
 
     def router_then_status(want, in_rib, timeout=WAIT_S):
@@ -285,6 +313,7 @@ def operator_path(topo, box):
           "floodctl: %d %s%s\nrouter: %s\nstatus: %s" % (code, out, err, seen, fs))
     print("#   on the router again %.0f ms after the allow went" % ((reached - start) * 1000))
 
+    never_announced(topo, box)
     start = time.monotonic()
     rc = box.stop_daemon(signal.SIGTERM)
     ok, seen, _ = settle(lambda: both(topo), set(), timeout=5)
@@ -303,9 +332,9 @@ def operator_path(topo, box):
     box.wait_up()
     for i in range(8, 12):
         box.ctl.run("block", "add", "198.18.66.%d/32" % i)
-    # Until the feed's first round its status holds only "active": read absent as not yet.
-    held, fs, _ = settle(lambda: (lambda f: (f.get("withheld_limit"), f.get("in_rib")))(box.flowspec()),
-                         (4, 2))
+    # Until the feed's first reconcile, its status is {"active": true} alone.
+    held, fs, _ = settle(lambda: (lambda f: (f.get("withheld_limit"), f.get("in_rib")))(
+        box.flowspec()), (4, 2))
     seen = both(topo)
     text = box.metrics()
     limit = metric(text, "floodgate_flowspec_withheld", 'reason="limit"')
@@ -317,9 +346,11 @@ def operator_path(topo, box):
     announced = metric(text, "floodgate_flowspec_changes_total", 'change="announced"')
     failed = re.search(r"^floodgate_flowspec_failed_calls_total 0$", text, re.M)
     code, out, err = box.ctl.run("status")
-    check(limit == 4 and rules == 2 and announced == 2 and failed and "upstream:  2 FlowSpec "
-          "rules and 0 RTBH routes announced; 2 announced, 0 withdrawn, 0 stale withdrawn in "
-          "all; withheld 4 (limit), 0 (rate); 0 failed calls\n" in out,
+    check(limit == 4 and rules == 2 and announced == 2 and failed and "upstream:  FlowSpec "
+          "rules 2 asked, 2 in gobgpd's RIB, 0 MISSING; RTBH routes 0 asked, 0 in the RIB, 0 "
+          "missing; 2 announced, 0 withdrawn, 0 stale withdrawn, 0 missing after their add in "
+          "all; withheld 4 (limit), 0 (rate); refused 0 (source too short), 0 (never_block); 0 "
+          "failed calls\n" in out,
           "22. /metrics says floodgate_flowspec_withheld{reason=\"limit\"} 4, "
           "floodgate_flowspec_rules{form=\"flowspec\"} 2, 2 announced, 0 failed calls; "
           "floodctl status says the same", "\n".join(
@@ -372,6 +403,62 @@ def operator_path(topo, box):
           % (rc, seen))
 
 
+def takes_nothing_from_peers(topo):
+    """The README's configuration of F: the router's own FlowSpec route reaches F and stays
+    out of its RIB, while floodctl's routes (checks 2 on) are taken."""
+    route = ["global", "rib", "-a", "ipv4-flowspec", "add", "match", "source", "198.18.99.1/32",
+             "then", "discard"]
+    sh("gobgp", *route, ns=topo.r)
+    ok, seen, _ = settle(lambda: topo.taken_from_router("ipv4-flowspec"), (1, 0))
+    check(ok, "27. with the README's gobgpd.toml, F receives the router's own route and keeps "
+          "it out of its RIB", "(received, in F's RIB): %s" % (seen,))
+    sh("gobgp", "global", "rib", "-a", "ipv4-flowspec", "del", "all", ns=topo.r)
+
+
+def refused_by_policy(topo, box):
+    """The issue's finding: the README's former gobgpd.toml (default-import-policy =
+    "reject-route") makes gobgpd refuse what floodctl adds, while the CLI exits 0; floodctl
+    says the rule is missing, exactly."""
+    reject_all = re.sub(r"\[global\.apply-policy\.config\].*?(?=\[\[neighbors\]\])",
+                        '[global.apply-policy.config]\n  default-import-policy = "reject-route"\n',
+                        readme_gobgpd_config(), flags=re.S)
+    topo.configure(topo.f, reject_all)
+    ok, _, _ = settle(topo.established, True)
+    box.start_daemon("--flowspec", API)
+    box.wait_up()
+    held, fs, _ = settle(lambda: box.flowspec().get("missing"), 1)
+    fs = box.flowspec()
+    match = "match source 198.18.77.0/24 then discard"
+    f_rib = json.loads(sh("gobgp", "-j", "global", "rib", "-a", "ipv4-flowspec", ns=topo.f))
+    check(ok and held and f_rib == {} and both(topo) == set() and fs["asked"] == 1
+          and fs["in_rib"] == 0 and fs["missing"] == 1 and fs["missing_after_add"] == 1
+          and fs["announced"] == 1 and fs["failed_calls"] == 0
+          and fs["rules"] == [{"match": match, "origin": "block", "in_rib": False}]
+          and "not in gobgpd's RIB" in fs["last_error"],
+          "28. gobgpd with default-import-policy = \"reject-route\": F's RIB and the router "
+          "hold nothing, and status says the file's block is asked 1, in_rib 0, missing 1",
+          "F's RIB: %s\nrouter: %s\nstatus: %s" % (f_rib, both(topo), fs))
+    text = box.metrics()
+    code, out, _ = box.ctl.run("status")
+    seen = {name: metric(text, name, labels) for name, labels in (
+        ("floodgate_flowspec_asked", 'form="flowspec"'),
+        ("floodgate_flowspec_rules", 'form="flowspec"'),
+        ("floodgate_flowspec_missing", 'form="flowspec"'),
+        ("floodgate_flowspec_rule_in_rib", 'match="%s",origin="block"' % match))}
+    added = re.search(r"^floodgate_flowspec_missing_after_add_total 1$", text, re.M)
+    check(seen == {"floodgate_flowspec_asked": 1, "floodgate_flowspec_rules": 0,
+                   "floodgate_flowspec_missing": 1, "floodgate_flowspec_rule_in_rib": 0}
+          and added and code == 0
+          and "FlowSpec rules 1 asked, 0 in gobgpd's RIB, 1 MISSING;" in out
+          and "  MISSING  %s (block)\n" % match in out,
+          "29. /metrics and floodctl status say the same, rule by rule", "%s\n%s" % (seen, out))
+    with open(os.path.join(box.work, "daemon.log")) as f:
+        said = [line for line in f if "added but not in gobgpd's RIB" in line]
+    check(len(said) == 1 and "source 198.18.77.0/24 then discard (block)" in said[0],
+          "30. the daemon's log says so, once", said)
+    box.stop_daemon(signal.SIGTERM)
+
+
 def main():
     if os.geteuid() != 0:
         print("1..0 # SKIP needs root (network namespaces)")
@@ -387,8 +474,10 @@ def main():
         topo = Topology(work)
         topo.setup()
         scenario(topo, drivers)
+        takes_nothing_from_peers(topo)
         box = Box(topo)
         operator_path(topo, box)
+        refused_by_policy(topo, box)
     except Exception as e:  # a failed command or reply ends the run, counted
         check(False, "scenario ran to the end", repr(e))
     finally:
