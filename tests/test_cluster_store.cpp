@@ -463,7 +463,13 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
         {"r\t\t1\n", false},
         {std::string(kMaxRuleBytes + 1, 'r') + "\tk\t1\n", false},
         {"r\t" + std::string(kMaxKeyBytes + 1, 'k') + "\t1\n", false},
+        {"r\t\xff\t1\n", false},              // not UTF-8 (JSON takes nothing else)
+        {"\xc0\x80\tk\t1\n", false},          // an overlong form
+        {"r\t\xed\xa0\x80\t1\n", false},      // a surrogate
+        {"r\t\xf4\x90\x80\x80\t1\n", false},  // past U+10FFFF
+        {"r\tk\xe2\x82\t1\n", false},         // a sequence cut short
         {"r\tgood\t7\n", true},
+        {"r\xc3\xa9\tk\xf0\x9f\x98\x80\t5\n", true},  // UTF-8 of two and four bytes
         {std::string(kMaxRuleBytes, 'r') + "\t" + std::string(kMaxKeyBytes, 'k') + "\t" + max +
              "\n",
          true},
@@ -477,6 +483,7 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
         if (!l.good) ++bad;
     }
     expected.push_back({"r", "good", 7});
+    expected.push_back({"r\xc3\xa9", "k\xf0\x9f\x98\x80", 5});
     expected.push_back(
         {std::string(kMaxRuleBytes, 'r'), std::string(kMaxKeyBytes, 'k'), kMaxDeltaPackets});
     xadd({"b", "C", "d", payload});
@@ -484,7 +491,7 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.remote, expected);
     EXPECT_EQ(r.refused, bad);
-    EXPECT_EQ(bad, 15u);
+    EXPECT_EQ(bad, 20u);
 }
 
 // Local deltas outside the bounds are not pushed (and counted); the rest are.

@@ -134,8 +134,9 @@ class ClusterStore {
 };
 
 // The lines of one entry's payload, appended to *out; returns how many lines were refused (a
-// field count other than three, a rule or key empty or too long, packets not a decimal in
-// 1..kMaxDeltaPackets, a last line without its newline). A plain function, for tests and fuzzing.
+// field count other than three, a rule or key empty, too long or not UTF-8, packets not a decimal
+// in 1..kMaxDeltaPackets, a last line without its newline). A plain function, for tests and
+// fuzzing.
 uint64_t parse_cluster_payload(std::string_view payload, std::vector<ClusterDelta> *out);
 
 }  // namespace floodgate
