@@ -303,6 +303,27 @@ TEST_F(ClusterStoreTest, ABoxThatStopsSyncingIsNoLongerLive) {
     EXPECT_EQ(alone.live_boxes, 1u);
 }
 
+// 3b. A boxes set of any size is counted as it is (the daemon caps what it tells the
+// dataplane); members stamped in the store's future are not, and are removed.
+TEST_F(ClusterStoreTest, AnyNumberOfBoxesIsCountedAndFutureOnesRemoved) {
+    ClusterStore a(options("A", 60000));
+    ASSERT_TRUE(a.sync({}).ok);
+    // 1,101 members at the store's clock now, 5 an hour ahead of it.
+    ASSERT_EQ(run(raw_.get(), {"EVAL", R"(
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000
+        for i = 1, 1101 do redis.call('ZADD', KEYS[1], now, 'forged' .. i) end
+        for i = 1, 5 do redis.call('ZADD', KEYS[1], now + 3600000, 'ahead' .. i) end
+        return redis.call('ZCARD', KEYS[1]))",
+                               "1", "fg:{test}:boxes"}),
+              "1107");
+    const ClusterSyncResult r = a.sync({});
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.live_boxes, 1102u);
+    EXPECT_EQ(r.refused, 0u);
+    EXPECT_EQ(run(raw_.get(), {"ZCARD", "fg:{test}:boxes"}), "1102");
+}
+
 // 4. Nothing on the port.
 TEST_F(ClusterStoreTest, NoRedisFailsAndCounts) {
     ClusterStoreOptions o = options("A");
