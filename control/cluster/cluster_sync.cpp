@@ -131,9 +131,8 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         if (why != r.last_error) daemon_log("cluster " + name + ": " + why);
         r.last_error = why;
     }
-    const std::vector<ClusterDelta> &allows = sync.allows;
     // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
-    for (const ClusterDelta &a : allows) {
+    for (const ClusterDelta &a : sync.allows) {
         const long long ttl_s =
             a.packets >= kNeverMs ? 0 : static_cast<long long>((a.packets + 999) / 1000);
         json added;
@@ -180,7 +179,7 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
             }
             if (!done) {  // the round is lost: counted, and logged once a change of reason
                 ++r.dataplane_failures;
-                const std::string why = "the dataplane did not answer the sync: " + error;
+                const std::string why = "a round with the dataplane failed: " + error;
                 if (why != r.last_error)
                     daemon_log("cluster " + cluster.value("name", std::string()) + ": " + why);
                 r.last_error = why;
