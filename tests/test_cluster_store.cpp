@@ -303,6 +303,27 @@ TEST_F(ClusterStoreTest, ABoxThatStopsSyncingIsNoLongerLive) {
     EXPECT_EQ(alone.live_boxes, 1u);
 }
 
+// 3b. A boxes set of any size is counted as it is (the daemon caps what it tells the
+// dataplane); members stamped in the store's future are not, and are removed.
+TEST_F(ClusterStoreTest, AnyNumberOfBoxesIsCountedAndFutureOnesRemoved) {
+    ClusterStore a(options("A", 60000));
+    ASSERT_TRUE(a.sync({}).ok);
+    // 1,101 members at the store's clock now, 5 an hour ahead of it.
+    ASSERT_EQ(run(raw_.get(), {"EVAL", R"(
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000
+        for i = 1, 1101 do redis.call('ZADD', KEYS[1], now, 'forged' .. i) end
+        for i = 1, 5 do redis.call('ZADD', KEYS[1], now + 3600000, 'ahead' .. i) end
+        return redis.call('ZCARD', KEYS[1]))",
+                               "1", "fg:{test}:boxes"}),
+              "1107");
+    const ClusterSyncResult r = a.sync({});
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.live_boxes, 1102u);
+    EXPECT_EQ(r.refused, 0u);
+    EXPECT_EQ(run(raw_.get(), {"ZCARD", "fg:{test}:boxes"}), "1102");
+}
+
 // 4. Nothing on the port.
 TEST_F(ClusterStoreTest, NoRedisFailsAndCounts) {
     ClusterStoreOptions o = options("A");
@@ -463,7 +484,13 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
         {"r\t\t1\n", false},
         {std::string(kMaxRuleBytes + 1, 'r') + "\tk\t1\n", false},
         {"r\t" + std::string(kMaxKeyBytes + 1, 'k') + "\t1\n", false},
+        {"r\t\xff\t1\n", false},              // not UTF-8 (JSON takes nothing else)
+        {"\xc0\x80\tk\t1\n", false},          // an overlong form
+        {"r\t\xed\xa0\x80\t1\n", false},      // a surrogate
+        {"r\t\xf4\x90\x80\x80\t1\n", false},  // past U+10FFFF
+        {"r\tk\xe2\x82\t1\n", false},         // a sequence cut short
         {"r\tgood\t7\n", true},
+        {"r\xc3\xa9\tk\xf0\x9f\x98\x80\t5\n", true},  // UTF-8 of two and four bytes
         {std::string(kMaxRuleBytes, 'r') + "\t" + std::string(kMaxKeyBytes, 'k') + "\t" + max +
              "\n",
          true},
@@ -477,6 +504,7 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
         if (!l.good) ++bad;
     }
     expected.push_back({"r", "good", 7});
+    expected.push_back({"r\xc3\xa9", "k\xf0\x9f\x98\x80", 5});
     expected.push_back(
         {std::string(kMaxRuleBytes, 'r'), std::string(kMaxKeyBytes, 'k'), kMaxDeltaPackets});
     xadd({"b", "C", "d", payload});
@@ -484,7 +512,7 @@ TEST_F(ClusterStoreTest, BadLinesAreRefusedGoodOnesDelivered) {
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.remote, expected);
     EXPECT_EQ(r.refused, bad);
-    EXPECT_EQ(bad, 15u);
+    EXPECT_EQ(bad, 20u);
 }
 
 // Local deltas outside the bounds are not pushed (and counted); the rest are.

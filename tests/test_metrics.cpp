@@ -259,6 +259,28 @@ TEST(Metrics, FlowspecAskedAndInTheRibApart) {
     EXPECT_EQ(text.find("match=\"\""), std::string::npos);      // "not a rule" is none
 }
 
+// The daemon's cluster sync: rounds lost on the way to the dataplane, and what one request
+// could not carry, as its status gives them.
+TEST(Metrics, ClusterRoundsLostAndLeftOut) {
+    const json status = {{"cluster", {{"configured", true}, {"name", "c"}}}};
+    const json daemon = {{"store_ok", true},        {"refused", 4},
+                         {"left_out", 5},           {"syncs_refused", 3},
+                         {"dataplane_failures", 2}, {"store", {{"bytes", 10}}}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.status = &status;
+    in.cluster = &daemon;
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    const char *expected[] = {
+        "floodgate_cluster_refused_total{cluster=\"c\",where=\"store\"} 4",
+        "floodgate_cluster_refused_total{cluster=\"c\",where=\"request\"} 5",
+        "floodgate_cluster_syncs_lost_total{cluster=\"c\",reason=\"refused\"} 3",
+        "floodgate_cluster_syncs_lost_total{cluster=\"c\",reason=\"no_answer\"} 2",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
 TEST(Metrics, OverridesCountsBothListsEvenWhenEmpty) {
     const std::string text = full_text();
     EXPECT_TRUE(has_line(text, "floodgate_overrides{list=\"allow\"} 0"));

@@ -196,6 +196,41 @@ std::vector<std::string> payloads(const std::vector<ClusterDelta> &local, size_t
     return out;
 }
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF): a
+// rule and a key travel on to the dataplane in JSON, which takes nothing else, and one bad byte
+// there would fail the whole sync request rather than its line.
+bool is_utf8(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        size_t more = 0;
+        unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the first
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            more = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0) lo = 0xA0;  // overlong
+            if (c == 0xED) hi = 0x9F;  // surrogates
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0) lo = 0x90;  // overlong
+            if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+        } else {
+            return false;
+        }
+        if (s.size() - i - 1 < more) return false;
+        for (size_t k = 1; k <= more; ++k) {
+            const auto b = static_cast<unsigned char>(s[i + k]);
+            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+        }
+        i += more + 1;
+    }
+    return true;
+}
+
 bool parse_line(std::string_view line, std::vector<ClusterDelta> *out) {
     const size_t tab1 = line.find('\t');
     if (tab1 == std::string_view::npos) return false;
@@ -205,7 +240,8 @@ bool parse_line(std::string_view line, std::vector<ClusterDelta> *out) {
     const std::string_view rule = line.substr(0, tab1);
     const std::string_view key = line.substr(tab1 + 1, tab2 - tab1 - 1);
     const std::string_view packets = line.substr(tab2 + 1);
-    if (rule.empty() || rule.size() > kMaxRuleBytes || key.empty() || key.size() > kMaxKeyBytes)
+    if (rule.empty() || rule.size() > kMaxRuleBytes || key.empty() || key.size() > kMaxKeyBytes ||
+        !is_utf8(rule) || !is_utf8(key))
         return false;
     // 2^40 has 13 digits; the length check keeps a long run of digits out of the message.
     std::string why;

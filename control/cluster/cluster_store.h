@@ -11,7 +11,10 @@
 //                 bound. Retention is box_timeout_ms within [kMinRetentionMs, kMaxRetentionMs]:
 //                 ~10 s, but never shorter than a sync interval can be (the rules allow 10 s,
 //                 with box_timeout at least two of them).
-//   fg:{C}:boxes  a sorted set: box id -> the store's clock (ms) at its last sync.
+//   fg:{C}:boxes  a sorted set: box id -> the store's clock (ms) at its last sync. Each sync
+//                 removes the members older than box_timeout and those from the store's future,
+//                 and counts the rest as the live boxes (any number: the daemon caps what it
+//                 tells the dataplane, control/cluster/cluster_request.h).
 // Each box reads the stream after its own cursor (the last entry ID it read), skipping its own
 // entries; its first sync starts at the stream's end, so history from before it joined is not
 // charged to it. The store's clock alone stamps entries and heartbeats: boxes' clocks never meet.
@@ -148,8 +151,9 @@ class ClusterStore {
 };
 
 // The lines of one entry's payload, appended to *out; returns how many lines were refused (a
-// field count other than three, a rule or key empty or too long, packets not a decimal in
-// 1..kMaxDeltaPackets, a last line without its newline). A plain function, for tests and fuzzing.
+// field count other than three, a rule or key empty, too long or not UTF-8, packets not a decimal
+// in 1..kMaxDeltaPackets, a last line without its newline). A plain function, for tests and
+// fuzzing.
 uint64_t parse_cluster_payload(std::string_view payload, std::vector<ClusterDelta> *out);
 
 }  // namespace floodgate

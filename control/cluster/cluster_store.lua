@@ -12,6 +12,9 @@ local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('ZADD', boxes, now_ms, box)
 redis.call('ZREMRANGEBYSCORE', boxes, '-inf', now_ms - tonumber(ARGV[3]))
+-- Only this clock stamps heartbeats: one from its future was not written by a box's sync, and
+-- would stay live for as long as its score says.
+redis.call('ZREMRANGEBYSCORE', boxes, '(' .. now_ms, '+inf')
 local live = redis.call('ZCARD', boxes)
 local function last_id()
   local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]

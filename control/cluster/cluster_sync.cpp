@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/cluster/cluster_request.h"
 #include "control/cluster/cluster_store.h"
 #include "control/common/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
@@ -32,8 +33,6 @@ ClusterSyncOptions with_box(ClusterSyncOptions o) {
     return o;
 }
 
-constexpr const char *kEscalated = "!escalated";
-constexpr const char *kAllow = "!allow";
 // An allow without a TTL, told as the longest TTL an override may have.
 constexpr uint64_t kNeverMs = static_cast<uint64_t>(kMaxOverrideTtlSeconds) * 1000;
 
@@ -47,7 +46,11 @@ struct ClusterSync::Round {
     std::unique_ptr<ClusterStore> store;
     std::string store_for;  // address, cluster and timeout the store was made for
     uint64_t syncs = 0, store_failures = 0, refused = 0;
-    uint32_t live_boxes = 0;
+    uint64_t syncs_refused = 0;       // cluster_sync requests the dataplane answered with an error
+    uint64_t dataplane_failures = 0;  // rounds the dataplane did not answer, or not in protocol
+    uint64_t left_out = 0;            // the others' deltas past one request's bounds
+    uint32_t live_boxes = 0;          // as the store counted them
+    uint32_t boxes_told = 0;          // ... as told the dataplane, capped
     uint64_t allows_added = 0, allows_refused = 0;  // the others' allows, as overrides here
     bool store_ok = false;
     std::string last_error;
@@ -74,12 +77,12 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         mine.push_back({row.at(0).get<std::string>(), row.at(1).get<std::string>(),
                         row.at(2).get<uint64_t>()});
     for (const json &row : reply.value("escalated", json::array()))
-        mine.push_back({kEscalated, row.at(0).get<std::string>(), row.at(1).get<uint64_t>()});
+        mine.push_back({kEscalatedRule, row.at(0).get<std::string>(), row.at(1).get<uint64_t>()});
     {
         std::lock_guard<std::mutex> guard(lock_);
         for (const auto &[prefix, ttl_s] : allows_)
             mine.push_back(
-                {kAllow, prefix, ttl_s == 0 ? kNeverMs : static_cast<uint64_t>(ttl_s) * 1000});
+                {kAllowRule, prefix, ttl_s == 0 ? kNeverMs : static_cast<uint64_t>(ttl_s) * 1000});
         allows_.clear();
     }
 
@@ -119,25 +122,22 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
     }
     r.refused += got.refused;
 
-    json charges = json::array(), escalations = json::array();
-    std::vector<ClusterDelta> allows;
-    for (const ClusterDelta &d : got.remote) {
-        if (d.rule == kEscalated)
-            escalations.push_back({d.key, d.packets});
-        else if (d.rule == kAllow)
-            allows.push_back(d);
-        else
-            charges.push_back({d.rule, d.key, d.packets});
+    ClusterRequest sync = cluster_sync_request(got.ok, r.live_boxes, got.remote);
+    r.left_out += sync.left_out;
+    r.boxes_told = sync.boxes;
+    if (!r.dataplane.request(sync.request, &reply, error, kDataplaneTimeoutMs)) return false;
+    // A refusal is a round lost: a failed sync, shown and logged (once a change of reason).
+    if (reply.value("ok", false)) {
+        ++r.syncs;
+    } else {
+        ++r.syncs_refused;
+        const std::string why = "the dataplane refused the sync: " +
+                                reply.value("error", std::string("no reason given"));
+        if (why != r.last_error) daemon_log("cluster " + name + ": " + why);
+        r.last_error = why;
     }
-    json sync = dataplane_request(DataplaneCommand::cluster_sync,
-                                  {{"store_ok", got.ok},
-                                   {"boxes", std::max<uint32_t>(1, r.live_boxes)},
-                                   {"charges", std::move(charges)},
-                                   {"escalations", std::move(escalations)}});
-    if (!r.dataplane.request(sync, &reply, error, kDataplaneTimeoutMs)) return false;
-    ++r.syncs;
     // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
-    for (const ClusterDelta &a : allows) {
+    for (const ClusterDelta &a : sync.allows) {
         const long long ttl_s =
             a.packets >= kNeverMs ? 0 : static_cast<long long>((a.packets + 999) / 1000);
         json added;
@@ -182,7 +182,14 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
             } catch (const nlohmann::json::exception &e) {  // a reply not of the protocol
                 error = e.what();
             }
-            if (!done) r.dataplane.close();
+            if (!done) {  // the round is lost: counted, and logged once a change of reason
+                ++r.dataplane_failures;
+                const std::string why = "a round with the dataplane failed: " + error;
+                if (why != r.last_error)
+                    daemon_log("cluster " + cluster.value("name", std::string()) + ": " + why);
+                r.last_error = why;
+                r.dataplane.close();
+            }
         }
         {
             std::lock_guard<std::mutex> guard(lock_);
@@ -190,7 +197,11 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"box", options_.box},
                        {"store_ok", r.store_ok},
                        {"live_boxes", r.live_boxes},
+                       {"boxes_told", r.boxes_told},
                        {"syncs", r.syncs},
+                       {"syncs_refused", r.syncs_refused},
+                       {"dataplane_failures", r.dataplane_failures},
+                       {"left_out", r.left_out},
                        {"store_failures", r.store_failures},
                        {"refused", r.refused},
                        {"allows_added", r.allows_added},

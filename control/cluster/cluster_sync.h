@@ -5,7 +5,8 @@
 //   2. the store (control/cluster/cluster_store.h): push that, pull what the other boxes
 //      pushed, the number of live boxes;
 //   3. cluster_sync: whether the store answered, the live boxes and the others' consumption,
-//      which the dataplane charges to its workers.
+//      which the dataplane charges to its workers (within the bounds it takes,
+//      control/cluster/cluster_request.h); a sync it refuses is a round lost, counted and logged.
 // The dataplane never waits for any of it: a slow or dead store costs this thread its bounded
 // timeouts, and the dataplane, told the store did not answer, or hearing nothing for three
 // intervals, falls back on its own (dataplane/pipeline/cluster_state.h).

@@ -74,10 +74,13 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     packets.write(out);
     Family refused("floodgate_cluster_refused_total", Type::counter,
                    "Bad data refused: entries and lines from the store (where=store), charges "
-                   "that named no shared rule or key (where=dataplane).");
+                   "that named no shared rule or key (where=dataplane), escalations and charges "
+                   "past what one sync request may carry (where=request).");
     refused.add({{"cluster", *name}, {"where", "dataplane"}}, number_at(c, "refused_charges"));
-    if (daemon != nullptr && daemon->is_object())
+    if (daemon != nullptr && daemon->is_object()) {
         refused.add({{"cluster", *name}, {"where", "store"}}, number_at(daemon, "refused"));
+        refused.add({{"cluster", *name}, {"where", "request"}}, number_at(daemon, "left_out"));
+    }
     refused.write(out);
     if (daemon == nullptr || !daemon->is_object()) return;
     Family up("floodgate_cluster_store_up", Type::gauge,
@@ -96,6 +99,13 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     refusals.add({{"cluster", *name}, {"reason", "tls"}},
                  number_at(member(daemon, "store"), "tls_refused"));
     refusals.write(out);
+    Family lost("floodgate_cluster_syncs_lost_total", Type::counter,
+                "Sync rounds lost on the way to the dataplane: refused by it (reason=refused), "
+                "or not answered (reason=no_answer); the daemon's last_error says why.");
+    lost.add({{"cluster", *name}, {"reason", "refused"}}, number_at(daemon, "syncs_refused"));
+    lost.add({{"cluster", *name}, {"reason", "no_answer"}},
+             number_at(daemon, "dataplane_failures"));
+    lost.write(out);
 }
 
 void status_metrics(const json *status, std::string &out) {

@@ -36,6 +36,9 @@ inline constexpr unsigned kMaxMessageDepth = 16;
 inline constexpr size_t kMaxMessageValues = (1u << 20) + 65536;
 // Most runtime overrides the dataplane holds at once (each costs LPM memory).
 inline constexpr size_t kMaxOverrides = 65536;
+// Most escalations and most (rule, key) charges one cluster_sync request may carry.
+inline constexpr size_t kMaxClusterEscalations = 1u << 16;
+inline constexpr size_t kMaxClusterCharges = 1u << 18;
 // Longest override TTL: ten years.
 inline constexpr long long kMaxOverrideTtlSeconds = 10ll * 366 * 24 * 3600;
 

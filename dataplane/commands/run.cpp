@@ -2,8 +2,10 @@
 // thread, the main lcore's loop and the stats on exit.
 #include "dataplane/commands/run.h"
 
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "dataplane/api/unix_socket.h"
 #include "dataplane/commands/options.h"
 #include "dataplane/core/heavy_hitters.h"
+#include "dataplane/core/ruleset.h"
 #include "dataplane/live/dataplane.h"
 #include "dataplane/live/live_stats.h"
 #include "dataplane/live/port_plugins.h"
@@ -192,6 +195,36 @@ bool open_xdp_tier(uint16_t port, const RunOptions &, const Config &config,
 
 int failed(const std::string &message) {
     return fail(kRunCommand, message);
+}
+
+// Every override (floodctl allow or block add, another box's allow) rebuilds the rules' prefix
+// tables beside the running ones, which stay until the workers let go of them. With --no-huge
+// the EAL's memory is all there is (-m), so what that needs is found at start, once the ports,
+// pools and tables hold theirs, by building the tables: those holding an override of each
+// family (the longest: the most tbl8 groups), twice over (the running ones and their rebuild),
+// less what the running tables take now. (Hugepage memory grows on demand: not checked. The
+// bytes free, not one block: a heap too fragmented for a table still fails that rebuild.)
+bool room_for_overrides(const Config &config, std::string *error) {
+    if (rte_eal_has_hugepages()) return true;
+    const int socket = static_cast<int>(rte_socket_id());
+    std::string why;
+    std::vector<PrefixOverride> overrides;
+    for (const char *text : {"192.0.2.1/32", "2001:db8::1/128"})
+        overrides.push_back({*parse_prefix(text, &why), PrefixVerdict::allow, 0});
+    const std::optional<uint64_t> with =
+        RuleSet::measured_table_bytes(config, overrides, socket, &why);
+    const std::optional<uint64_t> without =
+        with ? RuleSet::measured_table_bytes(config, {}, socket, &why) : std::nullopt;
+    rte_malloc_socket_stats heap{};
+    if (with && without && rte_malloc_get_socket_stats(socket, &heap) == 0 &&
+        heap.heap_freesz_bytes >= 2 * *with - *without)
+        return true;
+    const std::string need =
+        with && without ? std::to_string(((2 * *with - *without) >> 20) + 1) + " MiB" : "more";
+    *error = "an override would not fit: the rules' prefix tables rebuilt for one need " + need +
+             " of DPDK memory, and " + std::to_string(heap.heap_freesz_bytes >> 20) +
+             " MiB is left" + (why.empty() ? "" : " (" + why + ")") + "; give more with -m";
+    return false;
 }
 
 // Telemetry's commands read through the service while it lives.
@@ -458,6 +491,7 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     std::unique_ptr<XdpFeedHandle> xdp;
     if (!open_xdp_tier(setup.outside, opt, config, &xdp, &error)) return failed(error);
     if (!dataplane.create_workers(config, &error)) return failed(error);
+    if (!room_for_overrides(config, &error)) return failed(error);
     if (xdp) dataplane.enable_refusal_samples();  // what escalation reads besides the summaries
 
     tell_syn_proxy(config, setup, dataplane.view(), n_workers);

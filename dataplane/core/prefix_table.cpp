@@ -63,12 +63,28 @@ std::vector<Merged> merge(const std::vector<PrefixTable::Entry> &entries) {
 // instead, per route, every level a route could need, whatever its siblings share: 5 groups
 // for each /64 and 13 for each /128, so 60 /64s of one /48 ran out of the groups this counts;
 // hence rte_lpm6 for IPv6.)
+//
+// And how wide the IPv4 table's next hops are: no wider than the rule set ids need, since
+// DIR24_8's tbl24 holds 2^24 of them, 16 MiB at one byte and 64 MiB at four, and an override's
+// rebuild holds the old table beside the new one. A next hop keeps 8 x bytes - 1 bits (DPDK
+// takes one), the verdict 2 of them; each distinct prefix adds at most one set id, so a table
+// of 31 prefixes or fewer (both families) has one-byte next hops, of 8,191 or fewer two.
 struct TableSize {
     uint32_t prefixes[2] = {0, 0};
     uint32_t tbl8_groups[2] = {0, 0};
+    unsigned ipv4_hop_bytes = 4;
 };
+unsigned ipv4_hop_bytes(size_t prefixes) {
+    for (const unsigned bytes : {1u, 2u})
+        if (prefixes + 1 <= size_t{1} << (8 * bytes - 1 - kVerdictBits)) return bytes;
+    return 4;
+}
+rte_fib_dir24_8_nh_sz hop_size(unsigned bytes) {
+    return bytes == 1 ? RTE_FIB_DIR24_8_1B : bytes == 2 ? RTE_FIB_DIR24_8_2B : RTE_FIB_DIR24_8_4B;
+}
 TableSize table_size(const std::vector<Merged> &merged) {
     TableSize n;
+    n.ipv4_hop_bytes = ipv4_hop_bytes(merged.size());
     std::set<std::pair<unsigned, IpAddr>> stems[2];
     for (const Merged &m : merged) {
         const unsigned f = m.prefix.family == 6;
@@ -82,6 +98,9 @@ TableSize table_size(const std::vector<Merged> &merged) {
     }
     for (unsigned f = 0; f < 2; ++f)
         n.tbl8_groups[f] = std::max<uint32_t>(static_cast<uint32_t>(stems[f].size()) + 16, 256);
+    // DIR24_8 keeps a tbl8 group's index in a next hop: one byte indexes 127 groups at most,
+    // and its 31 prefixes at most need 31 of them.
+    if (n.ipv4_hop_bytes == 1) n.tbl8_groups[0] = static_cast<uint32_t>(stems[0].size()) + 16;
     return n;
 }
 
@@ -106,7 +125,7 @@ bool PrefixTable::build(const std::vector<Entry> &entries, int socket_id, std::s
         cfg.type = RTE_FIB_DIR24_8;
         cfg.default_nh = encode(PrefixVerdict::none, 0);
         cfg.max_routes = static_cast<int>(size.prefixes[0]) + 1;
-        cfg.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
+        cfg.dir24_8.nh_sz = hop_size(size.ipv4_hop_bytes);
         cfg.dir24_8.num_tbl8 = size.tbl8_groups[0];
         fib4_ = rte_fib_create(unique_name("fg_fib4_").c_str(), socket_id, &cfg);
         if (fib4_ == nullptr) {
@@ -187,16 +206,18 @@ void PrefixTable::classify(uint8_t family, const uint8_t *const *addrs, unsigned
 }
 
 uint64_t PrefixTable::dpdk_memory_bytes(const std::vector<Entry> &entries, size_t extra) {
-    TableSize size = table_size(merge(entries));
+    const std::vector<Merged> merged = merge(entries);
+    TableSize size = table_size(merged);
     uint64_t bytes = 0;
     for (unsigned f = 0; f < 2; ++f) {
         // Each extra prefix as long as it can be: one tbl8 group (IPv4) or 13 (IPv6).
         size.prefixes[f] += static_cast<uint32_t>(extra);
         size.tbl8_groups[f] += static_cast<uint32_t>(extra) * (f == 0 ? 1 : 13);
         if (size.prefixes[f] == 0) continue;
-        // tbl24 (2^24 next hops of 4 bytes), tbl8 groups of 256 of them, the RIB's nodes, and
-        // a margin for allocator overhead.
-        bytes += (uint64_t{4} << 24) + uint64_t{size.tbl8_groups[f]} * 1024 +
+        // tbl24 (2^24 next hops), tbl8 groups of 256 of them, the RIB's nodes, and a margin for
+        // allocator overhead. rte_lpm6's next hops are 4 bytes.
+        const uint64_t hop = f == 0 ? ipv4_hop_bytes(merged.size() + 2 * extra) : 4;
+        bytes += (hop << 24) + uint64_t{size.tbl8_groups[f]} * 256 * hop +
                  uint64_t{size.prefixes[f]} * 128 + (uint64_t{4} << 20);
     }
     return bytes;

@@ -2,6 +2,8 @@
 
 #include "dataplane/patterns/payload_database.h"
 
+#include <rte_malloc.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -199,6 +201,22 @@ void RuleSet::classify_burst(const PacketInfo *infos, const ParseStatus *status,
 uint64_t RuleSet::dpdk_memory_bytes(const Config &config, size_t overrides) {
     return PrefixTable::dpdk_memory_bytes(source_entries(config, {}), overrides) +
            PrefixTable::dpdk_memory_bytes(destination_entries(config));
+}
+
+std::optional<uint64_t> RuleSet::measured_table_bytes(const Config &config,
+                                                      const std::vector<PrefixOverride> &overrides,
+                                                      int socket_id, std::string *error) {
+    rte_malloc_socket_stats before{}, after{};
+    if (rte_malloc_get_socket_stats(socket_id, &before) != 0) {
+        *error = "no DPDK heap on socket " + std::to_string(socket_id);
+        return std::nullopt;
+    }
+    PrefixTable src, dst;
+    if (!src.build(source_entries(config, overrides), socket_id, error) ||
+        !dst.build(destination_entries(config), socket_id, error) ||
+        rte_malloc_get_socket_stats(socket_id, &after) != 0)
+        return std::nullopt;
+    return after.heap_allocsz_bytes - before.heap_allocsz_bytes;
 }
 
 }  // namespace floodgate

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,11 @@ class RuleSet {
     }
     // DPDK memory the prefix tables of config take (the EAL must be given at least this).
     static uint64_t dpdk_memory_bytes(const Config &config, size_t overrides = 0);
+    // The same, measured: the heap's bytes the tables of config with these overrides took when
+    // built on socket_id (and freed again); nullopt, with *error, when they could not be built.
+    static std::optional<uint64_t> measured_table_bytes(
+        const Config &config, const std::vector<PrefixOverride> &overrides, int socket_id,
+        std::string *error);
     ~RuleSet();
     RuleSet(const RuleSet &) = delete;
     RuleSet &operator=(const RuleSet &) = delete;

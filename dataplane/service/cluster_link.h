@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "dataplane/api/control_protocol.h"
 #include "dataplane/core/ruleset.h"
 #include "dataplane/pipeline/cluster_keys.h"
 #include "dataplane/pipeline/cluster_state.h"
@@ -49,10 +50,8 @@ struct ClusterSyncRequest {
     // Sources the other boxes escalated: the prefix as they wrote it, and the TTL left.
     std::vector<std::pair<std::string, uint64_t>> escalations;
 };
-// Most escalations one sync may carry.
-inline constexpr size_t kMaxClusterEscalations = 1u << 16;
-// Most (rule, key) charges one sync may carry.
-inline constexpr size_t kMaxClusterCharges = 1u << 18;
+// The most escalations and charges one sync may carry: kMaxClusterEscalations and
+// kMaxClusterCharges (dataplane/api/control_protocol.h, which floodctl's daemon keeps to).
 
 class ClusterLink {
   public:

@@ -85,7 +85,8 @@ def redis_command(port, *args):
     """One command on a fresh connection; the reply (an error reply as RuntimeError)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(b"*%d\r\n" % len(args) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(a), a) for a in (str(x).encode() for x in args)))
+            b"$%d\r\n%s\r\n" % (len(a), a)
+            for a in (x if isinstance(x, bytes) else str(x).encode() for x in args)))
         f = s.makefile("rb")
 
         def read():
