@@ -6,7 +6,7 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char *kNames[] = {
+constexpr const char *kDaemonNames[] = {
 #define FG_DAEMON_COMMAND_NAME(name) #name,
     FG_DAEMON_COMMANDS(FG_DAEMON_COMMAND_NAME)
 #undef FG_DAEMON_COMMAND_NAME
@@ -15,11 +15,11 @@ constexpr const char *kNames[] = {
 }  // namespace
 
 const char *command_name(DaemonCommand command) {
-    return kNames[static_cast<size_t>(command)];
+    return kDaemonNames[static_cast<size_t>(command)];
 }
 
 std::optional<DaemonCommand> parse_daemon_command(std::string_view name) {
-    return command_named<DaemonCommand>(kNames, name);
+    return command_named<DaemonCommand>(kDaemonNames, name);
 }
 
 std::optional<PassedCommand> passed_to_dataplane(DataplaneCommand command) {

@@ -6,7 +6,7 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char *kNames[] = {
+constexpr const char *kDataplaneNames[] = {
 #define FG_DATAPLANE_COMMAND_NAME(name, request) #name,
     FG_DATAPLANE_COMMANDS(FG_DATAPLANE_COMMAND_NAME)
 #undef FG_DATAPLANE_COMMAND_NAME
@@ -15,11 +15,11 @@ constexpr const char *kNames[] = {
 }  // namespace
 
 const char *command_name(DataplaneCommand command) {
-    return kNames[static_cast<size_t>(command)];
+    return kDataplaneNames[static_cast<size_t>(command)];
 }
 
 std::optional<DataplaneCommand> parse_dataplane_command(std::string_view name) {
-    return command_named<DataplaneCommand>(kNames, name);
+    return command_named<DataplaneCommand>(kDataplaneNames, name);
 }
 
 nlohmann::json dataplane_request(DataplaneCommand command, nlohmann::json fields) {
