@@ -16,12 +16,12 @@ namespace floodgate {
 
 namespace {
 
-int usage(const std::string &why) {
+int xdp_usage(const std::string &why) {
     std::fprintf(stderr, "floodctl: xdp: %s\nusage:\n%s", why.c_str(), kXdpUsage);
     return 2;
 }
 
-int failed(const std::string &why) {
+int xdp_failed(const std::string &why) {
     std::fprintf(stderr, "floodctl: xdp: %s\n", why.c_str());
     return 1;
 }
@@ -30,7 +30,7 @@ int failed(const std::string &why) {
 
 #if !FG_HAVE_XDP
 int cmd_xdp(const XdpArgs &, bool) {
-    return failed("this floodctl was built without the XDP tier (no clang, bpftool or libbpf)");
+    return xdp_failed("this floodctl was built without the XDP tier (no clang, bpftool or libbpf)");
 }
 #else
 
@@ -63,7 +63,7 @@ int done(bool json_out, const std::string &text, nlohmann::json reply = nlohmann
 
 int failed_json(bool json_out, const std::string &why) {
     if (json_out) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", why}}.dump().c_str());
-    return failed(why);
+    return xdp_failed(why);
 }
 
 int list(XdpTier &tier, bool json_out) {
@@ -113,16 +113,16 @@ std::vector<XdpEntry> rules_entries(const Config &config) {
 }  // namespace
 
 int cmd_xdp(const XdpArgs &a, bool json_out) {
-    if (a.sub.empty()) return usage("no subcommand");
+    if (a.sub.empty()) return xdp_usage("no subcommand");
     const std::string &sub = a.sub;
     std::string error;
     if (sub == "detach") {
-        if (!a.well_formed) return usage("detach IFACE");
+        if (!a.well_formed) return xdp_usage("detach IFACE");
         if (!XdpTier::detach(a.target, &error)) return failed_json(json_out, error);
         return done(json_out, "detached from " + a.target);
     }
     if (sub == "attach") {
-        if (!a.well_formed) return usage("attach IFACE [--config RULES.yaml]");
+        if (!a.well_formed) return xdp_usage("attach IFACE [--config RULES.yaml]");
         std::optional<Config> config;
         if (a.config) config = load_config(*a.config);  // refused with file:line:field
         XdpOptions o;
@@ -153,17 +153,17 @@ int cmd_xdp(const XdpArgs &a, bool json_out) {
     // expired entries are left out of the list and cost the program nothing.
     if (writes) tier->expire(XdpTier::monotonic_ns());
     if (!a.well_formed || !(writes || sub == "list" || sub == "stats"))
-        return usage("unknown subcommand or wrong arguments: " + sub);
+        return xdp_usage("unknown subcommand or wrong arguments: " + sub);
     if (sub == "list") return list(*tier, json_out);
     if (sub == "stats") return stats(*tier, json_out);
     std::string why;
     const std::optional<Prefix> p = parse_prefix(a.target, &why);
-    if (!p) return usage(why);
+    if (!p) return xdp_usage(why);
     if (sub == "add") {
         uint64_t expires_ns = 0;
         if (a.ttl) {
             const std::optional<long long> s = parse_duration_s(*a.ttl, &why);
-            if (!s || *s <= 0) return usage("--ttl " + (s ? std::string("must be positive") : why));
+            if (!s || *s <= 0) return xdp_usage("--ttl " + (s ? std::string("must be positive") : why));
             expires_ns = XdpTier::monotonic_ns() + static_cast<uint64_t>(*s) * 1'000'000'000ull;
         }
         if (!tier->add_operator({*p, FG_XDP_ORIGIN_operator, false, expires_ns}, &error))
