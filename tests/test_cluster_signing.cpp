@@ -1,4 +1,4 @@
-// Signed entries (control/cluster/entry_signing.h): the key file's checks, the verifier's
+// Signed entries (control/cluster/entry_signing.h): the key file's checks and mode, the verifier's
 // reasons one by one, and boxes signing through a real redis-server, which the fixture starts on
 // a free loopback port without persistence, against forged, replayed and wrongly keyed entries
 // written by a plain client, and through a key rotation. Expected values are the deltas the
@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 
 #include "control/cluster/cluster_store.h"
 #include "control/cluster/entry_signing.h"
+#include "control/cluster/store_auth.h"
 
 extern char **environ;
 
@@ -61,6 +63,34 @@ TEST(ClusterKeysFile, OneOrTwoKeysOfAnIdAndALongSecret) {
                                   std::string(17, 'k') + " " + a, "k1 " + a + " x",
                                   "k1 " + a + "\nk1 " + b, "k1 " + a + "\nk2 " + a + "\nk3 " + a})
         EXPECT_FALSE(parse_cluster_keys(bad, &why)) << bad;
+}
+
+// The daemon's --cluster-key-file: a secret like the password, so refused unless only its owner
+// may read it, and refused when malformed, naming the option either way.
+TEST(ClusterKeysFile, ReadOwnerOnlyAndNamedWhenRefused) {
+    std::string pattern = (fs::temp_directory_path() / "fg-keys-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << std::strerror(errno);
+    const fs::path dir = pattern, file = dir / "cluster.key";
+    auto write = [&](const std::string &text, fs::perms mode) {
+        std::ofstream(file) << text;
+        fs::permissions(file, mode);
+    };
+    const std::string good = "new " + kTwo.secret + "\nold " + kOne.secret + "\n";
+    std::string why;
+    write(good, fs::perms::owner_read | fs::perms::owner_write);
+    const std::optional<StoreAuth> auth = load_store_auth("", "", {}, &why, file.string());
+    ASSERT_TRUE(auth) << why;
+    EXPECT_EQ(auth->keys.keys,
+              (std::vector<ClusterKey>{{"new", kTwo.secret}, {"old", kOne.secret}}));
+    write(good, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+    EXPECT_FALSE(load_store_auth("", "", {}, &why, file.string()));
+    EXPECT_NE(why.find("--cluster-key-file: "), std::string::npos) << why;
+    EXPECT_NE(why.find("chmod 600"), std::string::npos) << why;
+    write("k1 short\n", fs::perms::owner_read | fs::perms::owner_write);
+    EXPECT_FALSE(load_store_auth("", "", {}, &why, file.string()));
+    EXPECT_NE(why.find("--cluster-key-file: each line"), std::string::npos) << why;
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
 }
 
 // Each reason on its own, from one genuine entry changed in one way.
