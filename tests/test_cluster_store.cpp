@@ -598,6 +598,9 @@ TEST_F(ClusterStoreTest, ThousandKeysTimed) {
 
 // ---- A server that answers what no Redis would ----
 
+// An entry's four signed fields, empty: unsigned, in a reply.
+constexpr const char *kUnsignedFields = "$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n";
+
 // Accepts one connection, reads the request, answers `answer` (then `filler` bytes of 'x'
 // until the client goes) and waits for the client to close.
 class FakeServer {
@@ -641,6 +644,7 @@ class FakeServer {
 
 TEST(ClusterStoreHostile, RepliesNoRedisWouldSendAreRefusedWithinBounds) {
     const std::string sha = "$40\r\n" + std::string(40, 'a') + "\r\n";
+    const std::string joined = "$3\r\n0-0\r\n", unsigned_fields = kUnsignedFields;
     const struct {
         const char *what;
         std::string answer;
@@ -650,25 +654,34 @@ TEST(ClusterStoreHostile, RepliesNoRedisWouldSendAreRefusedWithinBounds) {
     } cases[] = {
         {"an array of 2^31 - 1", "*2147483647\r\n", false, "reply too large", 0},
         {"an endless string", "$1000000000\r\n", true, "reply too large", 0},
-        {"arrays past the value budget", "*2000\r\n*2000\r\n", false, "reply too large", 0},
+        {"arrays past the value budget", "*5000\r\n*5000\r\n", false, "reply too large", 0},
         {"junk", "*100\r\n", true, "bad reply", 0},
         {"arrays nested past hiredis's depth",
          "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", false, "bad reply", 0},
         {"a reply that is not RESP2", "%1\r\n", false, "bad reply", 0},
         {"an integer", sha + ":5\r\n", false, "malformed reply", 1},
         {"an array too short", sha + "*2\r\n$3\r\n1-0\r\n:1\r\n", false, "malformed reply", 1},
-        {"a cursor that is not an ID", sha + "*3\r\n$3\r\n1-x\r\n:1\r\n:0\r\n", false,
+        {"a cursor that is not an ID", sha + "*4\r\n$3\r\n1-x\r\n:1\r\n:0\r\n" + joined, false,
          "malformed reply", 1},
-        {"a nil cursor", sha + "*3\r\n$-1\r\n:1\r\n:0\r\n", false, "malformed reply", 1},
-        {"no live box", sha + "*3\r\n$3\r\n1-0\r\n:0\r\n:0\r\n", false, "malformed reply", 1},
-        {"more skipped than read", sha + "*3\r\n$3\r\n1-0\r\n:1\r\n:1025\r\n", false,
+        {"a nil cursor", sha + "*4\r\n$-1\r\n:1\r\n:0\r\n" + joined, false, "malformed reply", 1},
+        {"no live box", sha + "*4\r\n$3\r\n1-0\r\n:0\r\n:0\r\n" + joined, false, "malformed reply",
+         1},
+        {"more skipped than read", sha + "*4\r\n$3\r\n1-0\r\n:1\r\n:1025\r\n" + joined, false,
          "malformed reply", 1},
-        {"an entry of an integer", sha + "*5\r\n$3\r\n1-0\r\n:1\r\n:0\r\n$1\r\nC\r\n:7\r\n", false,
+        {"a join point that is not an ID", sha + "*4\r\n$3\r\n1-0\r\n:1\r\n:0\r\n:7\r\n", false,
          "malformed reply", 1},
-        {"an odd element", sha + "*4\r\n$3\r\n1-0\r\n:1\r\n:0\r\n$1\r\nC\r\n", false,
-         "malformed reply", 1},
-        {"more than was asked", sha + "*3\r\n$3\r\n1-0\r\n:1\r\n:0\r\n+extra\r\n", false,
-         "unexpected data after the reply", 0},
+        {"an entry of an integer",
+         sha + "*11\r\n$3\r\n1-0\r\n:1\r\n:0\r\n" + joined + "$3\r\n1-0\r\n$1\r\nC\r\n" +
+             unsigned_fields + ":7\r\n",
+         false, "malformed reply", 1},
+        {"an entry whose ID is not one",
+         sha + "*11\r\n$3\r\n1-0\r\n:1\r\n:0\r\n" + joined + "$1\r\nx\r\n$1\r\nC\r\n" +
+             unsigned_fields + "$0\r\n\r\n",
+         false, "malformed reply", 1},
+        {"a part of an entry", sha + "*5\r\n$3\r\n1-0\r\n:1\r\n:0\r\n" + joined + "$1\r\nC\r\n",
+         false, "malformed reply", 1},
+        {"more than was asked", sha + "*4\r\n$3\r\n1-0\r\n:1\r\n:0\r\n" + joined + "+extra\r\n",
+         false, "unexpected data after the reply", 0},
         {"an error", sha + "-ERR something\r\n", false, "the store answered: ERR something", 0},
     };
     for (const auto &c : cases) {
@@ -690,10 +703,13 @@ TEST(ClusterStoreHostile, RepliesNoRedisWouldSendAreRefusedWithinBounds) {
 // What a store returns for entries the script should have kept back is not believed.
 TEST(ClusterStoreHostile, EntriesTheScriptSkipsAreRefusedIfSent) {
     const std::string sha = "$40\r\n" + std::string(40, 'a') + "\r\n";
-    const std::string own = "$1\r\nA\r\n$6\r\nr\tk\t1\n\r\n";
-    const std::string good = "$1\r\nC\r\n$6\r\nr\tk\t2\n\r\n";
-    const std::string long_box = "$65\r\n" + std::string(65, 'C') + "\r\n$6\r\nr\tk\t3\n\r\n";
-    FakeServer server(sha + "*9\r\n$3\r\n7-0\r\n:3\r\n:0\r\n" + own + good + long_box, false);
+    const std::string id = "$3\r\n5-0\r\n", u = kUnsignedFields;
+    const std::string own = id + "$1\r\nA\r\n" + u + "$6\r\nr\tk\t1\n\r\n";
+    const std::string good = id + "$1\r\nC\r\n" + u + "$6\r\nr\tk\t2\n\r\n";
+    const std::string long_box =
+        id + "$65\r\n" + std::string(65, 'C') + "\r\n" + u + "$6\r\nr\tk\t3\n\r\n";
+    FakeServer server(sha + "*25\r\n$3\r\n7-0\r\n:3\r\n:0\r\n$3\r\n0-0\r\n" + own + good + long_box,
+                      false);
     ClusterStoreOptions o;
     o.address = "127.0.0.1:" + std::to_string(server.port());
     o.cluster = "test";

@@ -259,13 +259,17 @@ TEST(Metrics, FlowspecAskedAndInTheRibApart) {
     EXPECT_EQ(text.find("match=\"\""), std::string::npos);      // "not a rule" is none
 }
 
-// The daemon's cluster sync: rounds lost on the way to the dataplane, and what one request
-// could not carry, as its status gives them.
+// The daemon's cluster sync: rounds lost on the way to the dataplane, what one request could
+// not carry, and the entries not believed by reason, as its status gives them.
 TEST(Metrics, ClusterRoundsLostAndLeftOut) {
     const json status = {{"cluster", {{"configured", true}, {"name", "c"}}}};
-    const json daemon = {{"store_ok", true},        {"refused", 4},
-                         {"left_out", 5},           {"syncs_refused", 3},
-                         {"dataplane_failures", 2}, {"store", {{"bytes", 10}}}};
+    const json daemon = {
+        {"store_ok", true},
+        {"refused", 4},
+        {"left_out", 5},
+        {"syncs_refused", 3},
+        {"dataplane_failures", 2},
+        {"store", {{"bytes", 10}, {"entries_refused", {{"bad_mac", 6}, {"unsigned", 7}}}}}};
     MetricsInput in;
     in.dataplane_up = true;
     in.status = &status;
@@ -277,6 +281,8 @@ TEST(Metrics, ClusterRoundsLostAndLeftOut) {
         "floodgate_cluster_refused_total{cluster=\"c\",where=\"request\"} 5",
         "floodgate_cluster_syncs_lost_total{cluster=\"c\",reason=\"refused\"} 3",
         "floodgate_cluster_syncs_lost_total{cluster=\"c\",reason=\"no_answer\"} 2",
+        "floodgate_cluster_entries_refused_total{cluster=\"c\",reason=\"bad_mac\"} 6",
+        "floodgate_cluster_entries_refused_total{cluster=\"c\",reason=\"unsigned\"} 7",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
 }

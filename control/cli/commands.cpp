@@ -109,6 +109,16 @@ void print_cluster(const json &c, const json &daemon) {
     if (login + tls > 0)
         std::printf("           store refused: the login %llu times, TLS %llu times\n",
                     static_cast<unsigned long long>(login), static_cast<unsigned long long>(tls));
+    // Entries not believed, by reason: forged, replayed or signed with a key not held here.
+    std::string entries;
+    const json by_reason = store.value("entries_refused", json::object());
+    for (const auto &[reason, n] : by_reason.items())
+        if (n.is_number_unsigned() && n.get<uint64_t>() > 0)
+            entries += " " + reason + " " + std::to_string(n.get<uint64_t>());
+    if (store.contains("signed"))
+        std::printf("           entries %s%s%s\n",
+                    store.value("signed", false) ? "signed" : "UNSIGNED (no --cluster-key-file)",
+                    entries.empty() ? "" : ", refused:", entries.c_str());
 }
 
 // Upstream: what floodctl asked gobgpd to hold and what its RIB held when read back, apart,

@@ -21,11 +21,13 @@ namespace {
 using Clock = StoreLink::Clock;
 
 // The sync script, cluster_store.lua, built in. KEYS: log, boxes. ARGV: box, cursor,
-// box_timeout_ms, max_entries, max_entry_bytes, retention_ms, max_reply_payload_bytes, then the
-// payloads to append (none, one or more). Returns {cursor, live, skipped, box, payload, box,
-// payload, ...}: the last ID read (or the cursor given when none was), the live boxes, the
-// entries skipped as bad data, and the other boxes' entries in stream order. A key holding
-// another type is an error reply "FGBADKEY ...", and is left as it is.
+// box_timeout_ms, max_entries, max_entry_bytes, retention_ms, max_reply_payload_bytes, history
+// ("1": a first sync reads the box_timeout before), then the pushes to append, five arguments
+// each (seq, time, key id, MAC, payload; the first four empty when unsigned). Returns {cursor,
+// live, skipped, joined, then per entry ID, box, seq, time, key id, MAC, payload}: the last ID
+// read (or the cursor given when none was), the live boxes, the entries skipped as bad data,
+// the last ID before this sync's pushes, and the other boxes' entries in stream order. A key
+// holding another type is an error reply "FGBADKEY ...", and is left as it is.
 constexpr const char *kScript = kClusterStoreLua;
 
 constexpr std::string_view kBadKey = "FGBADKEY ";
@@ -263,6 +265,19 @@ bool is_stream_id(std::string_view id) {
            digits(id.substr(dash + 1));
 }
 
+// A stream ID's two numbers, for ordering (is_stream_id holds).
+std::pair<uint64_t, uint64_t> stream_position(std::string_view id) {
+    const size_t dash = id.find('-');
+    return {std::stoull(std::string(id.substr(0, dash))),
+            std::stoull(std::string(id.substr(dash + 1)))};
+}
+
+uint64_t wall_clock_ms() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
 bool is_sha1(std::string_view s) {
     return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -278,9 +293,16 @@ std::string clipped(const std::string &s) {
     return s.size() <= 200 ? s : s.substr(0, 200) + "...";
 }
 
+// Where a sync's reading stands: the cursor, the history not to charge, the entries' checks.
+struct Reading {
+    const std::string &box;
+    std::string *cursor;
+    std::string *history_until;
+    EntryVerifier *verifier;  // nullptr: entries unsigned, all believed
+};
+
 // The script's answer read into *r; false (with r->error) when it is an error or malformed.
-bool read_answer(const Reply &a, const std::string &box, std::string *cursor,
-                 ClusterSyncResult *r) {
+bool read_answer(const Reply &a, const Reading &at, ClusterSyncResult *r) {
     if (a.type == REDIS_REPLY_ERROR) {
         if (a.str.starts_with(kBadKey)) {
             ++r->refused;  // bad data in the store: someone else's key
@@ -295,31 +317,56 @@ bool read_answer(const Reply &a, const std::string &box, std::string *cursor,
         r->error = std::string("malformed reply: ") + why;
         return false;
     };
+    constexpr size_t kHead = 4, kPerEntry = 7;
     const auto &e = a.elements;
-    if (a.type != REDIS_REPLY_ARRAY || e.size() < 3 || (e.size() - 3) % 2 != 0)
-        return malformed("not an array of 3 + 2n values");
+    if (a.type != REDIS_REPLY_ARRAY || e.size() < kHead || (e.size() - kHead) % kPerEntry != 0)
+        return malformed("not an array of 4 + 7n values");
     if (!is(e[0], REDIS_REPLY_STRING) || !is_stream_id(e[0]->str))
         return malformed("the cursor is not a stream ID");
     if (!is(e[1], REDIS_REPLY_INTEGER) || e[1]->integer < 1 || e[1]->integer > UINT32_MAX)
         return malformed("the live boxes are not a count from 1");
     if (!is(e[2], REDIS_REPLY_INTEGER) || e[2]->integer < 0 || e[2]->integer > kMaxEntries)
         return malformed("the skipped entries are not a count up to the entries read");
-    for (size_t i = 3; i < e.size(); ++i)
-        if (!is(e[i], REDIS_REPLY_STRING)) return malformed("an entry is not two strings");
+    if (!is(e[3], REDIS_REPLY_STRING) || !is_stream_id(e[3]->str))
+        return malformed("where this box joined is not a stream ID");
+    for (size_t i = kHead; i < e.size(); ++i)
+        if (!is(e[i], REDIS_REPLY_STRING)) return malformed("an entry is not seven strings");
+    for (size_t i = kHead; i < e.size(); i += kPerEntry)
+        if (!is_stream_id(e[i]->str)) return malformed("an entry's ID is not a stream ID");
 
+    if (at.cursor->empty()) *at.history_until = e[3]->str;
+    const auto history_end = at.history_until->empty() ? std::pair<uint64_t, uint64_t>{0, 0}
+                                                       : stream_position(*at.history_until);
+    const uint64_t now_ms = wall_clock_ms();
     r->refused += static_cast<uint64_t>(e[2]->integer);
-    for (size_t i = 3; i < e.size(); i += 2) {
-        const std::string &from = e[i]->str, &payload = e[i + 1]->str;
+    for (size_t i = kHead; i < e.size(); i += kPerEntry) {
+        // From before this box joined: believed entries only tell who is live, nothing counted.
+        const bool history = stream_position(e[i]->str) <= history_end;
+        const std::string &from = e[i + 1]->str, &payload = e[i + 6]->str;
+        const EntrySignature signature{e[i + 2]->str, e[i + 3]->str, e[i + 4]->str, e[i + 5]->str};
         // The script skips these; a store that sends them anyway is not believed.
-        if (from.empty() || from.size() > kMaxBoxBytes || from == box ||
+        if (from.empty() || from.size() > kMaxBoxBytes || from == at.box ||
             from.size() + payload.size() > kMaxEntryBytes) {
-            ++r->refused;
+            if (!history) ++r->refused;
             continue;
         }
-        r->refused += parse_cluster_payload(payload, &r->remote);
+        if (at.verifier != nullptr) {
+            if (const std::optional<EntryRefusal> why =
+                    at.verifier->check(from, signature, payload, now_ms)) {
+                if (!history) {
+                    ++r->refused;
+                    ++r->signature_refused[static_cast<size_t>(*why)];
+                }
+                continue;
+            }
+        }
+        if (!history) r->refused += parse_cluster_payload(payload, &r->remote);
     }
-    *cursor = e[0]->str;
-    r->live_boxes = static_cast<uint32_t>(e[1]->integer);
+    *at.cursor = e[0]->str;
+    if (!at.history_until->empty() && stream_position(*at.cursor) >= history_end)
+        at.history_until->clear();
+    r->live_boxes = at.verifier != nullptr ? 1 + at.verifier->live_others(now_ms)
+                                           : static_cast<uint32_t>(e[1]->integer);
     return true;
 }
 
@@ -353,6 +400,13 @@ ClusterStore::ClusterStore(ClusterStoreOptions o) : o_(std::move(o)) {
         port_ = a->port;
     } else {
         invalid_ = "the store's address '" + o_.address + "' " + why;
+    }
+    if (o_.auth.keys.on()) {
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::system_clock::now().time_since_epoch());
+        signer_.emplace(o_.cluster, o_.box, o_.auth.keys.keys.front(),
+                        static_cast<uint64_t>(us.count()));
+        verifier_.emplace(o_.cluster, o_.auth.keys, o_.box_timeout_ms);
     }
     if (invalid_.empty() && o_.auth.tls.on()) {
         // A Unix socket is this host's, guarded by its file mode; Redis speaks TLS on TCP only.
@@ -399,9 +453,19 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
                       entry_bytes = std::to_string(kMaxEntryBytes),
                       retention = std::to_string(retention_ms),
                       payload_bytes = std::to_string(kMaxReplyPayloadBytes);
-    std::vector<std::string_view> args = {"EVALSHA",  sha_,        "2",       log_key_,
-                                          boxes_key_, o_.box,      cursor_,   box_timeout,
-                                          entries,    entry_bytes, retention, payload_bytes};
+    std::vector<std::string_view> args = {"EVALSHA",
+                                          sha_,
+                                          "2",
+                                          log_key_,
+                                          boxes_key_,
+                                          o_.box,
+                                          cursor_,
+                                          box_timeout,
+                                          entries,
+                                          entry_bytes,
+                                          retention,
+                                          payload_bytes,
+                                          verifier_ ? "1" : "0"};
     args.insert(args.end(), pushes.begin(), pushes.end());
 
     std::string commands;
@@ -456,14 +520,25 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
             if (!run(1)) return false;  // logged in by now: no AUTH in this one
         }
     }
-    return read_answer(*replies.back(), o_.box, &cursor_, r);
+    return read_answer(*replies.back(),
+                       {o_.box, &cursor_, &history_until_, verifier_ ? &*verifier_ : nullptr}, r);
 }
 
 ClusterSyncResult ClusterStore::sync(const std::vector<ClusterDelta> &local) {
     ClusterSyncResult r;
     try {
-        const std::vector<std::string> pushes =
+        std::vector<std::string> lines =
             payloads(local, kMaxEntryBytes - o_.box.size(), &r.refused);
+        // Signed, every sync writes an entry: an empty one is the box's heartbeat.
+        if (signer_ && lines.empty()) lines.emplace_back();
+        std::vector<std::string> pushes;
+        const uint64_t now_ms = wall_clock_ms();
+        for (std::string &payload : lines) {
+            EntrySignature sig = signer_ ? signer_->sign(payload, now_ms) : EntrySignature{};
+            for (std::string *f : {&sig.seq, &sig.time_ms, &sig.key_id, &sig.mac})
+                pushes.push_back(std::move(*f));
+            pushes.push_back(std::move(payload));
+        }
         r.ok = exchange(pushes, &r);
     } catch (const std::exception &e) {  // std::bad_alloc: the one a sync can meet
         r.ok = false;
@@ -477,6 +552,8 @@ ClusterSyncResult ClusterStore::sync(const std::vector<ClusterDelta> &local) {
     }
     ++(r.ok ? totals_.ok : totals_.failed);
     totals_.refused += r.refused;
+    for (size_t i = 0; i < kEntryRefusals; ++i)
+        totals_.entries_refused[i] += r.signature_refused[i];
     return r;
 }
 

@@ -4,7 +4,9 @@
 // pulls what the other boxes pushed since then, in one round trip (one EVALSHA).
 //
 // Per cluster C, two keys in the one hash slot {C}:
-//   fg:{C}:log    a stream, one entry per push: b = box id, d = lines "rule\tkey\tpackets\n"
+//   fg:{C}:log    a stream, one entry per push: b = box id, d = lines "rule\tkey\tpackets\n",
+//                 and with a cluster key s, t, k, m: the entry's signature (entry_signing.h;
+//                 then every sync pushes an entry, empty or not: it is the box's heartbeat).
 //                 (a push past kMaxEntryBytes is split into several entries at line ends).
 //                 Each push trims entries older than the retention (XADD MINID ~), so a box
 //                 that falls behind loses old entries rather than the stream growing without
@@ -14,10 +16,14 @@
 //   fg:{C}:boxes  a sorted set: box id -> the store's clock (ms) at its last sync. Each sync
 //                 removes the members older than box_timeout and those from the store's future,
 //                 and counts the rest as the live boxes (any number: the daemon caps what it
-//                 tells the dataplane, control/cluster/cluster_request.h).
+//                 tells the dataplane, control/cluster/cluster_request.h). With a cluster
+//                 key the live boxes are those with a believed entry within box_timeout
+//                 instead: anyone who can write to the store can add a member here.
 // Each box reads the stream after its own cursor (the last entry ID it read), skipping its own
 // entries; its first sync starts at the stream's end, so history from before it joined is not
-// charged to it. The store's clock alone stamps entries and heartbeats: boxes' clocks never meet.
+// charged to it (with a cluster key it reads the box_timeout before, for the heartbeats and
+// sequence numbers only). The store's clock stamps the entries' IDs and the heartbeats; the
+// signed times are the boxes' own, and must agree within box_timeout.
 //
 // A Redis restart needs nothing: stream IDs are the store's clock in ms, so in a stream that
 // came back empty every ID is above any cursor from before, and reading goes on. That assumes
@@ -33,16 +39,19 @@
 // reader's buffer and the values), every value's type is checked before use, and a foreign or
 // malformed entry or line is refused and counted, never delivered. The store is reached as a
 // box's own ACL user, in TLS with the server's certificate verified where configured
-// (control/cluster/store_auth.h, store_link.h); the entries themselves are not signed yet.
+// (control/cluster/store_auth.h, store_link.h); with a cluster key an entry is believed only
+// when signed (control/cluster/entry_signing.h), and each one refused is counted by reason.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "control/cluster/entry_signing.h"
 #include "control/cluster/store_auth.h"
 #include "control/cluster/store_link.h"
 
@@ -61,8 +70,9 @@ inline constexpr size_t kMaxEntryBytes = 1 << 20;
 // kMaxReplyBytes, the most the client reads before it gives up ("reply too large").
 inline constexpr size_t kMaxReplyPayloadBytes = 32u << 20;
 inline constexpr size_t kMaxReplyBytes = 64u << 20;
-// Values in one reply: the array, the cursor, the live and skipped counts, two per entry.
-inline constexpr size_t kMaxReplyNodes = 4 + 2 * kMaxEntries;
+// Values in one reply: the array, the cursor, the live and skipped counts, where this box
+// joined, and seven per entry (ID, box, the four signed fields, payload).
+inline constexpr size_t kMaxReplyNodes = 5 + 7 * kMaxEntries;
 inline constexpr uint64_t kMinRetentionMs = 10'000;
 inline constexpr uint64_t kMaxRetentionMs = 60'000;
 inline constexpr size_t kMaxClusterBytes = 64;
@@ -88,7 +98,8 @@ struct ClusterStoreOptions {
     // EVAL). A host name is resolved by the system's resolver first, outside this bound: give an
     // address where that matters.
     int timeout_ms = 200;
-    // The ACL user and password sent on each connect, and TLS (control/cluster/store_auth.h).
+    // The ACL user and password sent on each connect, TLS (control/cluster/store_auth.h), and
+    // the cluster key that signs entries (none: entries unsigned, and all believed).
     StoreAuth auth;
 };
 
@@ -100,8 +111,10 @@ struct ClusterSyncResult {
                                        // in stream order
     // Entries or lines refused as bad data in this reply (foreign fields, bad lines, oversize
     // entries, numbers out of range, a key of the wrong type, a malformed reply), and local
-    // deltas outside the bounds above, which are not pushed.
+    // deltas outside the bounds above, which are not pushed; and entries whose signature
+    // failed, also counted by reason here.
     uint64_t refused = 0;
+    EntryRefusalCounts signature_refused{};
 };
 
 class ClusterStore {
@@ -129,6 +142,7 @@ class ClusterStore {
     struct Totals {
         uint64_t ok = 0, failed = 0, refused = 0, bytes = 0;  // bytes received from the store
         uint64_t auth_refused = 0, tls_refused = 0;
+        EntryRefusalCounts entries_refused{};  // by reason (with a cluster key)
     };
     const Totals &totals() const { return totals_; }
 
@@ -147,6 +161,11 @@ class ClusterStore {
     bool logged_in_ = false;                      // AUTH answered OK on link_ (or not needed)
     std::string cursor_;  // the last stream ID read; empty until a sync succeeds
     std::string sha_;     // the script's SHA-1, as Redis answered SCRIPT LOAD; empty until then
+    // Entries up to here were in the stream before this box joined: read for heartbeats and
+    // sequence numbers, never charged. Empty once the cursor is past it.
+    std::string history_until_;
+    std::optional<EntrySigner> signer_;      // with a cluster key
+    std::optional<EntryVerifier> verifier_;  // ... likewise
     Totals totals_;
 };
 

@@ -2,6 +2,10 @@
 local log, boxes = KEYS[1], KEYS[2]
 local box, cursor = ARGV[1], ARGV[2]
 local max_entry_bytes, budget = tonumber(ARGV[5]), tonumber(ARGV[7])
+local with_history = ARGV[8] == '1'
+-- The signed fields: seq, time, key id, MAC (each short), beside b = box and d = payload.
+local signed_fields = {'s', 't', 'k', 'm'}
+local max_signed_bytes = 80
 for _, want in ipairs({{log, 'stream'}, {boxes, 'zset'}}) do
   local t = redis.call('TYPE', want[1]).ok
   if t ~= want[2] and t ~= 'none' then
@@ -27,12 +31,28 @@ local function before(a, b)
   return am < bm or (am == bm and as < bs)
 end
 -- A box's first sync starts after the last entry: history from before it joined is not its.
-if cursor == '' then cursor = last_id() or '0-0' end
-for i = 8, #ARGV do
-  redis.call('XADD', log, 'MINID', '~', now_ms - tonumber(ARGV[6]), '*', 'b', box, 'd', ARGV[i])
+-- With history asked for, it also reads the box_timeout before, for heartbeats and sequence
+-- numbers only: the entries up to `joined` are never charged.
+local first = cursor == ''
+local joined = last_id() or '0-0'
+if first then
+  cursor = with_history and (math.max(0, now_ms - tonumber(ARGV[3])) .. '-0') or joined
+end
+-- Each push is five arguments: seq, time, key id, MAC (all empty: unsigned) and payload.
+for i = 9, #ARGV - 4, 5 do
+  local fields = {'b', box}
+  if ARGV[i] ~= '' then
+    for j, name in ipairs(signed_fields) do
+      fields[#fields + 1] = name
+      fields[#fields + 1] = ARGV[i + j - 1]
+    end
+  end
+  fields[#fields + 1] = 'd'
+  fields[#fields + 1] = ARGV[i + 4]
+  redis.call('XADD', log, 'MINID', '~', now_ms - tonumber(ARGV[6]), '*', unpack(fields))
 end
 local entries = redis.call('XRANGE', log, '(' .. cursor, '+', 'COUNT', ARGV[4])
-if #entries == 0 and cursor ~= '0-0' then
+if not first and #entries == 0 and cursor ~= '0-0' then
   -- A cursor past the last entry is older than the stream (a restart that set the store's
   -- clock back, or the stream emptied): all the stream holds is unread.
   local last = last_id()
@@ -41,21 +61,30 @@ if #entries == 0 and cursor ~= '0-0' then
     entries = redis.call('XRANGE', log, '-', '+', 'COUNT', ARGV[4])
   end
 end
-local out, skipped = {cursor, live, 0}, 0
+local out, skipped = {cursor, live, 0, joined}, 0
 for _, e in ipairs(entries) do
-  local f, b, d = e[2], nil, nil
-  if #f == 4 and f[1] == 'b' and f[3] == 'd' then
-    b, d = f[2], f[4]
-  elseif #f == 4 and f[1] == 'd' and f[3] == 'b' then
-    b, d = f[4], f[2]
+  -- Known fields, each at most once, b and d present; anything else is skipped.
+  local f, got, ok = e[2], {}, #e[2] % 2 == 0
+  for i = 1, #f - 1, 2 do
+    local name = f[i]
+    if got[name] ~= nil or not (name == 'b' or name == 'd' or name == 's' or name == 't' or
+                                name == 'k' or name == 'm') then
+      ok = false
+    elseif name ~= 'b' and name ~= 'd' and #f[i + 1] > max_signed_bytes then
+      ok = false
+    end
+    got[name] = f[i + 1]
   end
-  if b == nil or #b + #d > max_entry_bytes then
+  local b, d = got['b'], got['d']
+  if not ok or b == nil or d == nil or #b + #d > max_entry_bytes then
     skipped = skipped + 1
   elseif b ~= box then
     if #b + #d > budget then break end
     budget = budget - #b - #d
-    out[#out + 1] = b
-    out[#out + 1] = d
+    for _, v in ipairs({e[1], b, got['s'] or '', got['t'] or '', got['k'] or '', got['m'] or '',
+                        d}) do
+      out[#out + 1] = v
+    end
   end
   out[1] = e[1]
 end

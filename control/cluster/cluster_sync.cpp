@@ -216,7 +216,11 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                                     {"refused", t.refused},
                                     {"bytes", t.bytes},
                                     {"auth_refused", t.auth_refused},
-                                    {"tls_refused", t.tls_refused}};
+                                    {"tls_refused", t.tls_refused},
+                                    {"signed", options_.auth.keys.on()}};
+                json &entries = status_["store"]["entries_refused"] = json::object();
+                for (size_t i = 0; i < kEntryRefusals; ++i)
+                    entries[kEntryRefusalNames[i]] = t.entries_refused[i];
             }
         }
         // On a fixed schedule; a round that overran is not made up for.

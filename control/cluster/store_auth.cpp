@@ -23,7 +23,7 @@ bool readable(const std::string &path, std::string *why) {
 
 }  // namespace
 
-std::optional<std::string> read_secret_file(const std::string &path, std::string *why,
+std::optional<std::string> read_secret_text(const std::string &path, std::string *why,
                                             SecretAccess access) {
     // O_NOFOLLOW and fstat on what was opened: the file checked is the file read.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -54,9 +54,16 @@ std::optional<std::string> read_secret_file(const std::string &path, std::string
         *why = error;
         return std::nullopt;
     }
-    text = text.substr(0, text.find('\n'));
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.empty() || text.size() > kMaxSecretBytes) {
+    return text;
+}
+
+std::optional<std::string> read_secret_file(const std::string &path, std::string *why,
+                                            SecretAccess access) {
+    std::optional<std::string> text = read_secret_text(path, why, access);
+    if (!text) return std::nullopt;
+    text = text->substr(0, text->find('\n'));
+    if (!text->empty() && text->back() == '\r') text->pop_back();
+    if (text->empty() || text->size() > kMaxSecretBytes) {
         *why = "'" + path + "' must hold a secret of 1-" + std::to_string(kMaxSecretBytes) +
                " bytes on its first line";
         return std::nullopt;
@@ -65,7 +72,8 @@ std::optional<std::string> read_secret_file(const std::string &path, std::string
 }
 
 std::optional<StoreAuth> load_store_auth(const std::string &user, const std::string &password_file,
-                                         const StoreTlsFiles &tls, std::string *why) {
+                                         const StoreTlsFiles &tls, std::string *why,
+                                         const std::string &key_file) {
     StoreAuth a;
     a.user = user;
     a.tls = tls;
@@ -117,6 +125,20 @@ std::optional<StoreAuth> load_store_auth(const std::string &user, const std::str
     if (!tls.key.empty() && !read_secret_file(tls.key, &reason)) {
         *why = "--redis-tls-key: " + reason;
         return std::nullopt;
+    }
+    if (!key_file.empty()) {
+        const std::optional<std::string> text = read_secret_text(key_file, &reason);
+        std::optional<ClusterKeys> keys;
+        if (text && text->size() > kMaxSecretBytes)
+            reason =
+                "'" + key_file + "' is longer than " + std::to_string(kMaxSecretBytes) + " bytes";
+        else if (text)
+            keys = parse_cluster_keys(*text, &reason);
+        if (!keys) {
+            *why = "--cluster-key-file: " + reason;
+            return std::nullopt;
+        }
+        a.keys = *keys;
     }
     return a;
 }

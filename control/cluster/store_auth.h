@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "control/cluster/entry_signing.h"
+
 namespace floodgate {
 
 inline constexpr size_t kMaxSecretBytes = 4096;
@@ -25,6 +27,7 @@ struct StoreAuth {
     std::string user;      // the ACL user ("": Redis's default user)
     std::string password;  // "": no AUTH is sent
     StoreTlsFiles tls;
+    ClusterKeys keys;  // the cluster key(s) that sign entries (none: unsigned)
     bool operator==(const StoreAuth &) const = default;
 };
 
@@ -32,6 +35,11 @@ struct StoreAuth {
 // credential, which systemd restricts to the unit's user, with an ACL where that user is not the
 // owner: the ACL's mask then shows in the group bits).
 enum class SecretAccess { owner_only, systemd_credential };
+
+// The whole of a secret file (its first kMaxSecretBytes + 2 bytes), refused as
+// read_secret_file says but for its first line.
+std::optional<std::string> read_secret_text(const std::string &path, std::string *why,
+                                            SecretAccess access = SecretAccess::owner_only);
 
 // The first line of a secret file, refused (nullopt, *why) unless it is a regular file of
 // 1..kMaxSecretBytes bytes that, with owner_only, only its owner may read or write: a secret
@@ -42,8 +50,9 @@ std::optional<std::string> read_secret_file(const std::string &path, std::string
 // The daemon's options read into a StoreAuth: the password from password_file, or, when that is
 // empty and systemd passes credentials ($CREDENTIALS_DIRECTORY), from its "redis-password" if
 // present. Each file is checked here, at start, so that a bad one is refused before anything
-// runs; *why names the option.
+// runs; *why names the option. The cluster key(s) from key_file (entry_signing.h), if given.
 std::optional<StoreAuth> load_store_auth(const std::string &user, const std::string &password_file,
-                                         const StoreTlsFiles &tls, std::string *why);
+                                         const StoreTlsFiles &tls, std::string *why,
+                                         const std::string &key_file = "");
 
 }  // namespace floodgate

@@ -30,7 +30,7 @@ constexpr CommandUsage kCommands[] = {
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
      "         [--box ID] [--redis HOST:PORT] [--redis-user NAME --redis-password-file FILE]\n"
      "         [--redis-tls-ca FILE [--redis-tls-name NAME]\n"
-     "          [--redis-tls-cert FILE --redis-tls-key FILE]]\n"
+     "          [--redis-tls-cert FILE --redis-tls-key FILE]] [--cluster-key-file FILE]\n"
      "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]\n"
      "          [--flowspec-min-source4 LEN] [--flowspec-min-source6 LEN]\n"
      "          [--flowspec-never-block PREFIX]...]\n"
@@ -39,6 +39,7 @@ constexpr CommandUsage kCommands[] = {
      "                         the host name) through Redis (default the rules file's),\n"
      "                         logged in as an ACL user (the password: FILE, or systemd's\n"
      "                         credential redis-password), in TLS verified against a CA;\n"
+     "                         entries signed and checked with the key(s) in the key file;\n"
      "                         with --flowspec, announce blocks and escalations upstream\n"
      "                         through the local gobgpd's API (default at most 1000, 20 new/s),\n"
      "                         never a source shorter than /16 (IPv6 /32) or overlapping a\n"
@@ -147,7 +148,7 @@ class CommandLine {
 
     Ctl ctl_{kDefaultDaemonSocket};
     DaemonOptions daemon_;
-    std::string redis_user_, redis_password_file_;  // read into daemon_.store_auth at its run
+    std::string redis_user_, redis_password_file_, cluster_key_file_;  // into daemon_.store_auth
     StoreTlsFiles redis_tls_;
     WatchOptions watch_;
     std::string rule_;  // stats, top --rule
@@ -247,6 +248,7 @@ void CommandLine::add_daemon() {
     app->add_option("--redis", daemon_.redis);
     app->add_option("--redis-user", redis_user_);
     app->add_option("--redis-password-file", redis_password_file_);
+    app->add_option("--cluster-key-file", cluster_key_file_);
     app->add_option("--redis-tls-ca", redis_tls_.ca);
     app->add_option("--redis-tls-name", redis_tls_.name);
     app->add_option("--redis-tls-cert", redis_tls_.cert);
@@ -279,7 +281,7 @@ void CommandLine::add_daemon() {
         }
         std::string why;
         const std::optional<StoreAuth> auth =
-            load_store_auth(redis_user_, redis_password_file_, redis_tls_, &why);
+            load_store_auth(redis_user_, redis_password_file_, redis_tls_, &why, cluster_key_file_);
         if (!auth) return usage_error("daemon", "daemon: " + why);
         DaemonOptions o = daemon_;
         o.socket = ctl_.socket;

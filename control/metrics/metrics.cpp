@@ -99,6 +99,16 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     refusals.add({{"cluster", *name}, {"reason", "tls"}},
                  number_at(member(daemon, "store"), "tls_refused"));
     refusals.write(out);
+    Family entries("floodgate_cluster_entries_refused_total", Type::counter,
+                   "Other boxes' entries not believed, by reason: no signature (unsigned), a key "
+                   "id this box does not hold (unknown_key), a MAC that does not check (bad_mac), "
+                   "a sequence number already taken (replayed), a time outside box_timeout of "
+                   "this box's clock (too_old, future).");
+    if (const json *by = member(member(daemon, "store"), "entries_refused");
+        by != nullptr && by->is_object())
+        for (const auto &[reason, n] : by->items())
+            entries.add({{"cluster", *name}, {"reason", reason}}, number_at(by, reason.c_str()));
+    entries.write(out);
     Family lost("floodgate_cluster_syncs_lost_total", Type::counter,
                 "Sync rounds lost on the way to the dataplane: refused by it (reason=refused), "
                 "or not answered (reason=no_answer); the daemon's last_error says why.");

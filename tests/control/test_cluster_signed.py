@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Signed entries in the cluster's store (issue 42), end to end: one box, a `floodgate run` and
+its `floodctl daemon --cluster-key-file`, joined to a cluster through a redis-server this test
+starts on a free loopback port. This test plays a second box C, holding the cluster key, and an
+attacker who can reach Redis but holds no key; both write with plain XADDs. The MACs are made
+here, in Python's hmac, from the README's description of what an entry signs.
+
+Checks, in order:
+  1. C's signed 7-packet charge is charged exactly, and C is live (its entry is its heartbeat);
+  2. forged entries: an unsigned charge of 10^9, an unsigned `!allow 0.0.0.0/0` for 10 years,
+     C's genuine entry replayed, the same entry with its charge raised, an entry under a wrong
+     secret, one under a key id the box does not hold, one too old, one from the future, and a
+     forged heartbeat for box X (an empty unsigned entry and a ZADD to the boxes set); then C's
+     next signed 5-packet charge: only the 5 charged, each forged entry refused and counted by
+     its reason, no allow added, the live boxes still A and C;
+  3. the counts in `floodctl status` and in the daemon's Prometheus metrics.
+Expected counts are the entries this test wrote, counted here.
+
+Prints TAP; needs root (DPDK) and redis-server; builds nothing.
+Usage: test_cluster_signed.py BUILD_DIR
+"""
+import hashlib
+import hmac
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frames  # noqa: E402
+from control_lib import FLOODCTL, check, results, wait_until  # noqa: E402
+from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
+
+CLUSTER = "fgtest"
+RULE = "total"
+KEY = "198.18.255.1/32"
+BOX_TIMEOUT_S = 60  # C's one heartbeat keeps it live through the whole check
+KEY_ID, SECRET = "k1", "3f" * 32
+
+RULES = """\
+cluster: {{ name: {name}, redis: "127.0.0.1:{port}", sync_ms: 100, boxes: 2,
+           box_timeout: {timeout}s }}
+rules:
+  - name: {rule}
+    match: {{ proto: udp, dst_port: 53 }}
+    key: dst
+    limit: {{ rate: 1000/s, burst: 50 }}
+    share: cluster
+    fallback: local
+"""
+
+LOG_KEY = "fg:{%s}:log" % CLUSTER
+BOXES_KEY = "fg:{%s}:boxes" % CLUSTER
+REASONS = ("unsigned", "unknown_key", "bad_mac", "replayed", "too_old", "future")
+
+
+def field(b):
+    return struct.pack(">Q", len(b)) + b
+
+
+def mac(secret, key_id, box, seq, t_ms, payload):
+    """HMAC-SHA256 over the cluster, the box, its sequence number, its time, the key id and the
+    payload, each variable field after its length (README, "Signed entries")."""
+    data = (b"floodgate cluster entry v1" + field(CLUSTER.encode()) + field(box) +
+            struct.pack(">QQ", seq, t_ms) + field(key_id.encode()) + field(payload))
+    return hmac.new(secret.encode(), data, hashlib.sha256).hexdigest()
+
+
+class SigningBox:
+    """Box C: it holds the key and numbers its entries as a box does."""
+
+    def __init__(self, name):
+        self.name, self.seq = name, time.time_ns() // 1000
+
+    def fields(self, payload, secret=SECRET, key_id=KEY_ID, skew_ms=0):
+        self.seq += 1
+        t = int(time.time() * 1000) + skew_ms
+        return ["b", self.name, "s", str(self.seq), "t", str(t), "k", key_id,
+                "m", mac(secret, key_id, self.name.encode(), self.seq, t, payload), "d", payload]
+
+
+def line(packets, rule=RULE, key=KEY):
+    return ("%s\t%s\t%d\n" % (rule, key, packets)).encode()
+
+
+def counts(box):
+    c, s = box.cluster(), box.store()
+    by = s.get("store", {}).get("entries_refused", {})
+    return {"charged": c["charged_packets"], "refused": s["refused"],
+            "by": {r: by.get(r, 0) for r in REASONS}, "live": s["live_boxes"],
+            "allows_added": s["allows_added"], "syncs_refused": s["syncs_refused"]}
+
+
+def xadd(redis, fields):
+    return redis_command(redis.port, "XADD", LOG_KEY, "*", *fields)
+
+
+def scenario(redis, a):
+    c = SigningBox("C")
+    base = counts(a)
+    xadd(redis, c.fields(line(7)))
+    got = wait_until(lambda: (lambda n: n if n["charged"] >= base["charged"] + 7 and
+                              n["live"] == 2 else None)(counts(a)), "C's charge", 10)
+    check(got["charged"] == base["charged"] + 7 and got["refused"] == base["refused"] and
+          got["live"] == 2, "C's signed 7-packet charge charged exactly, C live", got)
+
+    genuine = c.fields(line(3))
+    raised = list(genuine)
+    raised[-1] = line(3000)
+    forged = {
+        "unsigned": [["b", "C", "d", line(10 ** 9)],
+                     ["b", "C", "d", b"!allow\t0.0.0.0/0\t315360000000\n"],
+                     ["b", "X", "d", b""]],
+        "replayed": [genuine],  # written twice: the first is believed, the second refused
+        "bad_mac": [raised, c.fields(line(9), secret="wrong" * 13)],
+        "unknown_key": [c.fields(line(9), key_id="k2")],
+        "too_old": [c.fields(line(9), skew_ms=-2 * BOX_TIMEOUT_S * 1000)],
+        "future": [c.fields(line(9), skew_ms=2 * BOX_TIMEOUT_S * 1000)],
+    }
+    xadd(redis, genuine)
+    for reason in REASONS:
+        for entry in forged[reason]:
+            xadd(redis, entry)
+    redis_command(redis.port, "ZADD", BOXES_KEY, int(time.time() * 1000), "X")
+    xadd(redis, c.fields(line(5)))  # after them all: once it is charged, all were read
+    want = {r: got["by"][r] + len(forged[r]) for r in REASONS}
+    total = sum(len(v) for v in forged.values())
+    after = wait_until(lambda: (lambda n: n if n["charged"] >= got["charged"] + 8 else None)(
+        counts(a)), "C's 5-packet charge after the forged entries", 10)
+    check(after["charged"] == got["charged"] + 3 + 5,
+          "only C's genuine 3 and 5 packets charged, nothing forged", after)
+    check(after["by"] == want and after["refused"] == got["refused"] + total,
+          "each forged entry refused and counted by its reason (%d in all)" % total, after)
+    check(after["allows_added"] == 0 and after["live"] == 2 and after["syncs_refused"] == 0,
+          "no allow added, the live boxes still A and C (X's heartbeat not believed)", after)
+    return after
+
+
+def shown(a, after):
+    text = subprocess.run([FLOODCTL, "--socket", a.ctl_sock, "status"], capture_output=True,
+                          text=True, timeout=30).stdout
+    want = "entries signed, refused: " + " ".join(
+        "%s %d" % (r, after["by"][r]) for r in sorted(REASONS) if after["by"][r] > 0)
+    check(want in text, "floodctl status shows them: %s" % want, text)
+    from prometheus_client.parser import text_string_to_metric_families
+    addr = a.ctl.json("status")["daemon"]["metrics"]
+    body = urllib.request.urlopen("http://%s/metrics" % addr, timeout=30).read().decode()
+    samples = {s.labels["reason"]: s.value for f in text_string_to_metric_families(body)
+               for s in f.samples if s.name == "floodgate_cluster_entries_refused_total"}
+    check(samples == {r: float(after["by"][r]) for r in REASONS},
+          "floodgate_cluster_entries_refused_total{reason} the same", samples)
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP floodgate run needs root (DPDK)")
+        return 0
+    if shutil.which("redis-server") is None:
+        check(False, "redis-server is installed", "apt-get install redis-server")
+        print("1..%d" % len(results))
+        return 1
+    work = tempfile.mkdtemp(prefix="fg-cluster-signed-")
+    port = free_port()
+    rules = os.path.join(work, "rules.yaml")
+    with open(rules, "w") as f:
+        f.write(RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE))
+    key_file = os.path.join(work, "cluster.key")
+    with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("%s %s\n" % (KEY_ID, SECRET))
+    trace = os.path.join(work, "trace.pcap")
+    frames.write_pcap(trace, [frames.udp4("198.18.1.1", "198.18.255.1", 1024, 80)])
+    redis = Redis(work, port)
+    a = Box(work, "A", rules, trace, 1 if os.cpu_count() > 1 else 0)
+    a.dataplane_cmd = [x.replace(",infinite_rx=1", "") for x in a.dataplane_cmd]
+    a.daemon_cmd += ["--cluster-key-file", key_file]
+    try:
+        redis.start()
+        a.start_dataplane()
+        wait_until(a.up, "A's dataplane", 60)
+        a.start_daemon()
+        wait_until(states([a], "joined"), "A joined", 20)
+        shown(a, scenario(redis, a))
+    except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
+        check(False, "scenario ran to the end", repr(e))
+    finally:
+        a.close()
+        redis.stop()
+    if not all(results):
+        for log in ("dataplane-A.err", "daemon-A.log", "redis.log"):
+            path = os.path.join(work, log)
+            if os.path.exists(path):
+                print("# --- " + log)
+                with open(path) as f:
+                    for ln in f.read().splitlines()[-30:]:
+                        print("# " + ln)
+    else:
+        subprocess.run(["rm", "-rf", work])
+    print("1..%d" % len(results))
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
