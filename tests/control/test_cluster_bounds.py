@@ -47,6 +47,9 @@ rules:
     limit: {{ rate: {rate}/s, burst: {burst} }}
     share: cluster
     fallback: local
+  - name: sources
+    match: {{ proto: udp, dst_port: 123 }}
+    limit: {{ rate: 10/s, burst: 10 }}
     escalate: {{ after: 10s, ttl: {ttl}s }}
 """
 
