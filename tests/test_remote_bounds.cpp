@@ -2,6 +2,7 @@
 // remote charge, worked out here by hand from each rule's limit as written.
 #include <gtest/gtest.h>
 
+#include "dataplane/api/prefix.h"
 #include "dataplane/pipeline/remote_bounds.h"
 #include "rules/load.h"
 #include "tests/config_cases.h"
@@ -78,6 +79,31 @@ TEST(RemoteBounds, EscalationTtlsCappedByTheRulesOwn) {
     EXPECT_EQ(remote_escalations_bound(1), kRemoteEscalationsPerBox);
     EXPECT_EQ(remote_escalations_bound(2), kRemoteEscalationsPerBox);
     EXPECT_EQ(remote_escalations_bound(5), 4 * kRemoteEscalationsPerBox);
+}
+
+TEST(RemoteBounds, NoEscalationShorterThanTheRulesSourceKeys) {
+    const Config c = parse_config(R"(rules:
+  - name: a
+    key: { ipv4: 24, ipv6: 56 }
+    limit: { rate: 10/s, burst: 10 }
+    escalate: { after: 10s }
+  - { name: b, key: src, limit: { rate: 10/s, burst: 10 }, escalate: { after: 10s } }
+)");
+    std::string why;
+    const auto long_enough = [&](const Config &config, const char *text) {
+        return remote_escalation_long_enough(config, *parse_prefix(text, &why));
+    };
+    EXPECT_TRUE(long_enough(c, "198.18.0.0/24"));
+    EXPECT_TRUE(long_enough(c, "198.18.0.1/32"));
+    EXPECT_FALSE(long_enough(c, "198.18.0.0/23"));
+    EXPECT_FALSE(long_enough(c, "0.0.0.0/0"));
+    EXPECT_TRUE(long_enough(c, "2001:db8::/56"));
+    EXPECT_FALSE(long_enough(c, "2001:db8::/48"));
+    EXPECT_FALSE(long_enough(c, "::/0"));
+    // A box none of whose rules escalate takes hosts only.
+    EXPECT_TRUE(long_enough(kRules, "198.18.0.1/32"));
+    EXPECT_FALSE(long_enough(kRules, "198.18.0.0/31"));
+    EXPECT_TRUE(long_enough(kRules, "2001:db8::1/128"));
 }
 
 TEST(RemoteBounds, TheClusterSectionsAllowOptions) {

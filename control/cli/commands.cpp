@@ -110,9 +110,9 @@ void print_cluster(const json &c, const json &daemon) {
     };
     std::printf(
         "           bounded: %llu charges clamped (%llu packets left out); escalations "
-        "%llu past the count, %llu TTLs clamped; allows refused %llu (off), %llu "
+        "%llu short, %llu past the count, %llu TTLs clamped; allows refused %llu (off), %llu "
         "(short), %llu (malformed), %llu (past the count), %llu TTLs clamped\n",
-        n(c, "clamped_charges"), n(c, "clamped_packets"), n(esc, "over_count"),
+        n(c, "clamped_charges"), n(c, "clamped_packets"), n(esc, "short"), n(esc, "over_count"),
         n(esc, "ttl_clamped"), n(allows, "off"), n(allows, "short"), n(allows, "malformed"),
         n(allows, "over_count"), n(allows, "ttl_clamped"));
     if (daemon.is_object() && !daemon.value("store_ok", true))

@@ -91,6 +91,7 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     };
     add("charge", "clamped", c, "clamped_charges");
     add("charge_packets", "clamped", c, "clamped_packets");
+    add("escalation", "short", member(c, "escalations"), "short");
     add("escalation", "over_count", member(c, "escalations"), "over_count");
     add("escalation", "ttl_clamped", member(c, "escalations"), "ttl_clamped");
     for (const char *reason : {"off", "short", "malformed", "over_count", "ttl_clamped"})

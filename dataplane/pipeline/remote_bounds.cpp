@@ -47,4 +47,13 @@ uint64_t remote_escalation_ttl_cap_ns(const Config &config) {
     return cap != 0 ? cap : EscalateOptions{}.ttl_ns;
 }
 
+bool remote_escalation_long_enough(const Config &config, const Prefix &p) {
+    unsigned shortest = p.family == 4 ? 32 : 128;
+    for (const Rule &r : config.rules)
+        if (r.escalate.enabled())
+            shortest =
+                std::min<unsigned>(shortest, p.family == 4 ? r.key_ipv4_len : r.key_ipv6_len);
+    return p.len >= shortest;
+}
+
 }  // namespace floodgate

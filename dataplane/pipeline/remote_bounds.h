@@ -5,7 +5,7 @@
 //             have admitted in a sync interval (rate x interval + burst), for each other box;
 //   an escalation: its TTL at most the longest of this box's own escalation TTLs (none that
 //             "never expires": 0 is the cap too), and kRemoteEscalationsPerBox per other box
-//             and sync.
+//             and sync, and none shorter than the rules' own source keys.
 // (The other boxes' allows are bounded by floodctl's daemon, control/cluster/remote_allows.h.)
 #pragma once
 
@@ -39,6 +39,10 @@ inline uint64_t remote_escalations_bound(uint32_t boxes) {
 // The longest TTL another box's escalation may have here: the longest escalation TTL of
 // config's escalating rules (EscalateOptions' default when none escalates).
 uint64_t remote_escalation_ttl_cap_ns(const Config &config);
+
+// Whether another box's escalation of p is no shorter than the shortest source key of
+// config's escalating rules (what a box escalates): never a whole family (refused: short).
+bool remote_escalation_long_enough(const Config &config, const Prefix &p);
 
 // ttl_ns as taken from another box: 0 (never expires) and past the cap are the cap.
 inline uint64_t clamp_remote_ttl(uint64_t ttl_ns, uint64_t cap_ns) {

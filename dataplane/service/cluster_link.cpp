@@ -70,6 +70,10 @@ bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, 
             last_refusal_ = "an escalation of '" + text.substr(0, 64) + "'";
             continue;
         }
+        if (!remote_escalation_long_enough(rules.config(), *p)) {
+            ++escalations_short_;
+            continue;
+        }
         if (++taken > remote_escalations_bound(request.boxes)) {
             ++escalations_over_count_;
             continue;
@@ -127,6 +131,7 @@ nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
               {"added", escalations_added_},
               {"skipped", escalations_skipped_},
               {"refused", escalations_refused_},
+              {"short", escalations_short_},
               {"over_count", escalations_over_count_},
               {"ttl_clamped", escalations_ttl_clamped_},
               {"xdp", hooks_.escalate != nullptr}}}};

@@ -101,8 +101,9 @@ class ClusterLink {
     uint64_t escalations_added_ = 0;    // the others', added to the XDP tier here
     uint64_t escalations_skipped_ = 0;  // ... not: under an allow, held already, or no tier
     uint64_t escalations_refused_ = 0;  // ... not a prefix
-    // ... past the sync's count (remote_escalations_bound), and those whose TTL was clamped.
-    uint64_t escalations_over_count_ = 0, escalations_ttl_clamped_ = 0;
+    // ... shorter than the rules' source keys, past the sync's count (remote_bounds.h), and
+    // those whose TTL was clamped.
+    uint64_t escalations_short_ = 0, escalations_over_count_ = 0, escalations_ttl_clamped_ = 0;
 };
 
 }  // namespace floodgate

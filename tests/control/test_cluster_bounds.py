@@ -8,8 +8,9 @@ Checks, in order:
   1. a charge of 10^9 packets to the shared key: charged at the bound, computed here from the
      rule as written (2 x (1000/s x 100 ms + 50) per other box), the rest counted as clamped;
      an honest 7-packet charge after it is charged whole;
-  2. an escalation with a TTL of ten years: taken with the rule's own escalation TTL (no XDP
-     tier here, so skipped), its TTL counted as clamped;
+  2. an escalation of 0.0.0.0/0 refused as shorter than the rules' source keys; one with a TTL
+     of ten years taken with the rule's own escalation TTL (no XDP tier here, so skipped), its
+     TTL counted as clamped;
   3. allows of 0.0.0.0/0 and ::/0 refused as too short, an allow of a /24 for ten years held
      for an hour (remote_allow_max_ttl's default), one of a /25 for 60 s held as told;
   4. floodctl status and the daemon's metrics show each count.
@@ -90,12 +91,14 @@ def charges(redis, a):
 
 def escalations(redis, a):
     base = figures(a)["esc"]
-    xadd(redis, ("!escalated", "198.18.99.9/32", TEN_YEARS_MS))
+    xadd(redis, ("!escalated", "0.0.0.0/0", 60000), ("!escalated", "198.18.99.9/32", TEN_YEARS_MS))
     got = wait_until(lambda: (lambda e: e if e["skipped"] > base["skipped"] else None)(
         figures(a)["esc"]), "the escalation", 10)
     check(got["ttl_clamped"] == base["ttl_clamped"] + 1 and got["refused"] == base["refused"] and
-          got["over_count"] == base["over_count"],
-          "an escalation for ten years: taken (skipped: no XDP tier), its TTL clamped", got)
+          got["short"] == base["short"] + 1 and got["over_count"] == base["over_count"] and
+          got["skipped"] == base["skipped"] + 1,
+          "an escalation of 0.0.0.0/0 refused as short; one for ten years taken (skipped: no "
+          "XDP tier), its TTL clamped", got)
 
 
 def allows(redis, a):
@@ -121,10 +124,10 @@ def allows(redis, a):
 def shown(a):
     _, text, _ = a.ctl.run("status")
     f = figures(a)
-    line = ("bounded: %d charges clamped (%d packets left out); escalations %d past the count, "
-            "%d TTLs clamped; allows refused %d (off), %d (short), %d (malformed), %d (past the "
-            "count), %d TTLs clamped" % (
-                f["clamped"], f["clamped_packets"], f["esc"]["over_count"],
+    line = ("bounded: %d charges clamped (%d packets left out); escalations %d short, %d past "
+            "the count, %d TTLs clamped; allows refused %d (off), %d (short), %d (malformed), %d "
+            "(past the count), %d TTLs clamped" % (
+                f["clamped"], f["clamped_packets"], f["esc"]["short"], f["esc"]["over_count"],
                 f["esc"]["ttl_clamped"], f["allows"]["off"], f["allows"]["short"],
                 f["allows"]["malformed"], f["allows"]["over_count"],
                 f["allows"]["ttl_clamped"]))
@@ -136,6 +139,7 @@ def shown(a):
                             (("cluster", CLUSTER), ("reason", reason), ("what", what))))
     want = {("charge", "clamped"): f["clamped"],
             ("charge_packets", "clamped"): f["clamped_packets"],
+            ("escalation", "short"): f["esc"]["short"],
             ("escalation", "ttl_clamped"): f["esc"]["ttl_clamped"],
             ("allow", "short"): f["allows"]["short"],
             ("allow", "ttl_clamped"): f["allows"]["ttl_clamped"]}
