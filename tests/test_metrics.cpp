@@ -287,6 +287,41 @@ TEST(Metrics, ClusterRoundsLostAndLeftOut) {
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
 }
 
+// What other boxes sent, bounded (issue 42): the dataplane's clamps and the daemon's allows, by
+// reason, as their statuses give them.
+TEST(Metrics, ClusterBoundedByReason) {
+    const json status = {{"cluster",
+                          {{"configured", true},
+                           {"name", "c"},
+                           {"clamped_charges", 2},
+                           {"clamped_packets", 999'999'700},
+                           {"escalations", {{"over_count", 3}, {"ttl_clamped", 4}}}}}};
+    const json daemon = {
+        {"allows_bounded",
+         {{"off", 5}, {"short", 6}, {"malformed", 7}, {"over_count", 8}, {"ttl_clamped", 9}}}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.status = &status;
+    in.cluster = &daemon;
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    const char *expected[] = {
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"charge\",reason=\"clamped\"} 2",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"charge_packets\",reason="
+        "\"clamped\"} 999999700",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"escalation\",reason="
+        "\"over_count\"} 3",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"escalation\",reason="
+        "\"ttl_clamped\"} 4",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"allow\",reason=\"off\"} 5",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"allow\",reason=\"short\"} 6",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"allow\",reason=\"malformed\"} 7",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"allow\",reason=\"over_count\"} 8",
+        "floodgate_cluster_bounded_total{cluster=\"c\",what=\"allow\",reason=\"ttl_clamped\"} 9",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
 TEST(Metrics, OverridesCountsBothListsEvenWhenEmpty) {
     const std::string text = full_text();
     EXPECT_TRUE(has_line(text, "floodgate_overrides{list=\"allow\"} 0"));

@@ -100,6 +100,21 @@ void print_cluster(const json &c, const json &daemon) {
         static_cast<unsigned long long>(u64(c, "charged_packets")),
         static_cast<unsigned long long>(u64(c, "refused_charges")),
         static_cast<unsigned long long>(daemon.value("refused", uint64_t{0})));
+    // What other boxes sent past its bounds (a compromised box's, or a bug's): clamped or not
+    // taken, by reason.
+    const json esc = c.value("escalations", json::object()),
+               allows = daemon.is_object() ? daemon.value("allows_bounded", json::object())
+                                           : json::object();
+    const auto n = [](const json &j, const char *k) {
+        return static_cast<unsigned long long>(j.value(k, uint64_t{0}));
+    };
+    std::printf(
+        "           bounded: %llu charges clamped (%llu packets left out); escalations "
+        "%llu short, %llu past the count, %llu TTLs clamped; allows refused %llu (off), %llu "
+        "(short), %llu (malformed), %llu (past the count), %llu TTLs clamped\n",
+        n(c, "clamped_charges"), n(c, "clamped_packets"), n(esc, "short"), n(esc, "over_count"),
+        n(esc, "ttl_clamped"), n(allows, "off"), n(allows, "short"), n(allows, "malformed"),
+        n(allows, "over_count"), n(allows, "ttl_clamped"));
     if (daemon.is_object() && !daemon.value("store_ok", true))
         std::printf("           store: %s\n", daemon.value("last_error", "").c_str());
     // The store refusing this box's login or TLS is a configuration to fix, not an outage.

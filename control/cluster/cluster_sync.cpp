@@ -10,6 +10,7 @@
 
 #include "control/cluster/cluster_request.h"
 #include "control/cluster/cluster_store.h"
+#include "control/cluster/remote_allows.h"
 #include "control/common/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/dataplane_commands.h"
@@ -52,6 +53,7 @@ struct ClusterSync::Round {
     uint32_t live_boxes = 0;          // as the store counted them
     uint32_t boxes_told = 0;          // ... as told the dataplane, capped
     uint64_t allows_added = 0, allows_refused = 0;  // the others' allows, as overrides here
+    RemoteAllows remote_allows;                     // ... and those not taken, by reason
     bool store_ok = false;
     std::string last_error;
     double last_round_ms = 0;
@@ -136,15 +138,18 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
         if (why != r.last_error) daemon_log("cluster " + name + ": " + why);
         r.last_error = why;
     }
-    // The others' allows, as overrides here (a refusal, such as a malformed prefix, counted).
+    // The others' allows, as overrides here, within the cluster section's bounds (a refusal
+    // by the dataplane counted as well).
+    const RemoteAllowPolicy policy = RemoteAllowPolicy::from_status(cluster);
+    r.remote_allows.start_round(r.live_boxes);
     for (const ClusterDelta &a : sync.allows) {
-        const long long ttl_s =
-            a.packets >= kNeverMs ? 0 : static_cast<long long>((a.packets + 999) / 1000);
+        const std::optional<long long> ttl_s = r.remote_allows.take(policy, a.key, a.packets);
+        if (!ttl_s) continue;
         json added;
         std::string why;
         if (r.dataplane.request(
                 dataplane_request(DataplaneCommand::override_add,
-                                  {{"list", "allow"}, {"prefix", a.key}, {"ttl_s", ttl_s}}),
+                                  {{"list", "allow"}, {"prefix", a.key}, {"ttl_s", *ttl_s}}),
                 &added, &why, kDataplaneTimeoutMs) &&
             added.value("ok", false)) {
             ++r.allows_added;
@@ -206,6 +211,7 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"refused", r.refused},
                        {"allows_added", r.allows_added},
                        {"allows_refused", r.allows_refused},
+                       {"allows_bounded", r.remote_allows.counts()},
                        {"last_error", r.last_error},
                        {"round_ms",
                         std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};

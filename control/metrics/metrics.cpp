@@ -82,6 +82,21 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
         refused.add({{"cluster", *name}, {"where", "request"}}, number_at(daemon, "left_out"));
     }
     refused.write(out);
+    Family bounded("floodgate_cluster_bounded_total", Type::counter,
+                   "What other boxes sent, bounded (README, \"Several boxes\"): charges clamped "
+                   "and their packets left out, escalations and allows refused or clamped, by "
+                   "reason.");
+    const auto add = [&](const char *what, const char *reason, const json *at, const char *key) {
+        bounded.add({{"cluster", *name}, {"what", what}, {"reason", reason}}, number_at(at, key));
+    };
+    add("charge", "clamped", c, "clamped_charges");
+    add("charge_packets", "clamped", c, "clamped_packets");
+    add("escalation", "short", member(c, "escalations"), "short");
+    add("escalation", "over_count", member(c, "escalations"), "over_count");
+    add("escalation", "ttl_clamped", member(c, "escalations"), "ttl_clamped");
+    for (const char *reason : {"off", "short", "malformed", "over_count", "ttl_clamped"})
+        add("allow", reason, member(daemon, "allows_bounded"), reason);
+    bounded.write(out);
     if (daemon == nullptr || !daemon->is_object()) return;
     Family up("floodgate_cluster_store_up", Type::gauge,
               "1 when the store (Redis) answered the daemon's last sync.");

@@ -357,6 +357,12 @@ struct ClusterOptions {
     uint64_t sync_ns = 100'000'000ull;
     uint32_t boxes = 1;
     uint64_t box_timeout_ns = 3'000'000'000ull;
+    // What the other boxes' allows may be here (README, "Several boxes"): none at all, or each
+    // no shorter than these prefix lengths and for at most this long.
+    bool remote_allows = true;
+    uint64_t remote_allow_max_ttl_ns = 3'600'000'000'000ull;  // an hour
+    uint8_t remote_allow_min_ipv4 = 24;
+    uint8_t remote_allow_min_ipv6 = 48;
     bool operator==(const ClusterOptions &) const = default;
 };
 inline constexpr uint64_t kMinClusterSyncNs = 10'000'000ull;      // 10 ms

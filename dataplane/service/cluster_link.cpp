@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dataplane/pipeline/remote_bounds.h"
+
 namespace floodgate {
 
 void ClusterLink::configure(const ClusterOptions &options, uint64_t now_ns) {
@@ -42,28 +44,58 @@ bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, 
     charges_.clear();
     std::string why;
     for (const auto &[key, packets] : request.charges) {
-        if (shared_charges(rules, key.first, key.second, packets, *hooks_.hasher, &charges_,
+        const uint64_t bound = charge_bound(rules, key.first, request.boxes);
+        // Past kMaxSharedPackets is bad data, refused whole; below it, a charge is clamped.
+        const uint64_t charged = packets > kMaxSharedPackets ? packets : std::min(packets, bound);
+        if (shared_charges(rules, key.first, key.second, charged, *hooks_.hasher, &charges_,
                            &why)) {
             ++charged_keys_;
-            charged_packets_ += packets;
+            charged_packets_ += charged;
+            if (charged < packets) {
+                ++clamped_charges_;
+                clamped_packets_ += packets - charged;
+            }
         } else {
             ++refused_charges_;
             last_refusal_ = why;
         }
     }
     if (!charges_.empty()) hooks_.charge(charges_);
+    const uint64_t ttl_cap_ns = remote_escalation_ttl_cap_ns(rules.config());
+    uint64_t taken = 0;
     for (const auto &[text, ttl_ms] : request.escalations) {
         const std::optional<Prefix> p = parse_prefix(text, &why);
-        if (!p || ttl_ms == 0 || ttl_ms > kMaxEscalateNs / 1'000'000) {
+        if (!p) {
             ++escalations_refused_;
             last_refusal_ = "an escalation of '" + text.substr(0, 64) + "'";
-        } else if (hooks_.escalate && hooks_.escalate(*p, ttl_ms * 1'000'000)) {
+            continue;
+        }
+        if (!remote_escalation_long_enough(rules.config(), *p)) {
+            ++escalations_short_;
+            continue;
+        }
+        if (++taken > remote_escalations_bound(request.boxes)) {
+            ++escalations_over_count_;
+            continue;
+        }
+        // Saturated: a TTL past 2^64 ns is past the cap as well.
+        const uint64_t ttl_ns = ttl_ms > UINT64_MAX / 1'000'000 ? UINT64_MAX : ttl_ms * 1'000'000;
+        const uint64_t clamped_ns = clamp_remote_ttl(ttl_ns, ttl_cap_ns);
+        if (clamped_ns != ttl_ns) ++escalations_ttl_clamped_;
+        if (hooks_.escalate && hooks_.escalate(*p, clamped_ns)) {
             ++escalations_added_;
         } else {
             ++escalations_skipped_;
         }
     }
     return state_.on_sync(request.store_ok, request.boxes, now_ns);
+}
+
+uint64_t ClusterLink::charge_bound(const RuleSet &rules, const std::string &rule_name,
+                                   uint32_t boxes) const {
+    const CompiledRule *r = rules.find_rule(rule_name);
+    if (r == nullptr) return UINT64_MAX;  // refused by shared_charges, not clamped
+    return remote_charge_bound(rules.config().rules[r->index], options_.sync_ns, boxes);
 }
 
 nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
@@ -73,6 +105,10 @@ nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
             {"redis", options_.redis},
             {"sync_ms", options_.sync_ns / 1'000'000},
             {"box_timeout_ms", options_.box_timeout_ns / 1'000'000},
+            {"remote_allows", options_.remote_allows},
+            {"remote_allow_max_ttl_s", options_.remote_allow_max_ttl_ns / 1'000'000'000},
+            {"remote_allow_min_ipv4", options_.remote_allow_min_ipv4},
+            {"remote_allow_min_ipv6", options_.remote_allow_min_ipv6},
             {"state", state_.joined() ? "joined" : "alone"},
             {"reason", state_.reason()},
             {"boxes", state_.boxes()},
@@ -85,6 +121,8 @@ nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
             {"untold_alone_packets", untold_alone_packets_},
             {"charged_keys", charged_keys_},
             {"charged_packets", charged_packets_},
+            {"clamped_charges", clamped_charges_},
+            {"clamped_packets", clamped_packets_},
             {"refused_charges", refused_charges_},
             {"last_refusal", last_refusal_},
             {"take_timeouts", take_timeouts_},
@@ -93,6 +131,9 @@ nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {
               {"added", escalations_added_},
               {"skipped", escalations_skipped_},
               {"refused", escalations_refused_},
+              {"short", escalations_short_},
+              {"over_count", escalations_over_count_},
+              {"ttl_clamped", escalations_ttl_clamped_},
               {"xdp", hooks_.escalate != nullptr}}}};
 }
 

@@ -79,6 +79,9 @@ class ClusterLink {
     std::string change_line() const;
 
   private:
+    // The most packets this sync may charge to one key of rule_name (remote_bounds.h).
+    uint64_t charge_bound(const RuleSet &rules, const std::string &rule_name, uint32_t boxes) const;
+
     ClusterHooks hooks_;
     ClusterOptions options_;
     ClusterState state_;
@@ -88,6 +91,9 @@ class ClusterLink {
     uint64_t told_keys_ = 0, told_packets_ = 0;
     uint64_t untold_alone_packets_ = 0;  // admitted alone for a whole interval
     uint64_t charged_keys_ = 0, charged_packets_ = 0;
+    // Charges past what the other boxes could have admitted (remote_bounds.h): each one charged
+    // at the bound, and the packets left out.
+    uint64_t clamped_charges_ = 0, clamped_packets_ = 0;
     uint64_t refused_charges_ = 0;  // unknown rule, not a key of it, bad count
     std::string last_refusal_;
     uint64_t take_timeouts_ = 0;
@@ -95,6 +101,9 @@ class ClusterLink {
     uint64_t escalations_added_ = 0;    // the others', added to the XDP tier here
     uint64_t escalations_skipped_ = 0;  // ... not: under an allow, held already, or no tier
     uint64_t escalations_refused_ = 0;  // ... not a prefix
+    // ... shorter than the rules' source keys, past the sync's count (remote_bounds.h), and
+    // those whose TTL was clamped.
+    uint64_t escalations_short_ = 0, escalations_over_count_ = 0, escalations_ttl_clamped_ = 0;
 };
 
 }  // namespace floodgate
