@@ -26,6 +26,7 @@
 #include "control/cluster/cluster_store.h"
 #include "control/cluster/entry_signing.h"
 #include "control/cluster/store_auth.h"
+#include "tests/redis_server.h"
 
 extern char **environ;
 
@@ -36,7 +37,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Deltas = std::vector<ClusterDelta>;
 
-constexpr const char *kRedisServer = "/usr/bin/redis-server";
 const ClusterKey kOne{"one", std::string(40, 'a')}, kTwo{"two", std::string(40, 'b')};
 
 uint64_t now_ms() {

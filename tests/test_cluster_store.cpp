@@ -3,6 +3,7 @@
 // of its own; and against a fake server that answers what no Redis would. Expected values are the
 // deltas the test pushed, summed here.
 #include "control/cluster/cluster_store.h"
+#include "tests/redis_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -39,7 +40,6 @@ using Clock = std::chrono::steady_clock;
 using Deltas = std::vector<ClusterDelta>;
 using Totals = std::map<std::pair<std::string, std::string>, uint64_t>;  // (rule, key) -> packets
 
-constexpr const char *kRedisServer = "/usr/bin/redis-server";
 constexpr auto kDeadline = std::chrono::seconds(10);
 // Between two looks at a condition awaited with a deadline.
 constexpr auto kPollPause = std::chrono::milliseconds(10);

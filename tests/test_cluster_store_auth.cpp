@@ -27,6 +27,7 @@
 
 #include "control/cluster/cluster_store.h"
 #include "control/cluster/store_auth.h"
+#include "tests/redis_server.h"
 
 extern char **environ;
 
@@ -37,7 +38,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Deltas = std::vector<ClusterDelta>;
 
-constexpr const char *kRedisServer = "/usr/bin/redis-server";
 constexpr auto kDeadline = std::chrono::seconds(10);
 constexpr auto kPollPause = std::chrono::milliseconds(10);
 constexpr const char *kAdminPassword = "admin-secret";
