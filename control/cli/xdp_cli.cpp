@@ -163,7 +163,8 @@ int cmd_xdp(const XdpArgs &a, bool json_out) {
         uint64_t expires_ns = 0;
         if (a.ttl) {
             const std::optional<long long> s = parse_duration_s(*a.ttl, &why);
-            if (!s || *s <= 0) return xdp_usage("--ttl " + (s ? std::string("must be positive") : why));
+            if (!s || *s <= 0)
+                return xdp_usage("--ttl " + (s ? std::string("must be positive") : why));
             expires_ns = XdpTier::monotonic_ns() + static_cast<uint64_t>(*s) * 1'000'000'000ull;
         }
         if (!tier->add_operator({*p, FG_XDP_ORIGIN_operator, false, expires_ns}, &error))
