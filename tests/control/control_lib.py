@@ -247,3 +247,20 @@ def http_status(url, method="GET"):
             return r.status, r.headers
     except urllib.error.HTTPError as e:
         return e.code, e.headers
+
+
+def finish(work, logs):
+    """Ends a TAP run: after a failure the last 30 lines of each of WORK's LOGS that exist, else
+    WORK removed; then the plan line. Returns the exit code."""
+    if not all(results):
+        for log in logs:
+            path = os.path.join(work, log)
+            if os.path.exists(path):
+                print("# --- " + log)
+                with open(path) as f:
+                    for ln in f.read().splitlines()[-30:]:
+                        print("# " + ln)
+    else:
+        subprocess.run(["rm", "-rf", work])
+    print("1..%d" % len(results))
+    return 0 if all(results) else 1

@@ -13,13 +13,12 @@ Usage: test_cluster_key_rotation.py BUILD_DIR
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from control_lib import check, results, wait_until  # noqa: E402
+from control_lib import check, finish, results, wait_until  # noqa: E402
 from test_cluster import Box, Redis, free_port, states  # noqa: E402
 from test_cluster_signed import CLUSTER, RULE, RULES  # noqa: E402
 
@@ -101,18 +100,7 @@ def main():
         for box in boxes:
             box.close()
         redis.stop()
-    if not all(results):
-        for log in ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log"):
-            path = os.path.join(work, log)
-            if os.path.exists(path):
-                print("# --- " + log)
-                with open(path) as f:
-                    for ln in f.read().splitlines()[-30:]:
-                        print("# " + ln)
-    else:
-        subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return finish(work, ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log"))
 
 
 if __name__ == "__main__":

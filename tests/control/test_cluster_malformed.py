@@ -26,14 +26,13 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from control_lib import check, results, wait_until  # noqa: E402
+from control_lib import check, finish, results, wait_until  # noqa: E402
 from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
 
 CLUSTER = "fgtest"
@@ -239,18 +238,7 @@ def main():
     finally:
         a.close()
         redis.stop()
-    if not all(results):
-        for log in ("dataplane-A.err", "daemon-A.log", "daemon-R.log", "redis.log"):
-            path = os.path.join(work, log)
-            if os.path.exists(path):
-                print("# --- " + log)
-                with open(path) as f:
-                    for ln in f.read().splitlines()[-30:]:
-                        print("# " + ln)
-    else:
-        subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return finish(work, ("dataplane-A.err", "daemon-A.log", "daemon-R.log", "redis.log"))
 
 
 if __name__ == "__main__":
