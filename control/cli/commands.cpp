@@ -130,10 +130,18 @@ void print_cluster(const json &c, const json &daemon) {
     for (const auto &[reason, n] : by_reason.items())
         if (n.is_number_unsigned() && n.get<uint64_t>() > 0)
             entries += " " + reason + " " + std::to_string(n.get<uint64_t>());
-    if (store.contains("signed"))
-        std::printf("           entries %s%s%s\n",
-                    store.value("signed", false) ? "signed" : "UNSIGNED (no --cluster-key-file)",
-                    entries.empty() ? "" : ", refused:", entries.c_str());
+    // The keys entries are signed and checked with (none: no sync), and a rotation's state.
+    if (daemon.is_object() && daemon.contains("keys")) {
+        std::string keys;
+        for (const json &id : daemon["keys"])
+            if (id.is_string()) keys += (keys.empty() ? "" : ", ") + id.get<std::string>();
+        std::printf("           entries signed with %s (%llu key rotations read)%s%s\n",
+                    keys.empty() ? "NO KEY (no --cluster-key-file: no sync)" : keys.c_str(),
+                    n(daemon, "key_reloads"), entries.empty() ? "" : "; refused:", entries.c_str());
+        const std::string refused = daemon.value("key_file_refused", std::string());
+        if (!refused.empty())
+            std::printf("           key file REFUSED, the keys above kept: %s\n", refused.c_str());
+    }
 }
 
 // Upstream: what floodctl asked gobgpd to hold and what its RIB held when read back, apart,

@@ -524,6 +524,13 @@ bool ClusterStore::exchange(const std::vector<std::string> &pushes, ClusterSyncR
                        {o_.box, &cursor_, &history_until_, verifier_ ? &*verifier_ : nullptr}, r);
 }
 
+void ClusterStore::set_keys(const ClusterKeys &keys) {
+    if (!signer_ || !keys.on()) return;
+    o_.auth.keys = keys;
+    signer_->set_key(keys.keys.front());
+    verifier_->set_keys(keys);
+}
+
 ClusterSyncResult ClusterStore::sync(const std::vector<ClusterDelta> &local) {
     ClusterSyncResult r;
     try {

@@ -99,7 +99,9 @@ struct ClusterStoreOptions {
     // address where that matters.
     int timeout_ms = 200;
     // The ACL user and password sent on each connect, TLS (control/cluster/store_auth.h), and
-    // the cluster key that signs entries (none: entries unsigned, and all believed).
+    // the cluster key that signs entries (none: entries unsigned, and all believed; the daemon
+    // never syncs so, control/cluster/cluster_sync.h: this is for the store's own tests and the
+    // cost of signing beside it, perf/bench_cluster_sync.cpp).
     StoreAuth auth;
 };
 
@@ -132,6 +134,11 @@ class ClusterStore {
     // timeout can come after Redis took the command), so do not send it again. Consumption
     // from before an outage is better lost than charged to the others late, all at once.
     ClusterSyncResult sync(const std::vector<ClusterDelta> &local);
+
+    // A key rotation (control/cluster/key_file_watch.h): entries are signed with the first of
+    // `keys` from the next sync on and believed under any of them. Only for a store made with
+    // keys.
+    void set_keys(const ClusterKeys &keys);
 
     // Since construction, for status and metrics; ok + failed is the number of syncs, and
     // refused sums the results' refused. Read on the thread that calls sync().

@@ -10,6 +10,7 @@
 
 #include "control/cluster/cluster_request.h"
 #include "control/cluster/cluster_store.h"
+#include "control/cluster/key_file_watch.h"
 #include "control/cluster/remote_allows.h"
 #include "control/common/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
@@ -40,6 +41,18 @@ constexpr uint64_t kNeverMs = static_cast<uint64_t>(kMaxOverrideTtlSeconds) * 10
 // A bounded request to the dataplane: its replies are a few KB per thousand shared keys.
 constexpr int kDataplaneTimeoutMs = 1000;
 
+// Without a cluster key nothing another box writes can be told from what anyone who reaches the
+// store writes: such a box takes nothing from the store, and is alone (a failed sync, shown).
+constexpr const char *kNoKey =
+    "no cluster key (--cluster-key-file): the other boxes' entries cannot be authenticated, so "
+    "this box takes none and is alone";
+
+json key_ids(const ClusterKeys &keys) {
+    json ids = json::array();
+    for (const ClusterKey &k : keys.keys) ids.push_back(k.id);
+    return ids;
+}
+
 }  // namespace
 
 struct ClusterSync::Round {
@@ -57,10 +70,38 @@ struct ClusterSync::Round {
     bool store_ok = false;
     std::string last_error;
     double last_round_ms = 0;
+    ClusterKeys keys;                      // in use: from the start, then from each rotation
+    std::optional<KeyFileWatch> key_file;  // with --cluster-key-file
+    uint64_t key_reloads = 0;
+    std::string key_refused;  // why the key file as it is now is not in use
 };
 
 ClusterSync::ClusterSync(ClusterSyncOptions options)
-    : options_(with_box(std::move(options))), state_(std::make_unique<Round>()) {}
+    : options_(with_box(std::move(options))), state_(std::make_unique<Round>()) {
+    state_->keys = options_.auth.keys;
+    if (!options_.auth.key_file.empty())
+        state_->key_file.emplace(options_.auth.key_file, options_.auth.keys);
+}
+
+// The key file, read again when it changed: a key rotated without a restart.
+void ClusterSync::reload_keys(const std::string &cluster_name) {
+    Round &r = *state_;
+    if (!r.key_file) return;
+    if (const std::optional<ClusterKeys> keys = r.key_file->changed()) {
+        r.keys = *keys;
+        ++r.key_reloads;
+        if (r.store) r.store->set_keys(r.keys);
+        daemon_log("cluster " + cluster_name + ": the cluster key file changed: keys " +
+                   key_ids(r.keys).dump() + " from now on");
+    }
+    if (r.key_file->refused() != r.key_refused) {
+        r.key_refused = r.key_file->refused();
+        if (!r.key_refused.empty())
+            daemon_log(
+                "cluster " + cluster_name +
+                ": the cluster key file is refused, the keys in use are kept: " + r.key_refused);
+    }
+}
 
 ClusterSync::~ClusterSync() = default;
 
@@ -93,13 +134,15 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
     const std::string name = cluster.value("name", std::string());
     const uint64_t timeout_ms = cluster.value("box_timeout_ms", uint64_t{3000});
     const std::string store_for = address + "|" + name + "|" + std::to_string(timeout_ms);
-    if (!r.store || r.store_for != store_for) {
+    reload_keys(name);
+    if (r.keys.on() && (!r.store || r.store_for != store_for)) {
         ClusterStoreOptions o;
         o.address = address;
         o.cluster = name;
         o.box = options_.box;
         o.box_timeout_ms = timeout_ms;
         o.auth = options_.auth;
+        o.auth.keys = r.keys;
         // Half an interval at most, so that a slow store never delays the next round.
         o.timeout_ms = static_cast<int>(
             std::clamp<uint64_t>(cluster.value("sync_ms", uint64_t{100}) / 2, 5, 200));
@@ -112,7 +155,11 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
                         : " as " + (options_.auth.user.empty() ? std::string("the default user")
                                                                : options_.auth.user)));
     }
-    const ClusterSyncResult got = r.store->sync(mine);
+    ClusterSyncResult got;
+    if (r.keys.on())
+        got = r.store->sync(mine);
+    else
+        got.error = kNoKey;
     if (got.ok != r.store_ok || r.syncs == 0)
         daemon_log("cluster " + name + ": the store " +
                    (got.ok ? "answers" : "does not answer: " + got.error));
@@ -213,6 +260,9 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"allows_refused", r.allows_refused},
                        {"allows_bounded", r.remote_allows.counts()},
                        {"last_error", r.last_error},
+                       {"keys", key_ids(r.keys)},
+                       {"key_reloads", r.key_reloads},
+                       {"key_file_refused", r.key_refused},
                        {"round_ms",
                         std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};
             if (r.store) {
@@ -222,8 +272,7 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                                     {"refused", t.refused},
                                     {"bytes", t.bytes},
                                     {"auth_refused", t.auth_refused},
-                                    {"tls_refused", t.tls_refused},
-                                    {"signed", options_.auth.keys.on()}};
+                                    {"tls_refused", t.tls_refused}};
                 json &entries = status_["store"]["entries_refused"] = json::object();
                 for (size_t i = 0; i < kEntryRefusals; ++i)
                     entries[kEntryRefusalNames[i]] = t.entries_refused[i];

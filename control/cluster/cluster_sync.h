@@ -3,7 +3,8 @@
 // own connection to the dataplane:
 //   1. cluster_take: what this box admitted for shared keys since the last take;
 //   2. the store (control/cluster/cluster_store.h): push that, pull what the other boxes
-//      pushed, the number of live boxes;
+//      pushed, the number of live boxes; entries signed and checked with the cluster key
+//      (--cluster-key-file, read again when it changes): with no key there is no sync at all;
 //   3. cluster_sync: whether the store answered, the live boxes and the others' consumption,
 //      which the dataplane charges to its workers (within the bounds it takes,
 //      control/cluster/cluster_request.h); a sync it refuses is a round lost, counted and logged.
@@ -55,6 +56,7 @@ class ClusterSync {
   private:
     struct Round;
     bool round(const nlohmann::json &cluster, std::string *error);
+    void reload_keys(const std::string &cluster_name);
 
     const ClusterSyncOptions options_;
     std::unique_ptr<Round> state_;  // the store and the dataplane link, this thread's only

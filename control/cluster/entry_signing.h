@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace floodgate {
@@ -87,6 +88,7 @@ class EntrySigner {
   public:
     EntrySigner(std::string cluster, std::string box, ClusterKey key, uint64_t first_seq);
     EntrySignature sign(std::string_view payload, uint64_t now_ms);
+    void set_key(ClusterKey key) { key_ = std::move(key); }  // the sequence goes on
 
   private:
     std::string cluster_, box_;
@@ -106,6 +108,9 @@ class EntryVerifier {
     // Boxes (other than this one) with a believed entry within the window; forgets the others
     // (any entry of theirs from before is refused as too old, so nothing can be replayed).
     uint32_t live_others(uint64_t now_ms);
+    // A rotation: the boxes' sequence numbers and heartbeats are kept, so nothing believed
+    // under the old keys can be replayed under the new ones.
+    void set_keys(ClusterKeys keys) { keys_ = std::move(keys); }
 
   private:
     struct Heard {

@@ -71,6 +71,16 @@ std::optional<std::string> read_secret_file(const std::string &path, std::string
     return text;
 }
 
+std::optional<ClusterKeys> load_cluster_keys(const std::string &path, std::string *why) {
+    const std::optional<std::string> text = read_secret_text(path, why);
+    if (!text) return std::nullopt;
+    if (text->size() > kMaxSecretBytes) {
+        *why = "'" + path + "' is longer than " + std::to_string(kMaxSecretBytes) + " bytes";
+        return std::nullopt;
+    }
+    return parse_cluster_keys(*text, why);
+}
+
 std::optional<StoreAuth> load_store_auth(const std::string &user, const std::string &password_file,
                                          const StoreTlsFiles &tls, std::string *why,
                                          const std::string &key_file) {
@@ -127,18 +137,13 @@ std::optional<StoreAuth> load_store_auth(const std::string &user, const std::str
         return std::nullopt;
     }
     if (!key_file.empty()) {
-        const std::optional<std::string> text = read_secret_text(key_file, &reason);
-        std::optional<ClusterKeys> keys;
-        if (text && text->size() > kMaxSecretBytes)
-            reason =
-                "'" + key_file + "' is longer than " + std::to_string(kMaxSecretBytes) + " bytes";
-        else if (text)
-            keys = parse_cluster_keys(*text, &reason);
+        const std::optional<ClusterKeys> keys = load_cluster_keys(key_file, &reason);
         if (!keys) {
             *why = "--cluster-key-file: " + reason;
             return std::nullopt;
         }
         a.keys = *keys;
+        a.key_file = key_file;
     }
     return a;
 }

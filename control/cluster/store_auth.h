@@ -27,7 +27,8 @@ struct StoreAuth {
     std::string user;      // the ACL user ("": Redis's default user)
     std::string password;  // "": no AUTH is sent
     StoreTlsFiles tls;
-    ClusterKeys keys;  // the cluster key(s) that sign entries (none: unsigned)
+    ClusterKeys keys;      // the cluster key(s) that sign entries (none: no sync, ClusterSync)
+    std::string key_file;  // where they were read from, watched for a rotation ("": none given)
     bool operator==(const StoreAuth &) const = default;
 };
 
@@ -46,6 +47,10 @@ std::optional<std::string> read_secret_text(const std::string &path, std::string
 // others can read is no longer one.
 std::optional<std::string> read_secret_file(const std::string &path, std::string *why,
                                             SecretAccess access = SecretAccess::owner_only);
+
+// The cluster key file (one or two lines "id secret", entry_signing.h), read as a secret that
+// only its owner may read, refused with *why naming the file.
+std::optional<ClusterKeys> load_cluster_keys(const std::string &path, std::string *why);
 
 // The daemon's options read into a StoreAuth: the password from password_file, or, when that is
 // empty and systemd passes credentials ($CREDENTIALS_DIRECTORY), from its "redis-password" if

@@ -40,11 +40,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_entries  # noqa: E402
 import frames  # noqa: E402
 from control_lib import (FLOODCTL, FLOODGATE, DataplaneLink, Floodctl, check,  # noqa: E402
                          results, stats_invariants, wait_until)
 
-CLUSTER = "fgtest"
+CLUSTER = cluster_entries.CLUSTER
 RULE = "total"
 RATE_PER_S = 1000
 BURST_PKTS = 50
@@ -143,7 +144,8 @@ class Redis:
 # ---- A box: its dataplane and its daemon ----
 
 class Box:
-    def __init__(self, work, name, rules, trace, cpu):
+    def __init__(self, work, name, rules, trace, cpu, key_file=""):
+        """key_file: the cluster key's file ("": the test's shared one, None: no key)."""
         self.name = name
         self.prefix = "fgcl%s%d" % (name.lower(), os.getpid())
         self.dp_sock = os.path.join(work, "dataplane-%s.sock" % name)
@@ -159,6 +161,8 @@ class Box:
             "--", "--config", rules, "--control", self.dp_sock]
         self.daemon_cmd = [FLOODCTL, "--socket", self.ctl_sock, "daemon", "--dataplane",
                            self.dp_sock, "--box", name, "--metrics", "127.0.0.1:0"]
+        if key_file is not None:
+            self.daemon_cmd += ["--cluster-key-file", key_file or cluster_entries.key_file(work)]
         self.ctl = Floodctl(self.ctl_sock)
         self.dataplane = self.daemon = None
         self.links = {}  # "dataplane" or "daemon": a DataplaneLink
@@ -558,8 +562,8 @@ def scenario(redis, a, b):
     # it; without an XDP tier (net_pcap) they count it skipped, and refuse one that is no
     # prefix.
     told = [box.cluster()["escalations"] for box in both]
-    redis_command(redis.port, "XADD", log_key, "*", "b", "C", "d",
-                  "!escalated\t198.18.99.9/32\t60000\n!escalated\tnot-a-prefix\t60000\n")
+    redis_command(redis.port, "XADD", log_key, "*", *cluster_entries.SigningBox("C").fields(
+        "!escalated\t198.18.99.9/32\t60000\n!escalated\tnot-a-prefix\t60000\n"))
     seen = wait_until(lambda: (lambda e: e if all(
         x["skipped"] == t["skipped"] + 1 and x["refused"] == t["refused"] + 1
         for x, t in zip(e, told)) else None)([box.cluster()["escalations"] for box in both]),
@@ -568,7 +572,9 @@ def scenario(redis, a, b):
           "an escalation told by another box reaches both dataplanes (no XDP tier here: skipped "
           "1 each), a malformed one is refused (1 each)", seen)
 
-    # 8. Prometheus, while both daemons still run.
+    # 8. Prometheus, while both daemons still run, once C (heard from once, above) is no longer
+    # live: box_timeout after its one entry.
+    wait_until(states(both, "joined", boxes_live=2), "C to age out", 10)
     for box in both:
         prometheus(box)
 

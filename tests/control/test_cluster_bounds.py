@@ -26,10 +26,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
+from cluster_entries import CLUSTER, SigningBox  # noqa: E402
 from control_lib import check, finish, results, wait_until  # noqa: E402
 from test_cluster import Box, Redis, free_port, metrics_samples, redis_command, states  # noqa
 
-CLUSTER = "fgtest"
 RULE = "total"
 KEY = "198.18.255.1/32"  # the rule's one key: its destination, at /32
 RATE_PER_S, BURST, SYNC_MS, MARGIN = 1000, 50, 100, 2
@@ -56,9 +56,12 @@ rules:
 LOG_KEY = "fg:{%s}:log" % CLUSTER
 
 
+BOX_C = SigningBox("C")  # the compromised box: it holds the cluster key
+
+
 def xadd(redis, *lines):
-    redis_command(redis.port, "XADD", LOG_KEY, "*", "b", "C", "d",
-                  "".join("\t".join(map(str, ln)) + "\n" for ln in lines))
+    redis_command(redis.port, "XADD", LOG_KEY, "*", *BOX_C.fields(
+        "".join("\t".join(map(str, ln)) + "\n" for ln in lines)))
 
 
 def figures(box):

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Malformed entries in the cluster's store (issue 42), end to end: one box, a `floodgate run`
 and its `floodctl daemon`, joined to a cluster through a redis-server this test starts on a free
-loopback port; another box's entries are written to the stream with plain XADDs, as an attacker
-who can reach Redis would.
+loopback port; another box's entries are written to the stream with plain XADDs, signed with the
+cluster's key (tests/control/cluster_entries.py): malformed data from a box that holds it, the
+worst case, since an unsigned entry is refused before its lines are read.
 
 Checks, in order:
   1. bytes that are not UTF-8 in a line's rule or key, beside a valid 7-packet charge in the same
@@ -10,8 +11,9 @@ Checks, in order:
      sync lost;
   2. oversized fields, each in an entry of its own beside a valid 5-packet charge: a rule, a
      key, a box id, a payload past the store's bounds, each refused and counted once;
-  3. a boxes set of 1,102 members (this box and 1,101 written with ZADD, plus 5 stamped in the
-     store's future): the daemon counts 1,102 live, tells the dataplane 1,024 (its most), and
+  3. 1,200 boxes heard from (a signed entry each) and a boxes set of 1,102 members (this box
+     and 1,101 written with ZADD, plus 5 stamped in the store's future): the daemon counts the
+     1,202 it believes live (those, C and itself), not the set's members, tells the dataplane 1,024 (its most), and
      syncs go on, none refused;
   4. a dataplane that refuses every cluster_sync (a stand-in on the daemon's dataplane socket,
      answering as floodgate did to a boxes set past its bound): each refusal a lost sync in the
@@ -33,12 +35,14 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
 from control_lib import check, finish, results, wait_until  # noqa: E402
+from cluster_entries import CLUSTER, SigningBox  # noqa: E402
 from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
 
-CLUSTER = "fgtest"
 RULE = "total"
 KEY = "198.18.255.1/32"  # the rule's one key: its destination, at /32
-BOX_TIMEOUT_S = 60  # the forged boxes stay live for the whole check
+BOX_TIMEOUT_S = 60  # the boxes heard from stay live for the whole check
+HEARD = 1200  # boxes that write one signed entry each
+LIVE = HEARD + 2  # ... with this box and C, heard from in the steps before
 
 RULES = """\
 cluster: {{ name: {name}, redis: "127.0.0.1:{port}", sync_ms: 100, boxes: 2,
@@ -90,8 +94,8 @@ def malformed(redis, a):
     bad = [line(RULE.encode(), b"\xff", 1),                   # the fuzzer's byte, in the key
            line(b"\xfftotal", KEY.encode(), 1),               # ... in the rule
            line(RULE.encode(), b"198.18.255.1/3\xc0\xb2", 1)]  # an overlong '2'
-    redis_command(redis.port, "XADD", LOG_KEY, "*", "b", "C", "d",
-                  bad[0] + good + b"".join(bad[1:]))
+    c = SigningBox("C")
+    redis_command(redis.port, "XADD", LOG_KEY, "*", *c.fields(bad[0] + good + b"".join(bad[1:])))
     charged, refused = charged + 7, refused + len(bad)
     wait_for(a, charged, refused, "3 lines not UTF-8 beside a 7-packet charge in one entry")
 
@@ -103,8 +107,9 @@ def malformed(redis, a):
         "a payload past 1 MiB": (b"C", five * (1 + (1 << 20) // len(five))),
     }
     for what, (box_id, payload) in oversized.items():
-        redis_command(redis.port, "XADD", LOG_KEY, "*", "b", box_id, "d", payload)
-        redis_command(redis.port, "XADD", LOG_KEY, "*", "b", "C", "d", five)
+        signer = c if box_id == b"C" else SigningBox(box_id)
+        redis_command(redis.port, "XADD", LOG_KEY, "*", *signer.fields(payload))
+        redis_command(redis.port, "XADD", LOG_KEY, "*", *c.fields(five))
         charged, refused = charged + 5, refused + 1
         wait_for(a, charged, refused, what + ", then a 5-packet charge")
 
@@ -117,18 +122,20 @@ def many_boxes(redis, a):
         for i = 1, 1101 do redis.call('ZADD', KEYS[1], now, 'forged' .. i) end
         for i = 1, 5 do redis.call('ZADD', KEYS[1], now + 3600000, 'ahead' .. i) end
         return 0""", 1, BOXES_KEY)
-    seen = wait_until(lambda: (lambda s: s if s["live_boxes"] == 1102 else None)(a.store()),
-                      "the daemon to count 1,102 boxes", 10)
+    for i in range(HEARD):
+        redis_command(redis.port, "XADD", LOG_KEY, "*", *SigningBox("heard%d" % i).fields(b""))
+    seen = wait_until(lambda: (lambda s: s if s["live_boxes"] == LIVE else None)(a.store()),
+                      "the daemon to count %d boxes" % LIVE, 10)
     views = wait_until(states([a], "joined", boxes_live=1024), "the dataplane at 1,024 boxes", 10)
     before = counts(a)
     wait_until(lambda: a.cluster()["syncs"] >= views[0]["syncs"] + 10, "10 more syncs", 10)
     after, store = counts(a), a.store()
-    check(seen["boxes_told"] == 1024 and store["live_boxes"] == 1102 and
+    check(seen["boxes_told"] == 1024 and store["live_boxes"] == LIVE and
           after["syncs"] > before["syncs"] and after["syncs_refused"] == 0 and
           redis_command(redis.port, "ZCARD", BOXES_KEY) == 1102,
-          "1,101 forged members and 5 from the store's future: 1,102 live, 1,024 told the "
-          "dataplane, the future ones removed, syncs go on (%d -> %d), none refused" % (
-              before["syncs"], after["syncs"]), (seen, store, after))
+          "%d boxes heard from, 1,101 members forged and 5 from the store's future: %d live, "
+          "1,024 told the dataplane, the future members removed, syncs go on (%d -> %d), none "
+          "refused" % (HEARD, LIVE, before["syncs"], after["syncs"]), (seen, store, after))
 
 
 class RefusingDataplane:

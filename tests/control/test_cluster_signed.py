@@ -13,17 +13,17 @@ Checks, in order:
      forged heartbeat for box X (an empty unsigned entry and a ZADD to the boxes set); then C's
      next signed 5-packet charge: only the 5 charged, each forged entry refused and counted by
      its reason, no allow added, the live boxes still A and C;
-  3. the counts in `floodctl status` and in the daemon's Prometheus metrics.
+  3. the counts in `floodctl status` and in the daemon's Prometheus metrics;
+  4. A's daemon restarted without --cluster-key-file: no sync at all (its status says why, the
+     dataplane alone), and an unsigned charge, an unsigned allow and C's signed charge written
+     then change nothing: no packet charged, no allow added.
 Expected counts are the entries this test wrote, counted here.
 
 Prints TAP; needs root (DPDK) and redis-server; builds nothing.
 Usage: test_cluster_signed.py BUILD_DIR
 """
-import hashlib
-import hmac
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,13 +33,13 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
 from control_lib import FLOODCTL, check, finish, results, wait_until  # noqa: E402
+from cluster_entries import SigningBox  # noqa: E402
 from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
 
 CLUSTER = "fgtest"
 RULE = "total"
 KEY = "198.18.255.1/32"
 BOX_TIMEOUT_S = 60  # C's one heartbeat keeps it live through the whole check
-KEY_ID, SECRET = "k1", "3f" * 32
 
 RULES = """\
 cluster: {{ name: {name}, redis: "127.0.0.1:{port}", sync_ms: 100, boxes: 2,
@@ -56,31 +56,6 @@ rules:
 LOG_KEY = "fg:{%s}:log" % CLUSTER
 BOXES_KEY = "fg:{%s}:boxes" % CLUSTER
 REASONS = ("unsigned", "unknown_key", "bad_mac", "replayed", "too_old", "future")
-
-
-def field(b):
-    return struct.pack(">Q", len(b)) + b
-
-
-def mac(secret, key_id, box, seq, t_ms, payload):
-    """HMAC-SHA256 over the cluster, the box, its sequence number, its time, the key id and the
-    payload, each variable field after its length (README, "Signed entries")."""
-    data = (b"floodgate cluster entry v1" + field(CLUSTER.encode()) + field(box) +
-            struct.pack(">QQ", seq, t_ms) + field(key_id.encode()) + field(payload))
-    return hmac.new(secret.encode(), data, hashlib.sha256).hexdigest()
-
-
-class SigningBox:
-    """Box C: it holds the key and numbers its entries as a box does."""
-
-    def __init__(self, name):
-        self.name, self.seq = name, time.time_ns() // 1000
-
-    def fields(self, payload, secret=SECRET, key_id=KEY_ID, skew_ms=0):
-        self.seq += 1
-        t = int(time.time() * 1000) + skew_ms
-        return ["b", self.name, "s", str(self.seq), "t", str(t), "k", key_id,
-                "m", mac(secret, key_id, self.name.encode(), self.seq, t, payload), "d", payload]
 
 
 def line(packets, rule=RULE, key=KEY):
@@ -143,7 +118,7 @@ def scenario(redis, a):
 def shown(a, after):
     text = subprocess.run([FLOODCTL, "--socket", a.ctl_sock, "status"], capture_output=True,
                           text=True, timeout=30).stdout
-    want = "entries signed, refused: " + " ".join(
+    want = "entries signed with k1 (0 key rotations read); refused: " + " ".join(
         "%s %d" % (r, after["by"][r]) for r in sorted(REASONS) if after["by"][r] > 0)
     check(want in text, "floodctl status shows them: %s" % want, text)
     from prometheus_client.parser import text_string_to_metric_families
@@ -153,6 +128,34 @@ def shown(a, after):
                for s in f.samples if s.name == "floodgate_cluster_entries_refused_total"}
     check(samples == {r: float(after["by"][r]) for r in REASONS},
           "floodgate_cluster_entries_refused_total{reason} the same", samples)
+
+
+def no_key(redis, a):
+    a.terminate("daemon")
+    if a.links.get("daemon") is not None:
+        a.links.pop("daemon").close()
+    at = a.daemon_cmd.index("--cluster-key-file")
+    a.daemon_cmd = a.daemon_cmd[:at] + a.daemon_cmd[at + 2:]
+    a.start_daemon()
+    seen = wait_until(lambda: (lambda s: s if s.get("keys") == [] and s.get("store_failures", 0)
+                               >= 3 else None)(a.store() if os.path.exists(a.ctl_sock) else {}),
+                      "A's daemon without a key to fail 3 syncs", 15)
+    view = wait_until(states([a], "alone"), "A alone", 10)[0]
+    before = counts(a)
+    xadd(redis, ["b", "C", "d", line(10 ** 9)])
+    xadd(redis, ["b", "C", "d", b"!allow\t198.18.0.0/16\t60000\n"])
+    xadd(redis, SigningBox("C").fields(line(5)))
+    failures = seen["store_failures"]
+    wait_until(lambda: a.store()["store_failures"] >= failures + 5, "5 more syncs without a key",
+               10)
+    after = counts(a)
+    allows = [o for o in a.ask("overrides")["overrides"] if o["list"] == "allow"]
+    check("no cluster key" in seen["last_error"] and after["charged"] == before["charged"] and
+          after["allows_added"] == 0 and not allows and a.cluster()["state"] == "alone",
+          "A's daemon without --cluster-key-file: no sync (\"%s\"), A alone (%s); an unsigned "
+          "charge and allow and a signed charge written then: nothing charged (%d), no allow" % (
+              seen["last_error"][:40], view["reason"], after["charged"] - before["charged"]),
+          (seen, after, allows))
 
 
 def main():
@@ -168,15 +171,11 @@ def main():
     rules = os.path.join(work, "rules.yaml")
     with open(rules, "w") as f:
         f.write(RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE))
-    key_file = os.path.join(work, "cluster.key")
-    with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write("%s %s\n" % (KEY_ID, SECRET))
     trace = os.path.join(work, "trace.pcap")
     frames.write_pcap(trace, [frames.udp4("198.18.1.1", "198.18.255.1", 1024, 80)])
     redis = Redis(work, port)
     a = Box(work, "A", rules, trace, 1 if os.cpu_count() > 1 else 0)
     a.dataplane_cmd = [x.replace(",infinite_rx=1", "") for x in a.dataplane_cmd]
-    a.daemon_cmd += ["--cluster-key-file", key_file]
     try:
         redis.start()
         a.start_dataplane()
@@ -184,6 +183,7 @@ def main():
         a.start_daemon()
         wait_until(states([a], "joined"), "A joined", 20)
         shown(a, scenario(redis, a))
+        no_key(redis, a)
     except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
         check(False, "scenario ran to the end", repr(e))
     finally:

@@ -223,11 +223,14 @@ status() {
 
 # --- run 1: shared ---------------------------------------------------------------------------
 mkdir -p "$work/shared" "$work/local"
+# The cluster key both daemons sign and check entries with (without one they do not sync).
+(umask 077 && echo "lab $(openssl rand -hex 32)" >"$work/cluster.key")
 start_box a "$work/shared.yaml" shared
 start_box b "$work/shared.yaml" shared
 for box in a b; do
   "$build/control/floodctl" --socket "$work/floodctl-$box.sock" daemon \
     --dataplane "$work/dataplane-$box.sock" --box "${box^^}" --metrics none \
+    --cluster-key-file "$work/cluster.key" \
     >"$work/shared/daemon-$box.log" 2>&1 &
   if [ "$box" = a ]; then ctl_a=$!; else ctl_b=$!; fi
 done
