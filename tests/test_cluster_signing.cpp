@@ -120,6 +120,24 @@ TEST(EntryVerifierTest, EachWayOfBeingWrongHasItsReason) {
     EXPECT_EQ(v.check("B", next, "", now + 3001), std::nullopt);
 }
 
+// A holder of the key inventing box ids: remembered up to kMaxHeardBoxes, the rest refused until
+// some are forgotten (their window over), while the boxes already heard go on being believed.
+TEST(EntryVerifierTest, BoxesHeardAreBounded) {
+    const uint64_t now = 1'000'000'000;
+    EntryVerifier v("c", ClusterKeys{{kOne}}, 3000);
+    for (size_t i = 0; i < kMaxHeardBoxes; ++i) {
+        const std::string box = "box" + std::to_string(i);
+        ASSERT_EQ(v.check(box, EntrySigner("c", box, kOne, 1).sign("", now), "", now),
+                  std::nullopt);
+    }
+    EntrySigner extra("c", "extra", kOne, 1), first("c", "box0", kOne, 2);
+    EXPECT_EQ(v.check("extra", extra.sign("", now), "", now), EntryRefusal::too_many_boxes);
+    EXPECT_EQ(v.check("box0", first.sign("", now), "", now), std::nullopt);
+    EXPECT_EQ(v.live_others(now), kMaxHeardBoxes);
+    EXPECT_EQ(v.live_others(now + 3001), 0u);
+    EXPECT_EQ(v.check("extra", extra.sign("", now + 3001), "", now + 3001), std::nullopt);
+}
+
 using Raw = std::unique_ptr<redisContext, decltype(&redisFree)>;
 
 class ClusterSigningTest : public ::testing::Test {

@@ -123,7 +123,12 @@ std::optional<EntryRefusal> EntryVerifier::check(std::string_view box, const Ent
     // Only a genuine entry gets this far: its time and number are the box's own.
     if (*time_ms + window_ms_ < now_ms) return EntryRefusal::too_old;
     if (*time_ms > now_ms + window_ms_) return EntryRefusal::future;
-    Heard &h = heard_[std::string(box)];
+    auto at = heard_.find(std::string(box));
+    if (at == heard_.end()) {
+        if (heard_.size() >= kMaxHeardBoxes) return EntryRefusal::too_many_boxes;
+        at = heard_.emplace(std::string(box), Heard{}).first;
+    }
+    Heard &h = at->second;
     if (*seq <= h.seq) return EntryRefusal::replayed;
     h.seq = *seq;
     h.time_ms = std::max(h.time_ms, *time_ms);

@@ -32,6 +32,9 @@ namespace floodgate {
 inline constexpr size_t kMaxKeyIdBytes = 16;
 inline constexpr size_t kMinClusterSecretBytes = 32;
 inline constexpr size_t kMacHexBytes = 64;
+// Boxes a verifier remembers at once: the dataplane is told at most 1,024 (cluster_request.h);
+// past this, a compromised box inventing box ids would grow the daemon without bound.
+inline constexpr size_t kMaxHeardBoxes = 4096;
 
 struct ClusterKey {
     std::string id;      // 1..kMaxKeyIdBytes of [A-Za-z0-9_.-]
@@ -55,7 +58,8 @@ std::optional<ClusterKeys> parse_cluster_keys(std::string_view text, std::string
     X(bad_mac, "bad_mac")         \
     X(replayed, "replayed")       \
     X(too_old, "too_old")         \
-    X(future, "future")
+    X(future, "future")           \
+    X(too_many_boxes, "too_many_boxes")
 enum class EntryRefusal {
 #define FG_X(name, text) name,
     FG_ENTRY_REFUSALS(FG_X)
@@ -102,7 +106,8 @@ class EntryVerifier {
   public:
     EntryVerifier(std::string cluster, ClusterKeys keys, uint64_t window_ms);
     // Nothing when the entry is believed (and then remembered), else why not. An entry with no
-    // signed field at all is unsigned; one with some is checked, and fails as bad_mac.
+    // signed field at all is unsigned; one with some is checked, and fails as bad_mac. A genuine
+    // entry from a new box while kMaxHeardBoxes are remembered is too_many_boxes.
     std::optional<EntryRefusal> check(std::string_view box, const EntrySignature &s,
                                       std::string_view payload, uint64_t now_ms);
     // Boxes (other than this one) with a believed entry within the window; forgets the others
