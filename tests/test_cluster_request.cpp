@@ -23,18 +23,20 @@ size_t rows(const ClusterRequest &r, const char *field) {
 }
 
 TEST(ClusterRequest, SortsChargesEscalationsAndAllows) {
-    const ClusterRequest r = cluster_sync_request(true, 2,
-                                                  {{"total", "198.18.1.1/32", 3},
-                                                   {kEscalatedRule, "198.18.9.9/32", 60000},
-                                                   {kAllowRule, "198.18.66.0/24", 60000},
-                                                   {"total", "198.18.1.1/32", 4},
-                                                   {"other", "*", 5}});
+    const ClusterRequest r = cluster_sync_request(true, 3,
+                                                  {{"total", "198.18.1.1/32", 3, "B"},
+                                                   {kEscalatedRule, "198.18.9.9/32", 60000, "B"},
+                                                   {kAllowRule, "198.18.66.0/24", 60000, "C"},
+                                                   {"total", "198.18.1.1/32", 4, "B"},
+                                                   {"total", "198.18.1.1/32", 9, "C"},
+                                                   {"other", "*", 5, "C"}});
     EXPECT_EQ(r.request.at("cmd"), "cluster_sync");
     EXPECT_EQ(r.request.at("store_ok"), true);
-    EXPECT_EQ(r.request.at("boxes"), 2);
-    // Summed per (rule, key), as the dataplane would.
+    EXPECT_EQ(r.request.at("boxes"), 3);
+    // Summed per (rule, key) and box: a row a box, which the dataplane bounds on its own.
     EXPECT_EQ(r.request.at("charges"),
-              nlohmann::json::parse(R"([["other","*",5],["total","198.18.1.1/32",7]])"));
+              nlohmann::json::parse(
+                  R"([["other","*",5],["total","198.18.1.1/32",7],["total","198.18.1.1/32",9]])"));
     EXPECT_EQ(r.request.at("escalations"), nlohmann::json::parse(R"([["198.18.9.9/32",60000]])"));
     EXPECT_EQ(r.allows, (Deltas{{kAllowRule, "198.18.66.0/24", 60000}}));
     EXPECT_EQ(r.left_out, 0u);

@@ -53,6 +53,21 @@ TEST(RemoteBounds, AChargeIsTwiceWhatEachOtherBoxCouldAdmit) {
     EXPECT_EQ(remote_charge_bound(rule(0), 100 * kMs, 0), 2u * 150);
 }
 
+// Each box's row bounded on its own (2 x 150 here), then their sum by all the others' bound: one
+// box cannot spend the others' share, and many rows cannot pass the live boxes' sum.
+TEST(RemoteBounds, EachBoxsRowIsBoundedOnItsOwn) {
+    const uint64_t rows_a[] = {1'000'000'000};
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 3, rows_a), 300u);  // not 2 x 2 x 150
+    const uint64_t rows_b[] = {1'000'000'000, 7};
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 3, rows_b), 307u);  // the honest 7 whole
+    const uint64_t rows_c[] = {299, 300, 301};
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 4, rows_c), 899u);
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 3, rows_c), 600u);  // 2 others live: 2 x 300
+    const uint64_t rows_d[] = {UINT64_MAX, UINT64_MAX};
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 1024, rows_d), 600u);
+    EXPECT_EQ(remote_charge(rule(0), 100 * kMs, 2, {}), 0u);
+}
+
 TEST(RemoteBounds, NoOverflowAtTheLargestLimits) {
     Rule r = rule(0);
     r.rate_count = UINT64_MAX;

@@ -24,6 +24,19 @@ T decode_as(const std::string &line) {
     return std::get<T>(std::move(r));
 }
 
+// A cluster_sync's charges: a row per other box and key, kept apart for the bound on each box.
+TEST(ServiceRequest, ClusterSyncKeepsEachBoxsRow) {
+    const ClusterSyncRequest c = decode_as<ClusterSyncRequest>(
+        R"({"cmd": "cluster_sync", "store_ok": true, "boxes": 3, "charges": [["total", "k", 7],
+            ["total", "k", 1000000000], ["other", "*", 5]], "escalations": [["198.18.9.9/32", 60000]]})");
+    EXPECT_TRUE(c.store_ok);
+    EXPECT_EQ(c.boxes, 3u);
+    ASSERT_EQ(c.charges.size(), 2u);
+    EXPECT_EQ(c.charges.at({"total", "k"}), (std::vector<uint64_t>{7, 1'000'000'000}));
+    EXPECT_EQ(c.charges.at({"other", "*"}), (std::vector<uint64_t>{5}));
+    EXPECT_EQ(c.escalations.size(), 1u);
+}
+
 std::string error_of(const std::string &line) {
     try {
         decode_service_request(line);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "dataplane/api/control_protocol.h"
@@ -52,7 +53,8 @@ ClusterRequest cluster_sync_request(bool store_ok, uint32_t live_boxes,
     out.boxes = std::clamp<uint32_t>(live_boxes, 1, kMaxClusterBoxes);
     Budget budget;
     json escalations = json::array();
-    std::map<std::pair<std::string, std::string>, uint64_t> sums;
+    // Per (rule, key, box): a row per box, which the dataplane bounds on its own.
+    std::map<std::tuple<std::string, std::string, std::string>, uint64_t> sums;
     for (const ClusterDelta &d : remote) {
         if (d.rule == kAllowRule) {
             out.allows.push_back(d);
@@ -63,16 +65,17 @@ ClusterRequest cluster_sync_request(bool store_ok, uint32_t live_boxes,
             else
                 ++out.left_out;
         } else {
-            uint64_t &sum = sums[{d.rule, d.key}];
+            uint64_t &sum = sums[{d.rule, d.key, d.box}];
             sum = d.packets > UINT64_MAX - sum ? UINT64_MAX : sum + d.packets;
         }
     }
     json charges = json::array();
     for (const auto &[key, packets] : sums) {
+        const auto &[rule, shared_key, box] = key;
         // [rule, key, packets]: the array and its three values.
         if (budget.take(&budget.charges, 4,
-                        kRowBytes + json_text_bytes(key.first) + json_text_bytes(key.second)))
-            charges.push_back({key.first, key.second, packets});
+                        kRowBytes + json_text_bytes(rule) + json_text_bytes(shared_key)))
+            charges.push_back({rule, shared_key, packets});
         else
             ++out.left_out;
     }

@@ -5,8 +5,9 @@
 // kMaxMessageBytes bytes and kMaxMessageValues values. What the store returned past those is
 // left out and counted, delta by delta; what fits always goes.
 //
-// Charges are summed per (rule, key) first, as the dataplane would sum them; escalations go in
-// before charges (fewer, and a source to stop), each in stream order. The live boxes are told
+// Charges are summed per (rule, key) and box first, a row per box, which the dataplane bounds
+// by what one box could admit before it sums them (dataplane/pipeline/remote_bounds.h); escalations
+// go in before charges (fewer, and a source to stop), each in stream order. The live boxes are told
 // as the store counted them, capped at kMaxClusterBoxes: a larger cluster falls back as if it
 // had 1,024 boxes.
 #pragma once

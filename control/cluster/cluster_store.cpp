@@ -360,7 +360,10 @@ bool read_answer(const Reply &a, const Reading &at, ClusterSyncResult *r) {
                 continue;
             }
         }
-        if (!history) r->refused += parse_cluster_payload(payload, &r->remote);
+        if (history) continue;
+        const size_t first = r->remote.size();
+        r->refused += parse_cluster_payload(payload, &r->remote);
+        for (size_t d = first; d < r->remote.size(); ++d) r->remote[d].box = from;
     }
     *at.cursor = e[0]->str;
     if (!at.history_until->empty() && stream_position(*at.cursor) >= history_end)

@@ -84,7 +84,12 @@ struct ClusterDelta {  // packets one box admitted for one shared key since its 
     // (1..kMaxKeyBytes bytes, no tab or newline).
     std::string key;
     uint64_t packets = 0;  // 1 .. kMaxDeltaPackets
-    bool operator==(const ClusterDelta &) const = default;
+    // The box whose entry told it (another box's deltas only): the dataplane bounds each box's
+    // charges on its own (dataplane/pipeline/remote_bounds.h). Not part of what a delta is.
+    std::string box;
+    bool operator==(const ClusterDelta &o) const {
+        return rule == o.rule && key == o.key && packets == o.packets;
+    }
 };
 
 struct ClusterStoreOptions {

@@ -40,6 +40,17 @@ uint64_t remote_charge_bound(const Rule &r, uint64_t interval_ns, uint32_t boxes
                      kRemoteChargeMargin * others);
 }
 
+uint64_t remote_charge(const Rule &r, uint64_t interval_ns, uint32_t boxes,
+                       std::span<const uint64_t> rows) {
+    const uint64_t one = remote_charge_bound(r, interval_ns, 2);
+    uint64_t sum = 0;
+    for (const uint64_t row : rows) {
+        const uint64_t taken = std::min(row, one);
+        sum = taken > UINT64_MAX - sum ? UINT64_MAX : sum + taken;
+    }
+    return std::min(sum, remote_charge_bound(r, interval_ns, boxes));
+}
+
 uint64_t remote_escalation_ttl_cap_ns(const Config &config) {
     uint64_t cap = 0;
     for (const Rule &r : config.rules)

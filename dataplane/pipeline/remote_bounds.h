@@ -2,7 +2,8 @@
 // holds valid keys may still be compromised: whatever it signs is clamped to what an honest box
 // could have caused, never taken whole.
 //   a charge: per (rule, key) and sync, at most kRemoteChargeMargin times what one box could
-//             have admitted in a sync interval (rate x interval + burst), for each other box;
+//             have admitted in a sync interval (rate x interval + burst) from each other box,
+//             and the sum of them at most that for each other box live;
 //   an escalation: its TTL at most the longest of this box's own escalation TTLs (none that
 //             "never expires": 0 is the cap too), and kRemoteEscalationsPerBox per other box
 //             and sync, and none shorter than the rules' own source keys.
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "dataplane/api/rules.h"
 
@@ -28,6 +30,13 @@ uint64_t one_box_admits(const Rule &r, uint64_t interval_ns);
 // `boxes` live boxes (this one among them): kRemoteChargeMargin x one_box_admits for each
 // other box (one at least).
 uint64_t remote_charge_bound(const Rule &r, uint64_t interval_ns, uint32_t boxes);
+
+// What a sync charges to one key of rule r from the other boxes' rows (one a box, as the daemon
+// tells them): each row at most remote_charge_bound of one other box, their sum at most
+// remote_charge_bound of `boxes`. A box that signs its rows under many box ids is still held to
+// the second: every id it makes up counts as a live box, and the bound grows with the live boxes.
+uint64_t remote_charge(const Rule &r, uint64_t interval_ns, uint32_t boxes,
+                       std::span<const uint64_t> rows);
 
 // The most escalations a sync may add from each other box: far more than a box's rules
 // escalate in an interval of an attack, far fewer than would fill the XDP tier.

@@ -43,10 +43,20 @@ void ClusterLink::take(const RuleSet &rules, nlohmann::ordered_json *reply) {
 bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, uint64_t now_ns) {
     charges_.clear();
     std::string why;
-    for (const auto &[key, packets] : request.charges) {
-        const uint64_t bound = charge_bound(rules, key.first, request.boxes);
-        // Past kMaxSharedPackets is bad data, refused whole; below it, a charge is clamped.
-        const uint64_t charged = packets > kMaxSharedPackets ? packets : std::min(packets, bound);
+    for (const auto &[key, rows] : request.charges) {
+        // A row past kMaxSharedPackets is bad data: the key's charge refused whole (by
+        // shared_charges, as a rule not there is); the rest clamped (remote_bounds.h).
+        uint64_t packets = 0;
+        bool bad = false;
+        for (const uint64_t row : rows) {
+            bad = bad || row > kMaxSharedPackets;
+            packets = row > UINT64_MAX - packets ? UINT64_MAX : packets + row;
+        }
+        const CompiledRule *rule = rules.find_rule(key.first);
+        const uint64_t charged = bad || rule == nullptr
+                                     ? packets
+                                     : remote_charge(rules.config().rules[rule->index],
+                                                     options_.sync_ns, request.boxes, rows);
         if (shared_charges(rules, key.first, key.second, charged, *hooks_.hasher, &charges_,
                            &why)) {
             ++charged_keys_;
@@ -89,13 +99,6 @@ bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, 
         }
     }
     return state_.on_sync(request.store_ok, request.boxes, now_ns);
-}
-
-uint64_t ClusterLink::charge_bound(const RuleSet &rules, const std::string &rule_name,
-                                   uint32_t boxes) const {
-    const CompiledRule *r = rules.find_rule(rule_name);
-    if (r == nullptr) return UINT64_MAX;  // refused by shared_charges, not clamped
-    return remote_charge_bound(rules.config().rules[r->index], options_.sync_ns, boxes);
 }
 
 nlohmann::ordered_json ClusterLink::status(uint64_t now_ns) const {

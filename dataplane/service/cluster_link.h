@@ -17,7 +17,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/api/control_protocol.h"
@@ -46,7 +49,9 @@ struct ClusterHooks {
 struct ClusterSyncRequest {
     bool store_ok = false;
     uint32_t boxes = 1;
-    SharedTotals charges;  // the other boxes' packets per (rule, key)
+    // The other boxes' packets per (rule, key), one row a box: each row is bounded by what one
+    // box could admit, and their sum by what all the others could (remote_bounds.h).
+    std::map<std::pair<std::string, std::string>, std::vector<uint64_t>> charges;
     // Sources the other boxes escalated: the prefix as they wrote it, and the TTL left.
     std::vector<std::pair<std::string, uint64_t>> escalations;
 };
@@ -80,7 +85,6 @@ class ClusterLink {
 
   private:
     // The most packets this sync may charge to one key of rule_name (remote_bounds.h).
-    uint64_t charge_bound(const RuleSet &rules, const std::string &rule_name, uint32_t boxes) const;
 
     ClusterHooks hooks_;
     ClusterOptions options_;

@@ -118,8 +118,9 @@ ServiceRequest decode<LoadRequest>(const nlohmann::json &request) {
     return out;
 }
 
-// {store_ok, boxes, charges: [[rule, key, packets], ...]}: the shape is checked here, each
-// charge's meaning (a shared rule, one of its keys) when it is applied, one at a time.
+// {store_ok, boxes, charges: [[rule, key, packets], ...]}, a row per other box and key: the
+// shape is checked here, each charge's meaning (a shared rule, one of its keys) when it is
+// applied, one key at a time.
 template <>
 ServiceRequest decode<ClusterSyncRequest>(const nlohmann::json &request) {
     ClusterSyncRequest out;
@@ -144,9 +145,8 @@ ServiceRequest decode<ClusterSyncRequest>(const nlohmann::json &request) {
         if (!c.is_array() || c.size() != 3 || !c[0].is_string() || !c[1].is_string() ||
             !c[2].is_number_unsigned())
             throw MessageError("field \"charges\": each entry is [rule, key, packets]");
-        uint64_t &sum = out.charges[{c[0].get<std::string>(), c[1].get<std::string>()}];
-        const uint64_t packets = c[2].get<uint64_t>();
-        sum = packets > UINT64_MAX - sum ? UINT64_MAX : sum + packets;  // refused when applied
+        out.charges[{c[0].get<std::string>(), c[1].get<std::string>()}].push_back(
+            c[2].get<uint64_t>());
     }
     return out;
 }

@@ -7,7 +7,8 @@ entries are written to the stream with plain XADDs, as a box holding the cluster
 Checks, in order:
   1. a charge of 10^9 packets to the shared key: charged at the bound, computed here from the
      rule as written (2 x (1000/s x 100 ms + 50) per other box), the rest counted as clamped;
-     an honest 7-packet charge after it is charged whole;
+     an honest 7-packet charge after it is charged whole; with a third box D live, C's next
+     10^9 is held to one box's bound (not two), and D's 7 beside it charged whole;
   2. an escalation of 0.0.0.0/0 refused as shorter than the rules' source keys; one with a TTL
      of ten years taken with the rule's own escalation TTL (no XDP tier here, so skipped), its
      TTL counted as clamped;
@@ -89,6 +90,22 @@ def charges(redis, a):
         figures(a)), "the 7-packet charge", 10)
     check(after["charged"] == got["charged"] + 7 and after["clamped"] == got["clamped"],
           "an honest 7-packet charge after it: charged whole, nothing clamped", after)
+    # A third box D, honest: with 3 live, C's next 10^9 is still held to one box's bound (300,
+    # not the 600 two other boxes could admit), and D's 7 beside it is charged whole.
+    d = SigningBox("D")
+    redis_command(redis.port, "XADD", LOG_KEY, "*", *d.fields(""))
+    wait_until(lambda: figures(a)["boxes"] == 3, "D to be live", 10)
+    one = MARGIN * (RATE_PER_S * SYNC_MS // 1000 + BURST)
+    xadd(redis, (RULE, KEY, 10 ** 9))
+    redis_command(redis.port, "XADD", LOG_KEY, "*", *d.fields("%s\t%s\t7\n" % (RULE, KEY)))
+    three = wait_until(lambda: (lambda f: f if f["charged"] >= after["charged"] + one + 7 and
+                                f["clamped"] > after["clamped"] else None)(figures(a)),
+                       "C's and D's charges", 10)
+    check(three["charged"] == after["charged"] + one + 7 and
+          three["clamped_packets"] - after["clamped_packets"] == 10 ** 9 - one and
+          three["boxes"] == 3,
+          "3 boxes live: C's 10^9 charged %d (one box's bound, not %d), D's 7 beside it whole" %
+          (three["charged"] - after["charged"] - 7, 2 * one), (after, three))
 
 
 def escalations(redis, a):
