@@ -117,6 +117,16 @@ void print_cluster(const json &c, const json &daemon) {
         n(allows, "over_count"), n(allows, "ttl_clamped"));
     if (daemon.is_object() && !daemon.value("store_ok", true))
         std::printf("           store: %s\n", daemon.value("last_error", "").c_str());
+    // The store's round trip, as the seeds ask: its median, p99 and worst, and its timeouts.
+    if (daemon.is_object() && daemon.contains("store_round_trip")) {
+        const json t = daemon["store_round_trip"];
+        std::printf(
+            "           store round trip over the last %.0f s: p50 %.2f ms, p99 %.2f ms, "
+            "max %.2f ms (%llu syncs); %llu timeouts in all\n",
+            t.value("window_s", 0.0), t.value("p50_ms", 0.0), t.value("p99_ms", 0.0),
+            t.value("max_ms", 0.0), n(t, "samples"),
+            n(daemon.value("store", json::object()), "timeouts"));
+    }
     // The store refusing this box's login or TLS is a configuration to fix, not an outage.
     const json store = daemon.is_object() ? daemon.value("store", json::object()) : json::object();
     const uint64_t login = store.value("auth_refused", uint64_t{0}),

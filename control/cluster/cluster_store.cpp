@@ -556,6 +556,9 @@ ClusterSyncResult ClusterStore::sync(const std::vector<ClusterDelta> &local) {
     }
     if (!r.ok) {
         if (link_ != nullptr && link_->tls_refused()) ++totals_.tls_refused;
+        // A deadline passed: connecting, the handshake or the round trip (store_link.cpp's and
+        // round_trip's "timed out").
+        if (r.error.find("timed out") != std::string::npos) ++totals_.timeouts;
         drop();
         r.remote.clear();
         r.live_boxes = 0;

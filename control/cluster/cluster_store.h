@@ -154,6 +154,7 @@ class ClusterStore {
     struct Totals {
         uint64_t ok = 0, failed = 0, refused = 0, bytes = 0;  // bytes received from the store
         uint64_t auth_refused = 0, tls_refused = 0;
+        uint64_t timeouts = 0;                 // of the failed: a deadline passed (a slow store)
         EntryRefusalCounts entries_refused{};  // by reason (with a cluster key)
     };
     const Totals &totals() const { return totals_; }

@@ -12,6 +12,7 @@
 #include "control/cluster/cluster_store.h"
 #include "control/cluster/key_file_watch.h"
 #include "control/cluster/remote_allows.h"
+#include "control/cluster/sync_latency.h"
 #include "control/common/daemon_log.h"
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/dataplane_commands.h"
@@ -74,6 +75,7 @@ struct ClusterSync::Round {
     std::optional<KeyFileWatch> key_file;  // with --cluster-key-file
     uint64_t key_reloads = 0;
     std::string key_refused;  // why the key file as it is now is not in use
+    SyncLatency latency;      // each sync's round trip to the store
 };
 
 ClusterSync::ClusterSync(ClusterSyncOptions options)
@@ -156,10 +158,14 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
                                                                : options_.auth.user)));
     }
     ClusterSyncResult got;
-    if (r.keys.on())
+    if (r.keys.on()) {
+        const auto asked = Clock::now();
         got = r.store->sync(mine);
-    else
+        r.latency.add(Clock::now(),
+                      std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
+    } else {
         got.error = kNoKey;
+    }
     if (got.ok != r.store_ok || r.syncs == 0)
         daemon_log("cluster " + name + ": the store " +
                    (got.ok ? "answers" : "does not answer: " + got.error));
@@ -265,6 +271,13 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"key_file_refused", r.key_refused},
                        {"round_ms",
                         std::chrono::duration<double, std::milli>(Clock::now() - started).count()}};
+            const SyncLatency::Figures lat = r.latency.figures(Clock::now());
+            status_["store_round_trip"] = {
+                {"window_s", std::chrono::duration<double>(SyncLatency::kWindow).count()},
+                {"samples", lat.samples},
+                {"p50_ms", lat.p50_ms},
+                {"p99_ms", lat.p99_ms},
+                {"max_ms", lat.max_ms}};
             if (r.store) {
                 const ClusterStore::Totals &t = r.store->totals();
                 status_["store"] = {{"ok", t.ok},
@@ -272,7 +285,8 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                                     {"refused", t.refused},
                                     {"bytes", t.bytes},
                                     {"auth_refused", t.auth_refused},
-                                    {"tls_refused", t.tls_refused}};
+                                    {"tls_refused", t.tls_refused},
+                                    {"timeouts", t.timeouts}};
                 json &entries = status_["store"]["entries_refused"] = json::object();
                 for (size_t i = 0; i < kEntryRefusals; ++i)
                     entries[kEntryRefusalNames[i]] = t.entries_refused[i];

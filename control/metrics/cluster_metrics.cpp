@@ -1,6 +1,7 @@
 #include "control/metrics/cluster_metrics.h"
 
 #include <string>
+#include <utility>
 
 #include "control/metrics/exposition.h"
 
@@ -114,6 +115,21 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     lost.add({{"cluster", *name}, {"reason", "no_answer"}},
              number_at(daemon, "dataplane_failures"));
     lost.write(out);
+    Family trip("floodgate_cluster_store_round_trip_seconds", Type::gauge,
+                "The store's round trip per sync over the last 10 s (connect, TLS and login when "
+                "needed, and the one script call): its median (stat=p50), 99th percentile "
+                "(stat=p99) and maximum (stat=max), nearest rank; none without a sync then.");
+    if (const json *t = member(daemon, "store_round_trip");
+        t != nullptr && t->is_object() && t->value("samples", uint64_t{0}) > 0)
+        for (const auto &[stat, field] :
+             {std::pair{"p50", "p50_ms"}, std::pair{"p99", "p99_ms"}, std::pair{"max", "max_ms"}})
+            trip.add({{"cluster", *name}, {"stat", stat}}, Value{t->value(field, 0.0) / 1000.0});
+    trip.write(out);
+    Family timeouts("floodgate_cluster_store_timeouts_total", Type::counter,
+                    "Syncs given up because the store did not answer within the attempt's bound "
+                    "(half an interval, 200 ms at most): a slow or stopped store.");
+    timeouts.add(of, number_at(member(daemon, "store"), "timeouts"));
+    timeouts.write(out);
     Family keys("floodgate_cluster_keys", Type::gauge,
                 "Cluster keys the daemon signs and checks entries with (1, or 2 during a "
                 "rotation); 0: no --cluster-key-file, so no sync and the box alone.");

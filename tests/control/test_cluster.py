@@ -489,7 +489,8 @@ def scenario(redis, a, b):
           "(%d frames)" % (excess, sent))
 
     # 5. Redis stopped (SIGSTOP): too slow to answer, the boxes fall back and pass on.
-    failures = [s["store_failures"] for s in (box.store() for box in both)]
+    before = [box.store() for box in both]
+    failures = [s["store_failures"] for s in before]
     redis.signal(signal.SIGSTOP)
     try:
         stopped = time.monotonic()
@@ -505,6 +506,13 @@ def scenario(redis, a, b):
               "Redis stopped: both alone, still passing (A %d, B %d in %.2f s) and answering "
               "status (%s)" % (w.delta(0), w.delta(1), w.seconds(0)[0], w.answered()), w.errors)
         stop_s = time.monotonic() - stopped
+        # Each sync failed while Redis is stopped is a timeout, counted as one.
+        during = [box.store() for box in both]
+        timed_out = [d["store"]["timeouts"] - b["store"]["timeouts"] for b, d in zip(before, during)]
+        failed = [d["store_failures"] - b["store_failures"] for b, d in zip(before, during)]
+        check(timed_out == failed and min(failed) > 0,
+              "Redis stopped: every failed sync counted as a timeout (A %d of %d, B %d of %d)" % (
+                  timed_out[0], failed[0], timed_out[1], failed[1]), during)
     finally:
         redis.signal(signal.SIGCONT)
     continued_ns = time.time_ns()
@@ -683,6 +691,10 @@ def prometheus(box):
         "syncs_failed": value("floodgate_cluster_syncs_total", ("result", "failed")),
         "refused_store": value("floodgate_cluster_refused_total", ("where", "store")),
         "refused_dataplane": value("floodgate_cluster_refused_total", ("where", "dataplane")),
+        "timeouts": value("floodgate_cluster_store_timeouts_total"),
+        "p50": value("floodgate_cluster_store_round_trip_seconds", ("stat", "p50")),
+        "p99": value("floodgate_cluster_store_round_trip_seconds", ("stat", "p99")),
+        "max": value("floodgate_cluster_store_round_trip_seconds", ("stat", "max")),
     }
     missing = sorted(k for k, v in figures.items() if v is None)
     print("# %s's metrics at %s: %s" % (box.name, addr, ", ".join(
@@ -701,11 +713,15 @@ def prometheus(box):
           between(figures["refused_store"], max(1, before_store["refused"]),
                   after_store["refused"]) and
           between(figures["refused_dataplane"], before_dp["refused_charges"],
-                  after_dp["refused_charges"]))
+                  after_dp["refused_charges"]) and
+          between(figures["timeouts"], max(1, before_store["store"]["timeouts"]),
+                  after_store["store"]["timeouts"]) and
+          0 < figures["p50"] <= figures["p99"] <= figures["max"])
     check(ok, "%s's /metrics: cluster values agree with status (joined 1, 2 boxes, %s changes, "
-          "%s s alone, %s/%s syncs ok/failed, refused %s in the store)" % (
+          "%s s alone, %s/%s syncs ok/failed, refused %s in the store, %s timeouts, round trip "
+          "p50 <= p99 <= max)" % (
               box.name, figures["changes"], figures["fallback_seconds"], figures["syncs_ok"],
-              figures["syncs_failed"], figures["refused_store"]),
+              figures["syncs_failed"], figures["refused_store"], figures["timeouts"]),
           (before_dp, after_dp, before_store, after_store))
 
 
