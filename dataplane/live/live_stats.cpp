@@ -73,15 +73,18 @@ void add(PortCounters *sum, const PortCounters &c) {
 ordered_json nic(uint16_t port, const char *role, const PortWatch *watch) {
     rte_eth_stats s{};
     ordered_json j = {{"port", port}, {"role", role}};
+    const PortHealth h = watch != nullptr ? watch->health(port) : PortHealth{};
     if (watch != nullptr) {
-        const PortHealth h = watch->health(port);
         j["link"] = h.up ? "up" : "down";
         j["losses"] = h.losses;
     }
     if (rte_eth_stats_get(port, &s) != 0) return j;
     j["rx_packets"] = s.ipackets;
     j["rx_bytes"] = s.ibytes;
-    j["rx_missed"] = s.imissed;
+    // What the port missed, the kernel ring's drops of a net_af_packet port among them (its PMD
+    // counts none), so that every frame that reached the port is rx_packets or rx_missed.
+    j["rx_missed"] = s.imissed + h.ring_drops;
+    if (h.ring) j["rx_ring_drops"] = h.ring_drops;
     j["rx_errors"] = s.ierrors;
     j["rx_nombuf"] = s.rx_nombuf;
     j["tx_packets"] = s.opackets;

@@ -13,6 +13,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
+
+#include "dataplane/live/ring_drops.h"
 
 namespace floodgate {
 
@@ -26,6 +29,8 @@ struct PortWatch::Watched {
     std::atomic<bool> removed{false};  // the device said so (RTE_ETH_EVENT_INTR_RMV)
     std::atomic<bool> shown_up{true};
     std::atomic<uint64_t> losses{0};
+    std::optional<RingDrops> ring;  // net_af_packet's
+    std::atomic<uint64_t> ring_drops{0};
 };
 
 namespace {
@@ -75,6 +80,13 @@ PortWatch::PortWatch(const std::vector<uint16_t> &ports)
         if (have_info) w->if_index = info.if_index;
         char iface[IF_NAMESIZE] = {};
         if (w->if_index != 0 && if_indextoname(w->if_index, iface) != nullptr) w->iface = iface;
+        if (have_info && info.driver_name != nullptr &&
+            std::strcmp(info.driver_name, "net_af_packet") == 0) {
+            w->ring.emplace(w->if_index);
+            if (!w->ring->found())
+                std::printf("note: port %u (%s): its kernel ring's drops cannot be read\n", p,
+                            w->name.c_str());
+        }
         // A port down from the start (a memif server before its client comes) is not lost.
         w->up = why_lost(p, false, w->if_index, w->iface, flags_socket_).empty();
         w->was_up = w->up;
@@ -105,6 +117,7 @@ void PortWatch::poll(uint64_t now_ns) {
     if (now_ns < next_poll_ns_) return;
     next_poll_ns_ = now_ns + kPollNs;
     for (const std::unique_ptr<Watched> &w : ports_) {
+        if (w->ring) w->ring_drops.fetch_add(w->ring->read(), std::memory_order_relaxed);
         const std::string why = why_lost(w->port, w->removed.load(std::memory_order_relaxed),
                                          w->if_index, w->iface, flags_socket_);
         const bool up = why.empty();
@@ -128,7 +141,8 @@ PortHealth PortWatch::health(uint16_t port) const {
         if (w->port == port) {
             // A port shown lost has its loss counted: shown_up is read first.
             const bool up = w->shown_up.load(std::memory_order_acquire);
-            return {up, w->losses.load(std::memory_order_relaxed)};
+            return {up, w->losses.load(std::memory_order_relaxed), w->ring.has_value(),
+                    w->ring_drops.load(std::memory_order_relaxed)};
         }
     }
     return {};

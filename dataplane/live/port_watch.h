@@ -4,7 +4,8 @@
 // interface (net_af_packet, net_af_xdp, net_tap), when that interface is gone or down (its
 // veth deleted). The workers go on polling every port: a lost port's bursts are empty, what is
 // sent to it is counted as TX failed, and the other ports are filtered as before. Each change
-// is printed once and counted; the stats show each port's link and losses.
+// is printed once and counted; the stats show each port's link and losses, and, for a
+// net_af_packet port, what its kernel ring dropped (read at each poll).
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,10 @@ namespace floodgate {
 struct PortHealth {
     bool up = true;
     uint64_t losses = 0;  // times the port went from up to lost
+    // net_af_packet: frames its kernel ring dropped, never seen (ring_drops.h); as of the last
+    // poll. Counted only where `ring` is true.
+    bool ring = false;
+    uint64_t ring_drops = 0;
 };
 
 class PortWatch {
