@@ -10,6 +10,15 @@ mode; both boxes join through the protected store; B's daemon with a wrong passw
 a CA that did not make the server's certificate: B falls back alone (the store did not answer),
 each failed sync is a refusal of that kind (login, tls) in the daemon's status and metrics,
 Redis's or OpenSSL's error in last_error; B back with its own credentials joins again.
+Then the issue's attacker, against the two live boxes: with no credentials Redis takes nothing
+(no client certificate: no TLS; a certificate but no user: NOAUTH); with box A's stolen
+credentials but not the cluster key it writes, with redis-cli over TLS, the four forged entries
+of the issue (an allow of an attacker's /32, an escalation of a victim's /32, a charge of 10^9 to
+the shared key under A's own id, an allow of 0.0.0.0/0 for ten years under B's), a forged
+heartbeat for a box X (an entry and a ZADD), B's genuine last entry replayed, and entries under
+B's id signed with a wrong secret and with a key id not held: each refused by both boxes and
+counted by reason (a box skips entries under its own id), no allow or escalation taken, nothing
+charged past the bound, 2 boxes live, and the shared limit's bound held over the next 3 s.
 
 Prints TAP; needs root (DPDK), redis-server and openssl; builds nothing.
 Usage: test_cluster_auth.py BUILD_DIR
@@ -23,9 +32,11 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from control_lib import check, results, wait_until  # noqa: E402
-from test_cluster import (BOXES, BOX_TIMEOUT_S, BURST_PKTS, CLUSTER, RATE_PER_S, RULE,  # noqa: E402
-                          RULES, STORE_DOWN, SYNC_MS, Box, free_port, metrics_samples, states)
+from cluster_entries import SigningBox  # noqa: E402
+from control_lib import check, finish, results, wait_until  # noqa: E402
+from test_cluster import (BOXES, BOX_TIMEOUT_S, BURST_PKTS, CLUSTER, EXCESS_BOUND,  # noqa: E402
+                          RATE_PER_S, RULE, RULES, STORE_DOWN, SYNC_MS, Box, Window, free_port,
+                          metrics_samples, states)
 
 ADMIN_PASSWORD = "admin-secret"
 # What the sync script calls (control/cluster/cluster_store.lua), and the calls that run it.
@@ -178,6 +189,79 @@ def scenario(work, redis, a, b):
     restart_daemon(b, auth_options(work, "b", passwords["b"]))
     wait_until(states([a, b], "joined", boxes_live=2), "B to join again", 20)
     check(True, "B with its own credentials again: both boxes joined, 2 boxes live")
+    forged(work, redis, a, b)
+
+
+def redis_cli(work, port, *args, tls=("--cert", "client.pem", "--key", "client.key"),
+              user=("--user", "box-a", "--pass", "secret-a")):
+    """One command over TLS as the attacker holds it: box A's certificate and password."""
+    r = subprocess.run(["redis-cli", "--tls", "--cacert", "ca.pem", *tls, "-h", "127.0.0.1",
+                        "-p", str(port), *user, "--no-auth-warning"] + list(args), cwd=work,
+                       capture_output=True, text=True, timeout=30)
+    return (r.stdout + r.stderr).strip()
+
+
+def forged(work, redis, a, b):
+    log = "fg:{%s}:log" % CLUSTER
+    port = redis.port
+    no_cert = redis_cli(work, port, "XADD", log, "*", "b", "X", "d", "", tls=(), user=())
+    no_user = redis_cli(work, port, "XADD", log, "*", "b", "X", "d", "", user=())
+    check("NOAUTH" in no_user and "NOAUTH" not in no_cert and not re.match(r"^\d+-\d+$", no_cert),
+          "no credentials: Redis takes nothing (no certificate: '%s'; no user: '%s')" % (
+              no_cert[:60], no_user[:60]))
+
+    before = [box.store() for box in (a, b)]
+    dp_before = [box.cluster() for box in (a, b)]
+    # B's genuine last entry, copied whole for the replay.
+    rows = redis.admin("--raw", "XREVRANGE", log, "+", "-", "COUNT", "50").split("\n")
+    at = next(i for i in range(len(rows) - 1) if rows[i] == "b" and rows[i + 1] == "B")
+    genuine = rows[at:at + 12]
+    x = SigningBox("B")
+    entries = [
+        ["b", "X", "d", "!allow\t198.18.1.1/32\t600000\n"],           # the attacker's /32
+        ["b", "X", "d", "!escalated\t198.18.1.50/32\t600000\n"],      # a victim's /32
+        ["b", "A", "d", "%s\t198.18.255.1/32\t1000000000\n" % RULE],   # 10^9 under A's id
+        ["b", "B", "d", "!allow\t0.0.0.0/0\t315360000000\n"],         # everything, 10 years
+        ["b", "X", "d", ""],                                          # a heartbeat for X
+        genuine,                                                      # B's, replayed
+        [f.decode() for f in x.fields("%s\t198.18.255.1/32\t9\n" % RULE, secret="w" * 64)],
+        [f.decode() for f in x.fields("%s\t198.18.255.1/32\t9\n" % RULE, key_id="k9")],
+    ]
+    for fields in entries:
+        out = redis_cli(work, port, "XADD", log, "*", *fields)
+        assert re.match(r"^\d+-\d+$", out), out
+    redis_cli(work, port, "ZADD", "fg:{%s}:boxes" % CLUSTER, "99999999999999", "X")
+    # Expected, counted from the entries above: A skips the one under its id, B the five under
+    # its own.
+    want = [{"unsigned": 4, "replayed": 1, "bad_mac": 1, "unknown_key": 1},
+            {"unsigned": 4}]
+
+    def deltas(box, b0):
+        now = box.store()["store"]["entries_refused"]
+        return {k: v - b0["store"]["entries_refused"][k] for k, v in now.items()
+                if v != b0["store"]["entries_refused"][k]}
+    got = wait_until(lambda: (lambda d: d if all(sum(x.values()) >= sum(w.values())
+                                                  for x, w in zip(d, want)) else None)(
+        [deltas(box, b0) for box, b0 in zip((a, b), before)]), "both boxes to read them", 10)
+    w = Window([a, b], 3)
+    after = [box.store() for box in (a, b)]
+    dp_after = [box.cluster() for box in (a, b)]
+    allows = [[o for o in box.ask("overrides")["overrides"] if o["list"] == "allow"]
+              for box in (a, b)]
+    check(got == want, "each forged entry refused by both boxes, by reason: A %s, B %s" % (
+        got[0], got[1]), (got, want))
+    check(not any(allows) and all(s["allows_added"] == s0["allows_added"]
+                                  for s, s0 in zip(after, before)) and
+          all(d["escalations"] == d0["escalations"] and
+              d["clamped_charges"] == d0["clamped_charges"] for d, d0 in zip(dp_after, dp_before))
+          and all(s["live_boxes"] == 2 for s in after),
+          "nothing taken: no allow on either box, no escalation, no charge clamped (none "
+          "believed), 2 boxes live", (allows, dp_before, dp_after, after))
+    lo_s, hi_s = w.total_seconds()
+    upper = RATE_PER_S * hi_s + BURST_PKTS + EXCESS_BOUND
+    check(w.steady() and w.total() <= upper and w.total() >= 0.8 * RATE_PER_S * lo_s,
+          "the shared limit after them: A + B passed %d in %.2f s, within 0.8 x the limit and "
+          "%.0f (the bound), both joined" % (w.total(), lo_s, upper), w.seen)
 
 
 def main():
@@ -215,19 +299,7 @@ def main():
             box.close()
         if redis is not None:
             redis.stop()
-    if not all(results):
-        for log in ("daemon-A.log", "daemon-B.log", "redis.log"):
-            print("# --- " + log)
-            path = os.path.join(work, log)
-            if os.path.exists(path):
-                with open(path) as f:
-                    for line in f.read().splitlines()[-30:]:
-                        print("# " + line)
-    else:
-        subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
-
+    return finish(work, ("daemon-A.log", "daemon-B.log", "redis.log"))
 
 if __name__ == "__main__":
     sys.exit(main())
