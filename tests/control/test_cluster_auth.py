@@ -301,5 +301,6 @@ def main():
             redis.stop()
     return finish(work, ("daemon-A.log", "daemon-B.log", "redis.log"))
 
+
 if __name__ == "__main__":
     sys.exit(main())
