@@ -1,5 +1,6 @@
 // Longest-prefix-match classification of an address, for the allow/block lists and for the
-// rules' src and dst lists at once, in DPDK's rte_fib (IPv4, DIR24_8) and rte_lpm6 (IPv6): one
+// rules' src and dst lists at once, in DPDK's rte_fib (IPv4, DIR24_8) and rte_fib6 (TRIE) or
+// rte_lpm6 (IPv6, whichever the prefixes need less memory in): one
 // lookup per packet and direction, done for a whole burst in one call, whatever the
 // number of prefixes or rules (a linear scan of a rule's list cost every packet each prefix of
 // it; 100,000 made every packet pay 100,000 compares).
@@ -24,6 +25,7 @@
 #include "dataplane/api/rules.h"
 
 struct rte_fib;
+struct rte_fib6;
 struct rte_lpm6;
 
 namespace floodgate {
@@ -58,7 +60,7 @@ class PrefixTable {
     // Needs the EAL (the tables live in DPDK memory on socket_id). Returns false with *error
     // when a table cannot be built (out of DPDK memory, too many distinct rule sets).
     bool build(const std::vector<Entry> &entries, int socket_id, std::string *error);
-    PrefixTable() : sets_(1) {}
+    PrefixTable() : sets_{std::vector<RuleBits>(1), std::vector<RuleBits>(1)} {}
     ~PrefixTable();
     PrefixTable(const PrefixTable &) = delete;
     PrefixTable &operator=(const PrefixTable &) = delete;
@@ -73,7 +75,9 @@ class PrefixTable {
         return c;
     }
     // True when every address gets the empty answer (no lookup needed).
-    bool empty() const { return fib4_ == nullptr && lpm6_ == nullptr && miss6_ == 0; }
+    bool empty() const {
+        return fib4_ == nullptr && fib6_ == nullptr && lpm6_ == nullptr && miss6_ == 0;
+    }
 
     // DPDK memory the tables of these entries take (the EAL must be given at least this), with
     // room for `extra` more prefixes of each family, each as long as it can be.
@@ -81,10 +85,12 @@ class PrefixTable {
 
   private:
     rte_fib *fib4_ = nullptr;
+    rte_fib6 *fib6_ = nullptr;  // or lpm6_, or neither
     rte_lpm6 *lpm6_ = nullptr;
     // rte_fib takes /0 as a route; rte_lpm6 does not, so an IPv6 /0 sets what a miss means.
     uint64_t miss6_ = 0;
-    std::vector<RuleBits> sets_;  // by id; sets_[0] is the empty set, which a miss gets
+    // By family (IPv4, IPv6), by id; [0] is the empty set, which a miss gets.
+    std::vector<RuleBits> sets_[2];
 };
 
 }  // namespace floodgate
