@@ -19,6 +19,7 @@
 #include "control/common/daemon_log.h"
 #include "control/common/rules_diff.h"
 #include "control/common/running_rules.h"
+#include "control/daemon/web_config.h"
 #include "control/metrics/http_server.h"
 #include "control/metrics/metrics.h"
 #include "control/upstream/flowspec_feed.h"
@@ -454,6 +455,15 @@ int run_daemon(const DaemonOptions &options) {
         }
     }
     std::string error;
+    WebAuth web;
+    if (!options.web_config_file.empty()) {
+        const std::optional<WebAuth> read = load_web_config(options.web_config_file, &error);
+        if (!read) {
+            daemon_log("--web-config-file " + error);
+            return 1;
+        }
+        web = *read;
+    }
     HttpServer http;
     const bool serve_metrics = options.metrics != "none";
     if (serve_metrics && !http.listen(options.metrics, &error)) {
@@ -483,7 +493,6 @@ int run_daemon(const DaemonOptions &options) {
         daemon_log("announcing blocks upstream through gobgpd at " + options.flowspec);
     }
     Daemon daemon(effective, &cluster, flowspec.get());
-    const WebAuth &web = options.web_auth;
     const bool web_config = !options.web_config_file.empty();
     daemon_log("serving floodctl on " + options.socket +
                (serve_metrics ? std::string(", metrics on ") + (web.tls_on ? "https" : "http") +

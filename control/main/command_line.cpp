@@ -13,7 +13,6 @@
 #include "control/cli/xdp_cli.h"
 #include "control/common/listen_address.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/web_config.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/prefix.h"
 
@@ -37,8 +36,7 @@ constexpr CommandUsage kCommands[] = {
      "          [--flowspec-min-source4 LEN] [--flowspec-min-source6 LEN]\n"
      "          [--flowspec-never-block PREFIX]...]\n"
      "                         run the control plane (socket /run/floodgate/floodctl.sock),\n"
-     "                         its metrics in TLS and behind basic auth as FILE says (the\n"
-     "                         exporters' web.config.file);\n"
+     "                         its metrics in TLS and behind basic auth as FILE says;\n"
      "                         with a cluster section, sync shared rules as box ID (default\n"
      "                         the host name) through Redis (default the rules file's),\n"
      "                         logged in as an ACL user (the password: FILE, or systemd's\n"
@@ -285,11 +283,6 @@ void CommandLine::add_daemon() {
                 return usage_error("daemon", "daemon: --metrics " + why);
         }
         std::string why;
-        if (!daemon_.web_config_file.empty()) {
-            const std::optional<WebAuth> web = load_web_config(daemon_.web_config_file, &why);
-            if (!web) return usage_error("daemon", "daemon: --web-config-file " + why);
-            daemon_.web_auth = *web;
-        }
         const std::optional<StoreAuth> auth =
             load_store_auth(redis_user_, redis_password_file_, redis_tls_, &why, cluster_key_file_);
         if (!auth) return usage_error("daemon", "daemon: " + why);

@@ -3,16 +3,14 @@
   - `promtool check rules` on every rules file;
   - `promtool test rules` on every tests/promtool/*_test.yaml (each alert fires on a series
     that should fire it, silent on one that should not);
-  - every metric name an alert's expression uses is one `floodctl daemon` writes: the names
-    are read from control/metrics/*.cpp (each "floodgate_..." literal, and the counters the
-    X-macros of dataplane/api/stats.h expand to), the expressions with the PromQL name reader
-    of tests/control/grafana_queries.py.
+  - every metric name an alert's expression uses is one `floodctl daemon` writes: both read
+    by tests/control/grafana_queries.py (written_metric_names: control/metrics/*.cpp's
+    literals and dataplane/api/stats.h's X-macro counters; metric_names: the PromQL reader).
 New files in either folder are taken as they come.
 
 Usage: test_alert_rules.py SOURCE_ROOT"""
 import glob
 import os
-import re
 import subprocess
 import sys
 
@@ -20,40 +18,10 @@ import yaml
 
 ROOT = sys.argv[1]
 sys.path.insert(0, os.path.join(ROOT, "tests", "control"))
-from grafana_queries import metric_names  # noqa: E402
+from grafana_queries import metric_names, written_metric_names  # noqa: E402
 
 RULE_FILES = sorted(glob.glob(os.path.join(ROOT, "config", "prometheus", "*.yaml")))
 TEST_FILES = sorted(glob.glob(os.path.join(ROOT, "tests", "promtool", "*_test.yaml")))
-# The X-macro expansions in control/metrics/metrics.cpp: the family name around #name.
-MACRO_FAMILIES = {"FG_WORKER_COUNTERS": "floodgate_{}_total",
-                  "FG_RULE_COUNTERS": "floodgate_rule_{}_total"}
-
-
-def macro_names(header_text, macro):
-    """The X(name) entries of a #define'd X-macro list, its nested lists expanded."""
-    m = re.search(r"#define\s+" + macro + r"\(X\)((?:[^\n]*\\\n)*[^\n]*)", header_text)
-    if not m:
-        return []
-    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
-    names = re.findall(r"\bX\((\w+)\)", body)
-    for nested in re.findall(r"\b(FG_\w+)\(X\)", body):
-        names += macro_names(header_text, nested)
-    return names
-
-
-def exported_names():
-    names = set()
-    for path in glob.glob(os.path.join(ROOT, "control", "metrics", "*.cpp")):
-        with open(path) as f:
-            names.update(re.findall(r'"(floodgate_[a-z0-9_]+)"', f.read()))
-    with open(os.path.join(ROOT, "dataplane", "api", "stats.h")) as f:
-        header = f.read()
-    for macro, family in MACRO_FAMILIES.items():
-        found = macro_names(header, macro)
-        if not found:
-            raise SystemExit(f"Bail out! {macro} not found in dataplane/api/stats.h")
-        names.update(family.format(n) for n in found)
-    return names
 
 
 def alert_exprs(path):
@@ -71,8 +39,9 @@ def main():
                        ["promtool", "check", "rules", path], None))
     for path in TEST_FILES:
         checks.append((f"promtool test rules {os.path.relpath(path, ROOT)}",
-                       ["promtool", "test", "rules", os.path.basename(path)], os.path.dirname(path)))
-    exported = exported_names()
+                       ["promtool", "test", "rules", os.path.basename(path)],
+                       os.path.dirname(path)))
+    exported = written_metric_names(ROOT)
     print(f"1..{len(checks) + len(RULE_FILES) + 1}")
     n, failed = 0, 0
     for name, cmd, cwd in checks:
