@@ -1,7 +1,8 @@
 // Reading a rules document's shapes: maps with the field names they allow, lists, scalars,
 // decimal integers and names from a table, each value with the path and line of its node, so
 // that every check can throw ConfigError at the first problem with where it is. What the
-// fields mean is the rules format's (rules/config_parser.h). Internal to rules/.
+// fields mean is the rules format's (rules/config_parser.h). Internal to rules/, and read
+// with by floodctl daemon's web config (control/daemon/web_config.cpp).
 #pragma once
 
 #include <cstddef>

@@ -23,6 +23,7 @@ FG_PACKAGES=(
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev libbpf-dev bpftool
   tshark curl dnsmasq-base bind9-dnsutils systemd
+  prometheus apache2-utils python3-yaml libgnutls28-dev libcrypt-dev
   chromium chromium-driver python3-selenium
 )
 

@@ -189,6 +189,19 @@ TEST(Metrics, NothingButTheAlwaysPresentFamiliesWhenTheDataplaneIsDown) {
               "floodgate_control_dataplane_connects_total 4\n");
 }
 
+TEST(Metrics, EndpointRefusalsOnlyWithAWebConfig) {
+    MetricsInput in;
+    EXPECT_EQ(prometheus_text(in).find("floodgate_metrics_auth_refused_total"), std::string::npos);
+    in.auth_refusals = AuthRefusals{2, 3, 0};
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    for (const char *line :
+         {"floodgate_metrics_auth_refused_total{reason=\"no_credentials\"} 2",
+          "floodgate_metrics_auth_refused_total{reason=\"wrong_credentials\"} 3",
+          "floodgate_metrics_auth_refused_total{reason=\"client_certificate\"} 0"})
+        EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
 TEST(Metrics, EveryFamilyHasOneHelpAndOneTypeBeforeItsSamples) {
     const std::string text = full_text();
     expect_well_formed(text);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "control/common/daemon_log.h"
 #include "control/common/rules_diff.h"
 #include "control/common/running_rules.h"
+#include "control/daemon/web_config.h"
 #include "control/metrics/http_server.h"
 #include "control/metrics/metrics.h"
 #include "control/upstream/flowspec_feed.h"
@@ -92,7 +94,7 @@ class Daemon {
     // and the rest are answered meanwhile; a second load while one runs is refused as busy.
     LineServer::Answer answer_cli(const std::string &line);
     void sample();
-    std::string metrics();
+    std::string metrics(std::optional<AuthRefusals> refusals);
 
   private:
     // One request to the dataplane, connecting (and reconciling) first if needed.
@@ -411,10 +413,11 @@ LineServer::Answer Daemon::answer_cli(const std::string &line) {
         .dump();
 }
 
-std::string Daemon::metrics() {
+std::string Daemon::metrics(std::optional<AuthRefusals> refusals) {
     json status, stats, overrides;
     std::string error;
     MetricsInput in;
+    in.auth_refusals = refusals;
     in.dataplane_up = call(dataplane_request(DataplaneCommand::status), &status, &error) &&
                       status.value("ok", false);
     if (in.dataplane_up) {
@@ -452,6 +455,15 @@ int run_daemon(const DaemonOptions &options) {
         }
     }
     std::string error;
+    WebAuth web;
+    if (!options.web_config_file.empty()) {
+        const std::optional<WebAuth> read = load_web_config(options.web_config_file, &error);
+        if (!read) {
+            daemon_log("--web-config-file " + error);
+            return 1;
+        }
+        web = *read;
+    }
     HttpServer http;
     const bool serve_metrics = options.metrics != "none";
     if (serve_metrics && !http.listen(options.metrics, &error)) {
@@ -481,17 +493,29 @@ int run_daemon(const DaemonOptions &options) {
         daemon_log("announcing blocks upstream through gobgpd at " + options.flowspec);
     }
     Daemon daemon(effective, &cluster, flowspec.get());
+    const bool web_config = !options.web_config_file.empty();
     daemon_log("serving floodctl on " + options.socket +
-               (serve_metrics ? ", metrics on http://" + effective.metrics + "/metrics" : "") +
-               "; dataplane at " + options.dataplane);
-    // No authentication on the endpoint: serving it beyond this machine is the operator's
+               (serve_metrics ? std::string(", metrics on ") + (web.tls_on ? "https" : "http") +
+                                    "://" + effective.metrics + "/metrics"
+                              : "") +
+               (serve_metrics && !web.users.empty() ? " (basic auth)" : "") + "; dataplane at " +
+               options.dataplane);
+    // Without TLS and credentials, serving the endpoint beyond this machine is the operator's
     // explicit choice (--metrics with a non-loopback address), and said so.
-    if (serve_metrics && !http.loopback())
+    if (serve_metrics && !http.loopback() && (!web.tls_on || web.users.empty()))
         daemon_log("warning: the metrics endpoint " + effective.metrics +
                    " is reachable from other hosts (--metrics " + options.metrics +
-                   " is not a loopback address)");
+                   " is not a loopback address) " +
+                   (web.tls_on ? "without basic auth" : "without TLS (--web-config-file)"));
+    if (serve_metrics && !web.tls_on && !web.users.empty())
+        daemon_log("warning: basic auth without TLS: the password crosses the network in clear");
 
-    if (serve_metrics && !http.start([&] { return daemon.metrics(); }, &error)) {
+    if (serve_metrics && !http.start(
+                             [&] {
+                                 return daemon.metrics(web_config ? std::optional(http.refusals())
+                                                                  : std::nullopt);
+                             },
+                             &error, web)) {
         daemon_log(error);
         return 1;
     }

@@ -28,6 +28,9 @@ struct DaemonOptions {
     std::string dataplane = kDefaultDataplaneSocket;
     std::string socket = kDefaultDaemonSocket;
     std::string metrics = kDefaultMetricsAddress;  // "none": no HTTP endpoint
+    // The endpoint's TLS and basic auth (control/daemon/web_config.h), read at start ("": plain
+    // HTTP, open).
+    std::string web_config_file;
     // The cluster (control/cluster/cluster_sync.h): this box's id (default: the host name), and a
     // Redis address instead of the rules file's.
     std::string box;

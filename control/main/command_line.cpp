@@ -28,13 +28,15 @@ struct CommandUsage {
 constexpr CommandUsage kCommands[] = {
     {"daemon",
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
+     "         [--web-config-file FILE]\n"
      "         [--box ID] [--redis HOST:PORT] [--redis-user NAME --redis-password-file FILE]\n"
      "         [--redis-tls-ca FILE [--redis-tls-name NAME]\n"
      "          [--redis-tls-cert FILE --redis-tls-key FILE]] [--cluster-key-file FILE]\n"
      "         [--flowspec HOST:PORT [--flowspec-max N] [--flowspec-rate N] [--rtbh]\n"
      "          [--flowspec-min-source4 LEN] [--flowspec-min-source6 LEN]\n"
      "          [--flowspec-never-block PREFIX]...]\n"
-     "                         run the control plane (socket /run/floodgate/floodctl.sock);\n"
+     "                         run the control plane (socket /run/floodgate/floodctl.sock),\n"
+     "                         its metrics in TLS and behind basic auth as FILE says;\n"
      "                         with a cluster section, sync shared rules as box ID (default\n"
      "                         the host name) through Redis (default the rules file's),\n"
      "                         logged in as an ACL user (the password: FILE, or systemd's\n"
@@ -244,6 +246,7 @@ void CommandLine::add_daemon() {
     app->add_option("--config", daemon_.config);
     app->add_option("--dataplane", daemon_.dataplane);
     app->add_option("--metrics", daemon_.metrics);
+    app->add_option("--web-config-file", daemon_.web_config_file);
     app->add_option("--box", daemon_.box);
     app->add_option("--redis", daemon_.redis);
     app->add_option("--redis-user", redis_user_);

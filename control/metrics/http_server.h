@@ -1,6 +1,9 @@
 // The daemon's HTTP endpoint for Prometheus, on libmicrohttpd (Debian's libmicrohttpd-dev):
 // GET (or HEAD) /metrics answers with the text the callback returns, as text format 0.0.4;
 // GET / says where the metrics are; any other path is 404 and any other method 405.
+// With a WebAuth (control/metrics/web_auth.h), it speaks TLS only, and every request without
+// the credentials it asks for is answered 401 (basic auth, with WWW-Authenticate) or 403 (no
+// verified client certificate), counted by reason, before its path or method is looked at.
 //
 // Clients are served concurrently, so no client can delay another's scrape: connections are
 // multiplexed (epoll) by a small pool of threads, a connection idle for kIdleTimeoutS is
@@ -10,10 +13,13 @@
 // connections and a half request held a scrape for 12 s, past Prometheus's 10 s timeout.)
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 
 #include "control/common/listen_address.h"
+#include "control/metrics/web_auth.h"
 
 struct MHD_Daemon;
 
@@ -40,9 +46,10 @@ class HttpServer {
     // Binds and listens on address (control/common/listen_address.h has the rules); serves nothing
     // until start(). False with *error saying why.
     bool listen(const std::string &address, std::string *error);
-    // Serves on the server's own threads until stop(). metrics is called from them, up to
-    // kThreads at once, and must stay valid until stop() returns.
-    bool start(Metrics metrics, std::string *error);
+    // Serves on the server's own threads until stop(), asking what auth asks (no TLS and no
+    // credentials by default). metrics is called from them, up to kThreads at once, and must
+    // stay valid until stop() returns.
+    bool start(Metrics metrics, std::string *error, const WebAuth &auth = {});
     // Stops serving; returns once no callback runs any more. Idempotent.
     void stop();
 
@@ -51,6 +58,8 @@ class HttpServer {
     int port() const { return port_; }
     // Whether the address is a loopback one; if not, the endpoint is reachable from other hosts.
     bool loopback() const { return loopback_; }
+    // Requests refused for want of credentials, so far.
+    AuthRefusals refusals() const;
 
   private:
     int fd_ = -1;  // the listening socket until start() hands it to libmicrohttpd
@@ -58,7 +67,11 @@ class HttpServer {
     int port_ = 0;
     bool loopback_ = false;
     Metrics metrics_;
+    WebAuth auth_;
+    std::atomic<uint64_t> no_credentials_{0}, wrong_credentials_{0}, client_certificate_{0};
     MHD_Daemon *daemon_ = nullptr;
+
+    friend struct HttpRequest;
 };
 
 }  // namespace floodgate

@@ -493,6 +493,19 @@ std::string prometheus_text(const MetricsInput &in) {
     connects.add({}, Value{in.dataplane_connects});
     connects.write(out);
 
+    if (in.auth_refusals) {
+        Family refused("floodgate_metrics_auth_refused_total", Type::counter,
+                       "Requests to this endpoint refused for want of credentials: no basic "
+                       "auth (no_credentials), a user or password that does not match "
+                       "(wrong_credentials), no verified client certificate "
+                       "(client_certificate).");
+        refused.add({{"reason", "no_credentials"}}, Value{in.auth_refusals->no_credentials});
+        refused.add({{"reason", "wrong_credentials"}}, Value{in.auth_refusals->wrong_credentials});
+        refused.add({{"reason", "client_certificate"}},
+                    Value{in.auth_refusals->client_certificate});
+        refused.write(out);
+    }
+
     // A reply that did not come, or is not even an object, writes none of its families.
     const auto usable = [](const json *reply) { return reply != nullptr && reply->is_object(); };
     if (usable(in.status)) status_metrics(in.status, out);

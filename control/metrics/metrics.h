@@ -19,7 +19,10 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "control/metrics/web_auth.h"
 
 namespace floodgate {
 
@@ -31,6 +34,8 @@ struct MetricsInput {
     uint64_t dataplane_connects = 0;            // daemon's own counter: successful (re)connections
     const nlohmann::json *cluster = nullptr;    // the daemon's cluster sync (ClusterSync::status)
     const nlohmann::json *flowspec = nullptr;   // its FlowSpec feed (FlowspecFeed::status), if any
+    // The endpoint's own refusals, when a web config asks for credentials (none: not written).
+    std::optional<AuthRefusals> auth_refusals;
 };
 
 // The whole scrape body, every line ending in "\n". floodgate_dataplane_up and

@@ -17,7 +17,9 @@ function names (an identifier followed by "("), the label lists of by/without/on
 group_left/group_right, aggregation operators, the keywords (bool, offset, and, or, unless,
 atan2), and numbers, durations and inf/nan. A selector {__name__="x"} names x.
 """
+import glob
 import json
+import os
 import re
 import sys
 
@@ -147,6 +149,29 @@ def exported_names(metrics_text):
     for m in re.finditer(r"^#\s*(?:TYPE|HELP)\s+([a-zA-Z_:][a-zA-Z0-9_:]*)", metrics_text, re.M):
         names.add(m.group(1))
     return names
+
+
+def written_metric_names(src):
+    """The metric names control/metrics/*.cpp of the tree at src writes: each "floodgate_..."
+    literal, and floodgate_[rule_]<counter>_total of the X-macro lists of dataplane/api/stats.h
+    (a list may include another: FG_SYN_PROXY_COUNTERS(X) in FG_WORKER_COUNTERS)."""
+    written = set()
+    for path in glob.glob(os.path.join(src, "control", "metrics", "*.cpp")):
+        with open(path) as f:
+            written |= set(re.findall(r'"(floodgate_\w+)"', f.read()))
+    with open(os.path.join(src, "dataplane", "api", "stats.h")) as f:
+        stats = f.read()
+
+    def macro(name):
+        body = re.search(r"#define %s\(X\)(.*?)\n\n" % name, stats, re.S).group(1)
+        names = []
+        for inner, counter in re.findall(r"(FG_\w+)\(X\)|\bX\((\w+)\)", body):
+            names += macro(inner) if inner else [counter]
+        return names
+
+    written |= {"floodgate_%s_total" % c for c in macro("FG_WORKER_COUNTERS")}
+    written |= {"floodgate_rule_%s_total" % c for c in macro("FG_RULE_COUNTERS")}
+    return written
 
 
 def dashboard_queries(dashboard):

@@ -6,7 +6,6 @@ Prometheus datasource variable. The live check of the dashboard against a real /
 made by tests/control/test_control.py, which runs the dataplane. Plain unittest."""
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -208,26 +207,11 @@ class Dashboards(unittest.TestCase):
                     self.assertTrue(metric_names(expr), "%s: %s names no metric" % (title, expr))
 
     def test_names_are_in_metrics_cpp(self):
-        """Every name the dashboards use is written by control/metrics/metrics.cpp: a literal there,
-        or floodgate_[rule_]<counter>_total of the X-macro lists of dataplane/api/stats.h.
+        """Every name the dashboards use is written by control/metrics/: a literal there, or
+        floodgate_[rule_]<counter>_total of the X-macro lists of dataplane/api/stats.h.
         (The XDP families are only written when the dataplane runs the XDP tier, so no scrape
         of the control test has them: this is their check.)"""
-        with open(os.path.join(SRC, "control", "metrics", "metrics.cpp")) as f:
-            source = f.read()
-        with open(os.path.join(SRC, "dataplane", "api", "stats.h")) as f:
-            stats = f.read()
-
-        def macro(name):
-            body = re.search(r"#define %s\(X\)(.*?)\n\n" % name, stats, re.S).group(1)
-            # A list may include another (FG_SYN_PROXY_COUNTERS(X) in FG_WORKER_COUNTERS).
-            names = []
-            for inner, counter in re.findall(r"(FG_\w+)\(X\)|\bX\((\w+)\)", body):
-                names += macro(inner) if inner else [counter]
-            return names
-
-        written = set(re.findall(r'"(floodgate_\w+)"', source))
-        written |= {"floodgate_%s_total" % c for c in macro("FG_WORKER_COUNTERS")}
-        written |= {"floodgate_rule_%s_total" % c for c in macro("FG_RULE_COUNTERS")}
+        written = grafana_queries.written_metric_names(SRC)
         self.assertIn("floodgate_rule_matched_total", written)
         self.assertIn("floodgate_xdp_frames_total", written)
         for path in DASHBOARDS:
