@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "control/metrics/counter_help.h"
+#include "control/metrics/destination_metrics.h"
 #include "control/metrics/exposition.h"
 #include "control/metrics/flowspec_metrics.h"
 #include "dataplane/api/malformed.h"
@@ -602,6 +603,7 @@ std::string prometheus_text(const MetricsInput &in) {
     if (usable(in.flowspec)) flowspec_metrics(in.flowspec, out);
     if (usable(in.overrides)) overrides_metrics(in.overrides, out);
     if (usable(in.stats)) stats_metrics(in.stats, out);
+    if (usable(in.stats)) destination_metrics(in.stats, out);
     return out;
 }
 
