@@ -132,11 +132,11 @@ TEST_F(Scenario, BotnetUnderEverySourceLimitRaisesTheDestinationSignal) {
 
     // Over two cores (the sources steered apart, the destination key shared), the same
     // figures; and the report shows them: the target's row, signalled.
-    const ProcessResult r = run_process(
-        {floodgate_bin(), "replay", "--config", path("rules.yaml"), "--in", path("trace.pcap"),
-         "--pass", path("again.pcap"), "--stats", path("again.json"), "--report",
-         path("report.html"), "--workers", "2"},
-        dir_);
+    const ProcessResult r =
+        run_process({floodgate_bin(), "replay", "--config", path("rules.yaml"), "--in",
+                     path("trace.pcap"), "--pass", path("again.pcap"), "--stats",
+                     path("again.json"), "--report", path("report.html"), "--workers", "2"},
+                    dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json again = nlohmann::json::parse(read_file(path("again.json")));
     for (size_t i = 0; i < 2; ++i)
