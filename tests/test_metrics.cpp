@@ -272,6 +272,54 @@ TEST(Metrics, FlowspecAskedAndInTheRibApart) {
     EXPECT_EQ(text.find("match=\"\""), std::string::npos);      // "not a rule" is none
 }
 
+// Each rule's destinations (control/metrics/destination_metrics.cpp): a limit and headroom only
+// where the stats document gives one (key dst); a row without a destination is no sample.
+TEST(Metrics, DestinationsAndTheLoadHighSignal) {
+    const json stats = {{"rules",
+                         {{{"name", "web"},
+                           {"load_high", 1},
+                           {"load_high_ratio", 4.0},
+                           {"keys", 20200.0},
+                           {"allowance_per_s", 202000.0},
+                           {"matched_per_s", 20200},
+                           {"destinations",
+                            {{{"destination", "198.18.255.1/32"},
+                              {"rate", 20100.0},
+                              {"passed_rate", 20100.0},
+                              {"baseline", 333.5},
+                              {"ratio", 60.25},
+                              {"load_high", true}},
+                             {{"rate", 5.0}}}}},
+                          {{"name", "web-total"},
+                           {"destinations",
+                            {{{"destination", "198.18.255.2/32"},
+                              {"rate", 100.0},
+                              {"passed_rate", 100.0},
+                              {"limit_per_s", 1000.0},
+                              {"headroom", 900.0},
+                              {"load_high", false}}}}}}}};
+    MetricsInput in;
+    in.stats = &stats;
+    const std::string text = prometheus_text(in);
+    expect_well_formed(text);
+    const char *expected[] = {
+        "floodgate_destination_rate_packets_per_second{rule=\"web\",destination=\"198.18.255.1/"
+        "32\"} 20100",
+        "floodgate_destination_baseline_ratio{rule=\"web\",destination=\"198.18.255.1/32\"} 60.25",
+        "floodgate_destination_load_high{rule=\"web\",destination=\"198.18.255.1/32\"} 1",
+        "floodgate_destination_load_high{rule=\"web-total\",destination=\"198.18.255.2/32\"} 0",
+        "floodgate_destination_headroom_packets_per_second{rule=\"web-total\",destination="
+        "\"198.18.255.2/32\"} 900",
+        "floodgate_rule_load_high_destinations{rule=\"web\"} 1",
+        "floodgate_rule_allowance_packets_per_second{rule=\"web\"} 202000",
+        "floodgate_rule_matched_packets_per_second{rule=\"web\"} 20200",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+    EXPECT_EQ(text.find("floodgate_destination_limit_packets_per_second{rule=\"web\""),
+              std::string::npos);  // a per-source rule has no limit per destination
+    EXPECT_EQ(text.find("} 5\n"), std::string::npos);  // the row without a destination
+}
+
 // The daemon's cluster sync: rounds lost on the way to the dataplane, what one request could
 // not carry, and the entries not believed by reason, as its status gives them.
 TEST(Metrics, ClusterRoundsLostAndLeftOut) {

@@ -25,6 +25,8 @@ int cmd_rules_load(const Ctl &ctl, const std::string &path, bool dry_run);
 int cmd_rules_show(const Ctl &ctl);
 int cmd_stats(const Ctl &ctl, const std::string &rule);       // rule empty: every rule
 int cmd_top(const Ctl &ctl, const std::string &rule, int n);  // n: sources per rule
+// top --dst (top_destinations.cpp): n destinations per rule.
+int cmd_top_destinations(const Ctl &ctl, const std::string &rule, int n);
 // list: "block" or "allow".
 int cmd_override_list(const Ctl &ctl, const std::string &list);
 // verb: "add" or "del"; prefix as typed (already checked); ttl_s only with add.

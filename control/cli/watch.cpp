@@ -19,6 +19,7 @@
 
 #include "control/client/daemon_client.h"
 #include "dataplane/api/daemon_commands.h"
+#include "dataplane/api/destination_text.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/stats_rates.h"
 #include "dataplane/api/stats_text.h"
@@ -38,7 +39,8 @@ void on_suspend(int) {
     g_suspend = 1;
 }
 
-constexpr size_t kHistory = 60;  // sparkline samples
+constexpr size_t kHistory = 60;      // sparkline samples
+constexpr size_t kNearestShown = 3;  // destinations under the rules
 
 // The terminal in the state the view needs, given back on every way out: q, Ctrl-C, SIGTERM,
 // SIGHUP, SIGQUIT, an error; Ctrl-Z gives it back too, and takes it again on fg.
@@ -297,18 +299,29 @@ std::vector<std::string> frame(const json &status, const json &stats, const json
         lines.push_back("... " + std::to_string(shown.size() - rule_rows) +
                         " more rules (a taller terminal, or --rule NAME)");
 
+    // The destinations nearest their limit or far over their baseline: kNearestShown rows
+    // under the top refused sources, kept free for them.
+    const std::vector<DestinationRow> nearest = nearest_destinations(stats, o.rule);
+    const size_t nearest_rows = nearest.empty() ? 0 : 1 + std::min(nearest.size(), kNearestShown);
+    const size_t top_end = height > nearest_rows ? height - nearest_rows : 0;
+
     // Top refused sources: the count's bound (stats_text.h) and the rate since the last frame.
-    if (lines.size() < height) lines.push_back("TOP REFUSED  source, refused in all, refused/s");
+    if (lines.size() < top_end) lines.push_back("TOP REFUSED  source, refused in all, refused/s");
     const double interval = rates.is_object() ? rates.value("interval_s", 0.0) : 0.0;
     for (const json *r : shown) {
         for (const json &top : r->value("top_refused", json::array())) {
-            if (lines.size() >= height) break;
+            if (lines.size() >= top_end) break;
             const json *before =
                 state.last.is_null() ? nullptr : rule_named(state.last, r->value("name", ""));
             lines.push_back(pad(r->value("name", ""), 12) + " " + pad(top.value("source", ""), 24) +
                             " " + pad(refused_bound_text(top), 28) + " " +
                             offender_rate(top, before ? *before : json(), interval));
         }
+    }
+    if (!nearest.empty() && lines.size() < height) {
+        lines.push_back("NEAREST DESTINATIONS  rule, rate/s, passed/s, limit, headroom, baseline");
+        for (size_t i = 0; i < nearest.size() && i < kNearestShown && lines.size() < height; ++i)
+            lines.push_back(destination_line(nearest[i]));
     }
     // Nothing from outside reaches the terminal raw: a file name may hold escape codes.
     for (std::string &l : lines) {

@@ -58,9 +58,11 @@ constexpr CommandUsage kCommands[] = {
      "  rules show             the running rules\n"},
     {"stats", "  stats [--rule NAME]    counters, per rule\n"},
     {"top",
-     "  top [--rule NAME] [-n N]\n"
+     "  top [--rule NAME] [-n N] [--dst]\n"
      "                         the sources (for key dst: destinations) refused most\n"
-     "                         (N up to 64, default 10)\n"},
+     "                         (N up to 64, default 10); --dst: the destinations nearest\n"
+     "                         their limit or far over their baseline (LOAD HIGH: over\n"
+     "                         4 times it with almost nothing refused; N up to 32)\n"},
     {"block", "  block add PREFIX [--ttl DURATION] | block del PREFIX | block list\n"},
     {"allow",
      "  allow add PREFIX [--ttl DURATION] | allow del PREFIX | allow list\n"
@@ -155,7 +157,8 @@ class CommandLine {
     WatchOptions watch_;
     std::string rule_;  // stats, top --rule
     unsigned top_ = 10;
-    std::string file_;  // rules check, load
+    bool top_dst_ = false;  // top --dst: destinations, not refused sources
+    std::string file_;      // rules check, load
     bool dry_run_ = false;
     std::string prefix_;              // block, allow add, del
     std::optional<std::string> ttl_;  // block, allow add
@@ -392,10 +395,12 @@ void CommandLine::add_stats_and_top() {
     Node node{unexpected, unexpected, {}};
     node.run = [this, node](const std::vector<std::string> &x) {
         if (std::optional<int> refused = refuse(node, x)) return *refused;
-        return cmd_top(ctl_, rule_, static_cast<int>(top_));
+        return top_dst_ ? cmd_top_destinations(ctl_, rule_, static_cast<int>(top_))
+                        : cmd_top(ctl_, rule_, static_cast<int>(top_));
     };
     CLI::App *top = add(&app_, "top", node);
     top->add_option("--rule", rule_);
+    top->add_flag("--dst", top_dst_);
     checked(top, "-n", "top", [this](const std::string &v) -> std::optional<std::string> {
         std::string why;
         const std::optional<uint64_t> n = parse_uint(v, 1, 64, &why);

@@ -7,6 +7,7 @@
 
 #include "control/metrics/cluster_metrics.h"
 #include "control/metrics/counter_help.h"
+#include "control/metrics/destination_metrics.h"
 #include "control/metrics/exposition.h"
 #include "control/metrics/flowspec_metrics.h"
 #include "dataplane/api/malformed.h"
@@ -513,6 +514,7 @@ std::string prometheus_text(const MetricsInput &in) {
     if (usable(in.flowspec)) flowspec_metrics(in.flowspec, out);
     if (usable(in.overrides)) overrides_metrics(in.overrides, out);
     if (usable(in.stats)) stats_metrics(in.stats, out);
+    if (usable(in.stats)) destination_metrics(in.stats, out);
     return out;
 }
 

@@ -6,9 +6,13 @@
 #include <cstdio>
 #include <ctime>
 
+#include "dataplane/api/destination_text.h"
+
 namespace floodgate {
 
 namespace {
+
+constexpr size_t kDestinationsShown = 5;  // in the document's text: the nearest
 
 using nlohmann::json;
 
@@ -208,6 +212,11 @@ std::string stats_text(const json &s) {
             o += fmt("  %-45s refused %s\n", str(t, "source").c_str(),
                      refused_bound_text(t).c_str());
     }
+    // Destinations in the last whole second, nearest their limit or their signal first.
+    const std::vector<DestinationRow> nearest = nearest_destinations(s);
+    if (!nearest.empty()) o += "destinations, nearest first:\n" + destination_header() + "\n";
+    for (size_t i = 0; i < nearest.size() && i < kDestinationsShown; ++i)
+        o += destination_line(nearest[i]) + "\n";
     return o;
 }
 

@@ -162,6 +162,8 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                     ++counters_.syn_auth_replies;
                     v = Verdict::drop;
                 } else {
+                    if (now_ns >= epoch_end_ns_) [[unlikely]]
+                        end_epoch(now_ns);
                     const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
                     v = decide_one(info, frame, &b.checks[b.first_check[i]],
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);

@@ -142,6 +142,8 @@ class Pipeline {
     // comes. Replay needs no tick: its bursts do the same.
     void tick(uint64_t now_ns) {
         clock_ns_ = now_ns;
+        if (now_ns >= epoch_end_ns_) [[unlikely]]
+            end_epoch(now_ns);
         ticked_ = true;
         if (samples_.active() > 0) [[unlikely]]
             sweep_samples(now_ns, 4);
@@ -209,6 +211,8 @@ class Pipeline {
         LimitTableStats table;
         std::vector<RuleCounters> rules;
         std::vector<HeavyHitters> top_refused;
+        std::vector<DestinationSummary> destinations;  // as the core's last epoch ended
+        std::vector<EpochKeys> keys;                   // the same
     };
     bool read_stats(const RuleSet &rules, Stats *out) const;
     static constexpr unsigned kSummariesPerPass = 8;
@@ -336,6 +340,10 @@ class Pipeline {
     // refusal's place among the rule's top offenders.
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
     void note_refusal(const PacketInfo &info, const Check &c);
+    // Where the rule's packet goes (its destinations, per epoch; rule_checks.cpp ends epochs).
+    [[gnu::always_inline]] void note_destination(const CompiledRule &r, RuleCoreState &state,
+                                                 const PacketInfo &info, const Check &c);
+    [[gnu::cold]] void end_epoch(uint64_t now_ns);
 
     // A shape rule's refusal: whether the packet waits (its TAT is then committed as an
     // admission's; shaper_.last_held() is its wheel item) or is refused.
@@ -413,7 +421,8 @@ class Pipeline {
     ResponseSamples samples_;
     uint64_t next_sample_ns_ = 0;  // no connection sampled before (kAdaptiveSampleGapNs)
     uint64_t clock_ns_ = 0;
-    bool ticked_ = false;  // a worker ticks every loop pass: the sweep is left to tick()
+    uint64_t epoch_end_ns_ = 0;  // when the destinations' current epoch ends (rate_baseline.h)
+    bool ticked_ = false;        // a worker ticks every loop pass: the sweep is left to tick()
     Shaper shaper_{&counters_, mine_};
     // Two bursts: a prepared one waiting, and the one being decided or last decided (whose
     // plans the caller reads until the next burst is prepared in its place).
@@ -437,6 +446,8 @@ class Pipeline {
         std::vector<const RuleState *> states;  // each kMaxRules long
         std::vector<RuleCounters> rules;
         std::vector<HeavyHitters> top_refused;
+        std::vector<DestinationSummary> destinations;  // copied once an epoch
+        std::vector<EpochKeys> keys;                   // with them
     };
     CoreCopy copy_;
     // The cluster ledger: the core counts into shared_; asked for it (shared_asked_), it adds

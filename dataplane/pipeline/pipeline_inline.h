@@ -3,6 +3,7 @@
 // two (pipeline.cpp) sees them. Internal to the pipeline: included only by its .cpp files.
 #pragma once
 
+#include <cstring>
 #include <vector>
 
 #include "dataplane/pipeline/pipeline.h"
@@ -29,6 +30,23 @@ inline uint64_t &reserve_by_class(RuleCounters &rc, TrustClass c) {
     return c == TrustClass::established ? rc.reserve_established
            : c == TrustClass::verified  ? rc.reserve_verified
                                         : rc.reserve_known;
+}
+
+// The rule's key counted among its keys of the epoch; a rule kept per destination names it by its
+// key (the same counter as its limit's); the others by the packet's destination address.
+inline void Pipeline::note_destination(const CompiledRule &r, RuleCoreState &state,
+                                       const PacketInfo &info, const Check &c) {
+    state.keys.add(c.hash);
+    if (r.key_kind == KeyKind::dst) {
+        state.destinations.add(c.key.addr_hi, c.key.addr_lo, info.family,
+                               r.key_len[info.family == 6], [&] { return c.hash; });
+        return;
+    }
+    uint64_t hi, lo;
+    std::memcpy(&hi, info.dst, 8);
+    std::memcpy(&lo, info.dst + 8, 8);
+    state.destinations.add(hi, lo, info.family, info.family == 6 ? 128 : 32,
+                           [&] { return destination_hash(hi, lo, info.family); });
 }
 
 // One rule's check of a packet: whether its limit admits it, nothing stored yet.
@@ -76,8 +94,10 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         check(info, checks, 1, c, now_ns);
         RuleCoreState &state = mine(r);
         ++state.counters.matched;
+        note_destination(r, state, info, c);
         if (c.admitted) {
             ++state.counters.passed;
+            state.destinations.passed_last();
             if (c.entry != nullptr) {
                 LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
                 if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
@@ -88,6 +108,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         }
         if (r.action == RuleAction::shape && shape_hold(r, c, now_ns)) [[unlikely]] {
             ++state.counters.passed;
+            state.destinations.passed_last();
             LimitEntry *e = table_->commit(c.entry, c.hash, c.new_tat_ns);
             if (merging_ && r.publishes(info)) note_admitted(e, c.hash, r.limit);
             return Verdict::delay;
@@ -111,8 +132,10 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
             const CompiledRule &r = rules[c.rule];
             if (passes == 2 && is_aggregate(r.key_kind) != (pass == 1)) continue;
             check(info, checks, n_checks, c, now_ns);
-            RuleCounters &rc = mine(r).counters;
+            RuleCoreState &state = mine(r);
+            RuleCounters &rc = state.counters;
             ++rc.matched;
+            note_destination(r, state, info, c);
             if (c.admitted) continue;
             if (r.shadow) {
                 ++rc.shadow_refused;
@@ -156,6 +179,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         Check &c = checks[i];
         const CompiledRule &r = rules[c.rule];
         ++mine(r).counters.passed;
+        mine(r).destinations.passed_last();  // the rule's last add() was this packet's
         if (c.by_reserve) [[unlikely]]
             ++reserve_by_class(mine(r).counters, c.cls);
         if (c.entry == nullptr) {

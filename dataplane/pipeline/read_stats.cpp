@@ -12,6 +12,8 @@ void Pipeline::start_serving_reads() {
     copy_.states.resize(kMaxRules);
     copy_.rules.resize(kMaxRules);
     copy_.top_refused.resize(kMaxRules);
+    copy_.destinations.resize(kMaxRules);
+    copy_.keys.resize(kMaxRules);
     serving_.store(true, std::memory_order_release);
 }
 
@@ -36,9 +38,16 @@ void Pipeline::serve_read() {
     for (; copy_.next_summary < copy_.n_rules && copied < kSummariesPerPass; ++copy_.next_summary) {
         const CompiledRule &r = rules_->rules()[copy_.next_summary];
         RuleCoreState &state = mine(r);
-        if (state.top_refused_changed || copy_.states[r.index] != r.state) {
+        const bool moved = copy_.states[r.index] != r.state;
+        if (state.top_refused_changed || moved) {
             copy_.top_refused[r.index] = state.top_refused;
             state.top_refused_changed = false;
+            ++copied;
+        }
+        // The destinations' figures are those of the last whole epoch: copied once an epoch.
+        if (moved || copy_.destinations[r.index].epoch() != state.destinations.epoch()) {
+            copy_.destinations[r.index] = state.destinations;
+            copy_.keys[r.index] = state.keys;
             ++copied;
         }
         copy_.states[r.index] = r.state;
@@ -50,6 +59,8 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
     const size_t n = rules.rules().size();
     out->rules.assign(n, RuleCounters{});
     out->top_refused.assign(n, HeavyHitters{});
+    out->destinations.assign(n, DestinationSummary{});
+    out->keys.assign(n, EpochKeys{});
     std::lock_guard<std::mutex> one_reader(read_lock_);
     if (serving_.load(std::memory_order_acquire)) {
         const uint64_t asked = read_asked_.load(std::memory_order_relaxed) + 1;
@@ -76,6 +87,8 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
                     if (r.state == copy_.states[i]) {
                         out->rules[r.index] = copy_.rules[i];
                         out->top_refused[r.index] = copy_.top_refused[i];
+                        out->destinations[r.index] = copy_.destinations[i];
+                        out->keys[r.index] = copy_.keys[i];
                     }
             return true;
         }
@@ -87,6 +100,8 @@ bool Pipeline::read_stats(const RuleSet &rules, Stats *out) const {
     for (const CompiledRule &r : rules.rules()) {
         out->rules[r.index] = r.state->per_core[core_].counters;
         out->top_refused[r.index] = r.state->per_core[core_].top_refused;
+        out->destinations[r.index] = r.state->per_core[core_].destinations;
+        out->keys[r.index] = r.state->per_core[core_].keys;
     }
     return true;
 }

@@ -1,6 +1,6 @@
 // What a rule's check of a packet calls out of line (the check itself is inlined into stage two,
 // pipeline_inline.h): a key meeting a full table, and a refusal counted among the rule's top
-// offenders and sampled for escalation.
+// offenders and sampled for escalation; the end of an epoch of the rules' destinations.
 #include "dataplane/pipeline/pipeline.h"
 
 namespace floodgate {
@@ -42,6 +42,19 @@ void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
         refusal_samples_->take({c.key.addr_hi, c.key.addr_lo,
                                 static_cast<uint32_t>(rules_->serial()), r.index, info.family,
                                 r.key_len[info.family == 6]});
+}
+
+// Every rule's destinations end the epoch now_ns is past (rate_baseline.h), and the next one
+// ends on the next whole second of the core's clock.
+void Pipeline::end_epoch(uint64_t now_ns) {
+    const uint64_t epoch = now_ns / kEpochNs;
+    const bool idle = epoch_end_ns_ != 0 && epoch > epoch_end_ns_ / kEpochNs;  // seconds missed
+    for (const CompiledRule &r : rules_->rules()) {
+        RuleCoreState &state = mine(r);
+        state.destinations.roll(epoch);
+        state.keys.roll(state.counters.matched, idle);
+    }
+    epoch_end_ns_ = (epoch + 1) * kEpochNs;
 }
 
 void Pipeline::enable_refusal_samples(uint64_t seed) {

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace floodgate {
 
@@ -35,11 +37,73 @@ nlohmann::ordered_json adaptive_json(const CompiledRule &r, const AdaptiveOption
             {"stale", samples == 0 || age > kAdaptiveStaleNs}};
 }
 
-std::string key_prefix(const HeavyHitter &h) {
+template <class Counted>
+std::string key_prefix(const Counted &h) {
     IpAddr a{};
     std::memcpy(a.data(), &h.addr_hi, 8);
     std::memcpy(a.data() + 8, &h.addr_lo, 8);
     return format_addr(h.family, a) + "/" + std::to_string(h.prefix_len);
+}
+
+// A rule's busiest destinations over every core, in the last whole epoch (a second) of the
+// newest core (the others' summaries rolled to it: a core with no packet since had none), with
+// their baselines and the signal (rate_baseline.h); limit: the rule's rate where it is kept per
+// destination, else negative. Sets rule["load_high"] to how many destinations raise the signal,
+// and the rule's keys in that second with what its limit (rule_limit) allows them in sum.
+void destinations_json(nlohmann::ordered_json *rule, const CompiledRule &r,
+                       const std::vector<CoreReading> &cores, double rule_limit, double limit,
+                       unsigned top_n) {
+    uint64_t epoch = 0;
+    for (const CoreReading &core : cores)
+        epoch = std::max(epoch, core.stats.destinations[r.index].epoch());
+    std::vector<DestinationFigures> sum;
+    EpochKeys keys;
+    for (const CoreReading &core : cores) {
+        DestinationSummary rolled = core.stats.destinations[r.index];
+        EpochKeys core_keys = core.stats.keys[r.index];
+        if (rolled.epoch() < epoch)
+            core_keys.roll(core.stats.rules[r.index].matched, epoch - rolled.epoch() > 1);
+        rolled.roll(epoch);
+        add_figures(&sum, rolled.figures());
+        keys.merge_last(core_keys);
+    }
+    std::sort(sum.begin(), sum.end(), [](const DestinationFigures &a, const DestinationFigures &b) {
+        return std::tie(b.last_matched, b.matched, a.family, a.addr_hi, a.addr_lo) <
+               std::tie(a.last_matched, a.matched, b.family, b.addr_hi, b.addr_lo);
+    });
+    unsigned high = 0;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const DestinationFigures &f : sum) {
+        const double rate = static_cast<double>(f.last_matched);
+        const double passed = static_cast<double>(f.last_passed);
+        const bool signal = load_high(rate, passed, f.baseline);
+        high += signal;
+        if (rows.size() >= top_n) continue;
+        nlohmann::ordered_json d = {
+            {"destination", key_prefix(f)}, {"rate", rate}, {"passed_rate", passed}};
+        if (limit >= 0) {
+            d["limit_per_s"] = limit;
+            d["headroom"] = limit - rate;
+        }
+        d["baseline"] = f.baseline.set() ? f.baseline.baseline : 0.0;
+        d["ratio"] = std::min(baseline_ratio(rate, f.baseline), 1e9);
+        d["epochs"] = f.baseline.epochs;
+        d["load_high"] = signal;
+        d["matched"] = f.matched;
+        d["error"] = f.error;
+        rows.push_back(d);
+    }
+    (*rule)["destinations_epoch_end_ns"] = epoch * kEpochNs;
+    // Its keys in that second (a HyperLogLog's estimate: the error is its standard error, a
+    // fraction), what its limit allows them in sum, against what it matched.
+    const double n_keys = std::round(keys.last_keys());
+    (*rule)["keys"] = n_keys;
+    (*rule)["keys_error"] = EpochKeys::kStandardError;
+    (*rule)["allowance_per_s"] = n_keys * rule_limit;
+    (*rule)["matched_per_s"] = keys.last_matched();
+    (*rule)["load_high"] = high;
+    (*rule)["load_high_ratio"] = kLoadHighRatio;
+    (*rule)["destinations"] = rows;
 }
 }  // namespace
 
@@ -140,6 +204,8 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
             offenders.push_back(
                 {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
         rule["top_refused"] = offenders;
+        const double limit = rule["limit_per_s"].get<double>();
+        destinations_json(&rule, r, cores, limit, r.key_kind == KeyKind::dst ? limit : -1.0, top_n);
         rules.push_back(rule);
     }
     j["rules"] = rules;

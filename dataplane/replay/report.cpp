@@ -5,6 +5,8 @@
 #include <ctime>
 #include <fstream>
 
+#include "dataplane/replay/report_destinations.h"
+
 namespace floodgate {
 
 BinLayout choose_bins(uint64_t first_ns, uint64_t last_ns) {
@@ -505,6 +507,7 @@ std::string report_html(const ReportInput &in) {
                  "count never undercounts it, and count &#8722; error never overcounts it, so "
                  "the true count lies in the range shown.</p>\n";
         }
+        o += report_destinations(r);
         o += "</section>\n";
     }
 
