@@ -42,7 +42,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster_entries  # noqa: E402
 import frames  # noqa: E402
-from control_lib import (FLOODCTL, FLOODGATE, DataplaneLink, Floodctl, check,  # noqa: E402
+import grafana_queries  # noqa: E402
+from control_lib import (FLOODCTL, FLOODGATE, SRC, DataplaneLink, Floodctl, check,  # noqa: E402
                          results, stats_invariants, wait_until)
 
 CLUSTER = cluster_entries.CLUSTER
@@ -674,6 +675,12 @@ def prometheus(box):
     before_dp, before_store = box.cluster(), box.store()
     addr, samples = metrics_samples(box)
     after_dp, after_store = box.cluster(), box.store()
+    body = urllib.request.urlopen("http://%s/metrics" % addr, timeout=30).read().decode()
+    queries, names, unknown = grafana_queries.check(
+        os.path.join(SRC, "config", "grafana", "floodgate-cluster.json"), body)
+    check(len(queries) >= 10 and not unknown, "%s's /metrics: every metric the cluster "
+          "dashboard's %d queries use (%d names) is exported" % (box.name, len(queries),
+                                                                 len(names)), unknown)
     of = (("cluster", CLUSTER),)
 
     def value(name, *labels):
