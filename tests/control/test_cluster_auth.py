@@ -23,6 +23,7 @@ charged past the bound, 2 boxes live, and the shared limit's bound held over the
 Prints TAP; needs root (DPDK), redis-server and openssl; builds nothing.
 Usage: test_cluster_auth.py BUILD_DIR
 """
+import json
 import os
 import re
 import shutil
@@ -212,10 +213,10 @@ def forged(work, redis, a, b):
 
     before = [box.store() for box in (a, b)]
     dp_before = [box.cluster() for box in (a, b)]
-    # B's genuine last entry, copied whole for the replay.
-    rows = redis.admin("--raw", "XREVRANGE", log, "+", "-", "COUNT", "50").split("\n")
-    at = next(i for i in range(len(rows) - 1) if rows[i] == "b" and rows[i + 1] == "B")
-    genuine = rows[at:at + 12]
+    # B's genuine last entry, copied whole for the replay (JSON: its lines keep their tabs and
+    # newlines).
+    recent = json.loads(redis.admin("-2", "--json", "XREVRANGE", log, "+", "-", "COUNT", "50"))
+    genuine = next(fields for _, fields in recent if fields[:2] == ["b", "B"])
     x = SigningBox("B")
     entries = [
         ["b", "X", "d", "!allow\t198.18.1.1/32\t600000\n"],           # the attacker's /32
