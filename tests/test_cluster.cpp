@@ -8,11 +8,10 @@
 #include "dataplane/pipeline/cluster_state.h"
 #include "rules/load.h"
 #include "tests/config_cases.h"
+#include "tests/time_units.h"
 
 namespace floodgate {
 namespace {
-
-constexpr uint64_t kMs = 1'000'000;
 
 TEST(ClusterConfig, SectionAndSharedRuleAsWritten) {
     const Config c = parse_config(

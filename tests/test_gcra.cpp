@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "dataplane/core/gcra.h"
+#include "tests/time_units.h"
 
 namespace floodgate {
 namespace {
-
-constexpr uint64_t kMs = 1000000;
 
 struct Key {
     GcraProfile profile;

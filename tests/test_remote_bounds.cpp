@@ -6,11 +6,10 @@
 #include "dataplane/pipeline/remote_bounds.h"
 #include "rules/load.h"
 #include "tests/config_cases.h"
+#include "tests/time_units.h"
 
 namespace floodgate {
 namespace {
-
-constexpr uint64_t kMs = 1'000'000;
 
 const Config kRules = parse_config(
     R"(cluster: { name: e, redis: "h:1" }

@@ -12,11 +12,11 @@
 
 #include "dataplane/pipeline/pipeline.h"
 #include "tests/pkt_builder.h"
+#include "tests/time_units.h"
 
 namespace floodgate {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000ull;
 constexpr uint64_t kS = 1'000'000'000ull;
 
 // --- the wheel --------------------------------------------------------------------------
