@@ -25,6 +25,7 @@ FG_PACKAGES=(
   tshark curl dnsmasq-base bind9-dnsutils systemd
   prometheus apache2-utils python3-yaml libgnutls28-dev libcrypt-dev
   chromium chromium-driver python3-selenium
+  man-db groff-base
 )
 
 fg_as_root() {
