@@ -27,6 +27,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "control"))
+sys.path.insert(0, HERE)
+from lab_common import veth_into_namespace  # noqa: E402
 from control_lib import FLOODCTL, FLOODGATE, check, finish, wait_until  # noqa: E402
 
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -170,21 +172,12 @@ def main():
         print("1..0 # SKIP needs root (namespaces, veths, DPDK)")
         return 0
     tag = "fgdl%d" % (os.getpid() % 100000)
-    ns = tag + "-ns"
     work = tempfile.mkdtemp(prefix="fg-destinations-")
     try:
-        for cmd in (["ip", "netns", "add", ns],
-                    ["ip", "link", "add", tag + "-o", "type", "veth", "peer", "name", tag + "-op"],
-                    ["ip", "link", "set", tag + "-op", "netns", ns],
-                    ["ip", "link", "set", tag + "-o", "up"],
-                    ["ip", "netns", "exec", ns, "ip", "link", "set", tag + "-op", "up"]):
-            subprocess.run(cmd, check=True)
-        run(work, tag, ns)
+        with veth_into_namespace(tag) as ns:
+            run(work, tag, ns)
     except Exception as e:  # a failed wait or command ends the run, counted
         check(False, "the lab ran to the end", repr(e))
-    finally:
-        subprocess.run(["ip", "link", "del", tag + "-o"], stderr=subprocess.DEVNULL)
-        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
     return finish(work, ("floodgate.log", "daemon.log", "prometheus.log"))
 
 

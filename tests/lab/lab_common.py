@@ -5,12 +5,15 @@ the default (JSON) or "" (text), so that the checks say which part failed rather
 traceback. Checks prints numbered ok/FAIL lines and ends with the count and the exit status.
 tsc_ratio and clock_allowance compare floodgate's clock with the kernel's. stamped_udp_server
 and stamp_and_drops: a lab's UDP server that takes the kernel's receive time of each datagram.
+veth_into_namespace: one veth for floodgate, its peer in a namespace of the lab's own.
 """
+import contextlib
 import json
 import os
 import re
 import socket
 import struct
+import subprocess
 import sys
 
 SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>: Python's socket module does not name these two
@@ -128,3 +131,25 @@ def clock_allowance(dpdk_khz):
         return 1.005, "unknown: 0.5% allowed (DPDK rounds its TSC rate to 10 MHz of ~2,600)"
     return max(ratio, 1.0), (f"TSC {mhz * 1000:,.0f} kHz (kernel) / {dpdk_khz:,} kHz (DPDK) = "
                              f"{ratio:.5f}")
+
+
+@contextlib.contextmanager
+def veth_into_namespace(tag):
+    """A veth pair, TAG-o here for floodgate's port and TAG-op in the namespace TAG-ns, both up
+    with no IPv6 (no router solicitations among the frames); yields the namespace's name, and
+    removes both on the way out, also after a failure."""
+    ns = tag + "-ns"
+    try:
+        for cmd in (["ip", "netns", "add", ns],
+                    ["ip", "link", "add", tag + "-o", "type", "veth", "peer", "name", tag + "-op"],
+                    ["ip", "link", "set", tag + "-op", "netns", ns],
+                    ["sysctl", "-qw", "net.ipv6.conf.%s-o.disable_ipv6=1" % tag],
+                    ["ip", "link", "set", tag + "-o", "up"],
+                    ["ip", "netns", "exec", ns, "sysctl", "-qw",
+                     "net.ipv6.conf.%s-op.disable_ipv6=1" % tag],
+                    ["ip", "netns", "exec", ns, "ip", "link", "set", tag + "-op", "up"]):
+            subprocess.run(cmd, check=True)
+        yield ns
+    finally:
+        subprocess.run(["ip", "link", "del", tag + "-o"], stderr=subprocess.DEVNULL)
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)

@@ -17,9 +17,10 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab_common import veth_into_namespace  # noqa: E402
 from control_lib import FLOODGATE, DataplaneLink, check, finish, wait_until  # noqa: E402
 
 FRAMES = 5000   # sent while floodgate is stopped: bounded
@@ -107,25 +108,12 @@ def main():
         print("1..0 # SKIP needs root (namespaces, veths, DPDK)")
         return 0
     tag = "fgrd%d" % (os.getpid() % 100000)
-    ns = tag + "-ns"
     work = tempfile.mkdtemp(prefix="fg-ring-drops-")
     try:
-        subprocess.run(["ip", "netns", "add", ns], check=True)
-        subprocess.run(["ip", "link", "add", tag + "-o", "type", "veth", "peer", "name",
-                        tag + "-op"], check=True)
-        subprocess.run(["ip", "link", "set", tag + "-op", "netns", ns], check=True)
-        for cmd in (["sysctl", "-qw", "net.ipv6.conf.%s-o.disable_ipv6=1" % tag],
-                    ["ip", "link", "set", tag + "-o", "up"],
-                    ["ip", "netns", "exec", ns, "sysctl", "-qw",
-                     "net.ipv6.conf.%s-op.disable_ipv6=1" % tag],
-                    ["ip", "netns", "exec", ns, "ip", "link", "set", tag + "-op", "up"]):
-            subprocess.run(cmd, check=True)
-        run(work, tag, ns)
+        with veth_into_namespace(tag) as ns:
+            run(work, tag, ns)
     except Exception as e:  # a failed wait or command ends the run, counted
         check(False, "the lab ran to the end", repr(e))
-    finally:
-        subprocess.run(["ip", "link", "del", tag + "-o"], stderr=subprocess.DEVNULL)
-        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
     return finish(work, ("floodgate.log",))
 
 
