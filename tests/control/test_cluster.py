@@ -44,7 +44,7 @@ import cluster_entries  # noqa: E402
 import frames  # noqa: E402
 import grafana_queries  # noqa: E402
 from control_lib import (FLOODCTL, FLOODGATE, SRC, DataplaneLink, Floodctl, check,  # noqa: E402
-                         results, stats_invariants, wait_until)
+                         finish, results, stats_invariants, wait_until)
 
 CLUSTER = cluster_entries.CLUSTER
 RULE = "total"
@@ -764,18 +764,8 @@ def main():
         for box in (a, b):
             box.close()
         redis.stop()
-    if not all(results):
-        for log in ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log",
-                    "redis.log"):
-            print("# --- " + log)
-            with open(os.path.join(work, log)) as f:
-                for line in f.read().splitlines()[-30:]:
-                    print("# " + line)
-    else:
-        subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
-
+    return finish(work, ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log",
+                         "redis.log"))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,14 +15,12 @@ Prints TAP; needs root (DPDK) and redis-server; builds nothing.
 Usage: test_cluster_key_rotation.py BUILD_DIR
 """
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import frames  # noqa: E402
-from control_lib import check, finish, results, wait_until  # noqa: E402
-from test_cluster import Box, Redis, free_port, metrics_samples, states  # noqa: E402
+from quiet_boxes import run_quiet_boxes  # noqa: E402
+from control_lib import check, wait_until  # noqa: E402
+from test_cluster import metrics_samples, states  # noqa: E402
 from test_cluster_signed import CLUSTER, RULE, RULES  # noqa: E402
 
 OLD, NEW = "k2026a " + "a" * 64, "k2026b " + "b" * 64
@@ -100,42 +98,15 @@ def refused_file(work, boxes):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP floodgate run needs root (DPDK)")
-        return 0
-    if shutil.which("redis-server") is None:
-        check(False, "redis-server is installed", "apt-get install redis-server")
-        print("1..%d" % len(results))
-        return 1
-    work = tempfile.mkdtemp(prefix="fg-cluster-rotation-")
-    port = free_port()
-    rules = os.path.join(work, "rules.yaml")
-    with open(rules, "w") as f:
-        f.write(RULES.format(name=CLUSTER, port=port, timeout=3, rule=RULE))
-    trace = os.path.join(work, "trace.pcap")
-    frames.write_pcap(trace, [frames.udp4("198.18.1.1", "198.18.255.1", 1024, 80)])
-    redis = Redis(work, port)
-    for name in "AB":
+    def first_key_file(work, name):
         write_key_file(os.path.join(work, "%s.key" % name), STEPS[0])
-    boxes = [Box(work, name, rules, trace, 1 if os.cpu_count() > 1 else 0,
-                 key_file=os.path.join(work, "%s.key" % name)) for name in "AB"]
-    for box in boxes:
-        box.dataplane_cmd = [x.replace(",infinite_rx=1", "") for x in box.dataplane_cmd]
-    try:
-        redis.start()
-        for box in boxes:
-            box.start_dataplane()
-        for box in boxes:
-            wait_until(box.up, "%s's dataplane" % box.name, 60)
-            box.start_daemon()
-        rotation(work, boxes)
-    except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
-        check(False, "scenario ran to the end", repr(e))
-    finally:
-        for box in boxes:
-            box.close()
-        redis.stop()
-    return finish(work, ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log"))
+        return os.path.join(work, "%s.key" % name)
+    return run_quiet_boxes(
+        "fg-cluster-rotation-",
+        lambda port: RULES.format(name=CLUSTER, port=port, timeout=3, rule=RULE), "AB",
+        lambda work, redis, boxes: rotation(work, boxes),
+        ("dataplane-A.err", "dataplane-B.err", "daemon-A.log", "daemon-B.log"),
+        key_file=first_key_file)
 
 
 if __name__ == "__main__":

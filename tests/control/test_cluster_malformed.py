@@ -13,8 +13,8 @@ Checks, in order:
      key, a box id, a payload past the store's bounds, each refused and counted once;
   3. 1,200 boxes heard from (a signed entry each) and a boxes set of 1,102 members (this box
      and 1,101 written with ZADD, plus 5 stamped in the store's future): the daemon counts the
-     1,202 it believes live (those, C and itself), not the set's members, tells the dataplane 1,024 (its most), and
-     syncs go on, none refused;
+     1,202 it believes live (those, C and itself), not the set's members, tells the dataplane
+     1,024 (its most), and syncs go on, none refused;
   4. a dataplane that refuses every cluster_sync (a stand-in on the daemon's dataplane socket,
      answering as floodgate did to a boxes set past its bound): each refusal a lost sync in the
      daemon's status and one log line (tests/test_metrics.cpp shows the status's counts as
@@ -26,17 +26,15 @@ Usage: test_cluster_malformed.py BUILD_DIR
 """
 import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import frames  # noqa: E402
-from control_lib import check, finish, results, wait_until  # noqa: E402
+from quiet_boxes import run_quiet_boxes  # noqa: E402
+from control_lib import check, wait_until  # noqa: E402
 from cluster_entries import CLUSTER, SigningBox  # noqa: E402
-from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
+from test_cluster import Box, redis_command, states  # noqa: E402
 
 RULE = "total"
 KEY = "198.18.255.1/32"  # the rule's one key: its destination, at /32
@@ -213,39 +211,14 @@ def refused_syncs(work, redis):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP floodgate run needs root (DPDK)")
-        return 0
-    if shutil.which("redis-server") is None:
-        check(False, "redis-server is installed", "apt-get install redis-server")
-        print("1..%d" % len(results))
-        return 1
-    work = tempfile.mkdtemp(prefix="fg-cluster-malformed-")
-    port = free_port()
-    rules = os.path.join(work, "rules.yaml")
-    with open(rules, "w") as f:
-        f.write(RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE))
-    # No traffic: what the box is charged is what the others told it.
-    trace = os.path.join(work, "trace.pcap")
-    frames.write_pcap(trace, [frames.udp4("198.18.1.1", "198.18.255.1", 1024, 80)])
-    redis = Redis(work, port)
-    a = Box(work, "A", rules, trace, 1 if os.cpu_count() > 1 else 0)
-    a.dataplane_cmd = [x.replace(",infinite_rx=1", "") for x in a.dataplane_cmd]
-    try:
-        redis.start()
-        a.start_dataplane()
-        wait_until(a.up, "A's dataplane", 60)
-        a.start_daemon()
-        wait_until(states([a], "joined"), "A joined", 20)
-        malformed(redis, a)
-        many_boxes(redis, a)
+    def steps(work, redis, boxes):
+        malformed(redis, boxes[0])
+        many_boxes(redis, boxes[0])
         refused_syncs(work, redis)
-    except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
-        check(False, "scenario ran to the end", repr(e))
-    finally:
-        a.close()
-        redis.stop()
-    return finish(work, ("dataplane-A.err", "daemon-A.log", "daemon-R.log", "redis.log"))
+    return run_quiet_boxes(
+        "fg-cluster-malformed-",
+        lambda port: RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE),
+        "A", steps, ("dataplane-A.err", "daemon-A.log", "daemon-R.log", "redis.log"))
 
 
 if __name__ == "__main__":

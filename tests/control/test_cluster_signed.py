@@ -23,18 +23,16 @@ Prints TAP; needs root (DPDK) and redis-server; builds nothing.
 Usage: test_cluster_signed.py BUILD_DIR
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import frames  # noqa: E402
-from control_lib import FLOODCTL, check, finish, results, wait_until  # noqa: E402
+from quiet_boxes import run_quiet_boxes  # noqa: E402
+from control_lib import FLOODCTL, check, wait_until  # noqa: E402
 from cluster_entries import SigningBox  # noqa: E402
-from test_cluster import Box, Redis, free_port, redis_command, states  # noqa: E402
+from test_cluster import redis_command, states  # noqa: E402
 
 CLUSTER = "fgtest"
 RULE = "total"
@@ -161,37 +159,13 @@ def no_key(redis, a):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP floodgate run needs root (DPDK)")
-        return 0
-    if shutil.which("redis-server") is None:
-        check(False, "redis-server is installed", "apt-get install redis-server")
-        print("1..%d" % len(results))
-        return 1
-    work = tempfile.mkdtemp(prefix="fg-cluster-signed-")
-    port = free_port()
-    rules = os.path.join(work, "rules.yaml")
-    with open(rules, "w") as f:
-        f.write(RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE))
-    trace = os.path.join(work, "trace.pcap")
-    frames.write_pcap(trace, [frames.udp4("198.18.1.1", "198.18.255.1", 1024, 80)])
-    redis = Redis(work, port)
-    a = Box(work, "A", rules, trace, 1 if os.cpu_count() > 1 else 0)
-    a.dataplane_cmd = [x.replace(",infinite_rx=1", "") for x in a.dataplane_cmd]
-    try:
-        redis.start()
-        a.start_dataplane()
-        wait_until(a.up, "A's dataplane", 60)
-        a.start_daemon()
-        wait_until(states([a], "joined"), "A joined", 20)
-        shown(a, scenario(redis, a))
-        no_key(redis, a)
-    except Exception as e:  # a failed wait or an unexpected reply ends the run, counted
-        check(False, "scenario ran to the end", repr(e))
-    finally:
-        a.close()
-        redis.stop()
-    return finish(work, ("dataplane-A.err", "daemon-A.log", "redis.log"))
+    def steps(work, redis, boxes):
+        shown(boxes[0], scenario(redis, boxes[0]))
+        no_key(redis, boxes[0])
+    return run_quiet_boxes(
+        "fg-cluster-signed-",
+        lambda port: RULES.format(name=CLUSTER, port=port, timeout=BOX_TIMEOUT_S, rule=RULE),
+        "A", steps, ("dataplane-A.err", "daemon-A.log", "redis.log"))
 
 
 if __name__ == "__main__":
