@@ -138,7 +138,7 @@ TEST(EntryVerifierTest, BoxesHeardAreBounded) {
     EXPECT_EQ(v.check("extra", extra.sign("", now + 3001), "", now + 3001), std::nullopt);
 }
 
-using Raw = std::unique_ptr<redisContext, decltype(&redisFree)>;
+using Raw = RawRedis;
 
 class ClusterSigningTest : public ::testing::Test {
   protected:
@@ -161,16 +161,7 @@ class ClusterSigningTest : public ::testing::Test {
     }
 
     void start_redis() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-            ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
-            std::abort();
-        ::close(fd);
-        port_ = ntohs(a.sin_port);
+        port_ = free_loopback_port();
         std::vector<std::string> args = {kRedisServer, "--port",       std::to_string(port_),
                                          "--bind",     "127.0.0.1",    "--save",
                                          "",           "--appendonly", "no",
@@ -190,7 +181,7 @@ class ClusterSigningTest : public ::testing::Test {
             if (::waitpid(pid, nullptr, WNOHANG) == pid) return;  // the port was taken
             const timeval tv{10, 0};
             Raw c(redisConnectWithTimeout("127.0.0.1", port_, tv), redisFree);
-            if (c != nullptr && c->err == 0 && run(c.get(), {"PING"}) == "PONG") {
+            if (c != nullptr && c->err == 0 && redis_run(c.get(), {"PING"}) == "PONG") {
                 pid_ = pid;
                 raw_ = std::move(c);
                 return;
@@ -201,28 +192,11 @@ class ClusterSigningTest : public ::testing::Test {
         ::waitpid(pid, nullptr, 0);
     }
 
-    static std::string run(redisContext *c, const std::vector<std::string> &args) {
-        std::vector<const char *> argv;
-        std::vector<size_t> lens;
-        for (const std::string &a : args) {
-            argv.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        auto *r = static_cast<redisReply *>(
-            redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
-        if (r == nullptr) return "ERR";
-        const std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
-                                : r->str != nullptr            ? std::string(r->str, r->len)
-                                                               : "?";
-        freeReplyObject(r);
-        return out;
-    }
-
     // An entry written by someone else, as its fields say.
     void xadd(const std::vector<std::string> &fields) {
         std::vector<std::string> args = {"XADD", "fg:{test}:log", "*"};
         args.insert(args.end(), fields.begin(), fields.end());
-        run(raw_.get(), args);
+        redis_run(raw_.get(), args);
     }
 
     // The fields of the stream's last entry, as a box wrote them.
@@ -284,7 +258,7 @@ TEST_F(ClusterSigningTest, ForgedReplayedAndWronglyKeyedEntriesChargeNothing) {
     raised[11] = "r\tk\t500\n";
     xadd(raised);
     xadd({"b", "X", "d", ""});  // a forged heartbeat, in the stream and the boxes set
-    run(raw_.get(), {"ZADD", "fg:{test}:boxes", t, "X"});
+    redis_run(raw_.get(), {"ZADD", "fg:{test}:boxes", t, "X"});
 
     const ClusterSyncResult forged = b.sync({});
     ASSERT_TRUE(forged.ok) << forged.error;

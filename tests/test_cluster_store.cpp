@@ -48,47 +48,14 @@ void add(Totals *t, const Deltas &d) {
     for (const ClusterDelta &x : d) (*t)[{x.rule, x.key}] += x.packets;
 }
 
-// A loopback port nobody listens on (the kernel's choice, given back at once).
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
-        std::abort();
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
 // A plain client, for what no box does: foreign entries, a key of another type, DEBUG SLEEP.
-using Raw = std::unique_ptr<redisContext, decltype(&redisFree)>;
+using Raw = RawRedis;
 
 Raw raw_client(int port) {
     const timeval tv{10, 0};
     Raw c(redisConnectWithTimeout("127.0.0.1", port, tv), redisFree);
     if (c != nullptr && c->err != 0) c.reset();
     return c;
-}
-
-// The reply as text: a string or status as it is, an integer in decimal, "ERR:" and an error.
-std::string run(redisContext *c, const std::vector<std::string> &args) {
-    std::vector<const char *> argv;
-    std::vector<size_t> lens;
-    for (const std::string &a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-    }
-    auto *r = static_cast<redisReply *>(
-        redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
-    if (r == nullptr) return std::string("ERR:") + c->errstr;
-    std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
-                      : r->type == REDIS_REPLY_ERROR ? "ERR:" + std::string(r->str, r->len)
-                      : r->str != nullptr            ? std::string(r->str, r->len)
-                                                     : "?";
-    freeReplyObject(r);
-    return out;
 }
 
 class ClusterStoreTest : public ::testing::Test {
@@ -102,7 +69,7 @@ class ClusterStoreTest : public ::testing::Test {
         dir_ = pattern;
         // The port was free a moment ago; another process may take it first: try another.
         for (int attempt = 0; attempt < 5 && pid_ < 0; ++attempt) {
-            port_ = free_port();
+            port_ = free_loopback_port();
             start_redis();
         }
         ASSERT_GT(pid_, 0) << "redis-server did not start; its log:\n" << redis_log();
@@ -144,7 +111,7 @@ class ClusterStoreTest : public ::testing::Test {
         while (Clock::now() < deadline) {
             int status = 0;
             if (::waitpid(pid, &status, WNOHANG) == pid) return;  // exited: the port was taken
-            if (Raw c = raw_client(port_); c != nullptr && run(c.get(), {"PING"}) == "PONG") {
+            if (Raw c = raw_client(port_); c != nullptr && redis_run(c.get(), {"PING"}) == "PONG") {
                 pid_ = pid;
                 return;
             }
@@ -186,12 +153,12 @@ class ClusterStoreTest : public ::testing::Test {
     void xadd(const std::vector<std::string> &fields) {
         std::vector<std::string> args = {"XADD", "fg:{test}:log", "*"};
         args.insert(args.end(), fields.begin(), fields.end());
-        ASSERT_FALSE(run(raw_.get(), args).starts_with("ERR:"));
+        ASSERT_FALSE(redis_run(raw_.get(), args).starts_with("ERR:"));
     }
 
     // INFO commandstats' calls for one command ("eval"), 0 when it has none.
     uint64_t calls(const std::string &command) {
-        const std::string info = run(raw_.get(), {"INFO", "commandstats"});
+        const std::string info = redis_run(raw_.get(), {"INFO", "commandstats"});
         const std::string key = "cmdstat_" + command + ":calls=";
         const size_t at = info.find(key);
         return at == std::string::npos ? 0 : std::stoull(info.substr(at + key.size()));
@@ -309,25 +276,25 @@ TEST_F(ClusterStoreTest, AnyNumberOfBoxesIsCountedAndFutureOnesRemoved) {
     ClusterStore a(options("A", 60000));
     ASSERT_TRUE(a.sync({}).ok);
     // 1,101 members at the store's clock now, 5 an hour ahead of it.
-    ASSERT_EQ(run(raw_.get(), {"EVAL", R"(
+    ASSERT_EQ(redis_run(raw_.get(), {"EVAL", R"(
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000
         for i = 1, 1101 do redis.call('ZADD', KEYS[1], now, 'forged' .. i) end
         for i = 1, 5 do redis.call('ZADD', KEYS[1], now + 3600000, 'ahead' .. i) end
         return redis.call('ZCARD', KEYS[1]))",
-                               "1", "fg:{test}:boxes"}),
+                                     "1", "fg:{test}:boxes"}),
               "1107");
     const ClusterSyncResult r = a.sync({});
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.live_boxes, 1102u);
     EXPECT_EQ(r.refused, 0u);
-    EXPECT_EQ(run(raw_.get(), {"ZCARD", "fg:{test}:boxes"}), "1102");
+    EXPECT_EQ(redis_run(raw_.get(), {"ZCARD", "fg:{test}:boxes"}), "1102");
 }
 
 // 4. Nothing on the port.
 TEST_F(ClusterStoreTest, NoRedisFailsAndCounts) {
     ClusterStoreOptions o = options("A");
-    o.address = "127.0.0.1:" + std::to_string(free_port());
+    o.address = "127.0.0.1:" + std::to_string(free_loopback_port());
     ClusterStore a(o);
     for (uint64_t i = 1; i <= 2; ++i) {
         const ClusterSyncResult r = a.sync({{"r", "k", 1}});
@@ -393,7 +360,7 @@ TEST_F(ClusterStoreTest, SlowRedisTimesOut) {
 
 // 7a. The log key holding a string: refused as bad data, and the string is left as it is.
 TEST_F(ClusterStoreTest, AKeyOfAnotherTypeIsRefusedAndKept) {
-    ASSERT_EQ(run(raw_.get(), {"SET", "fg:{test}:log", "not a stream"}), "OK");
+    ASSERT_EQ(redis_run(raw_.get(), {"SET", "fg:{test}:log", "not a stream"}), "OK");
     ClusterStore a(options("A"));
     const ClusterSyncResult r = a.sync({{"r", "k", 1}});
     EXPECT_FALSE(r.ok);
@@ -401,14 +368,14 @@ TEST_F(ClusterStoreTest, AKeyOfAnotherTypeIsRefusedAndKept) {
     EXPECT_NE(r.error.find("fg:{test}:log holds a string"), std::string::npos) << r.error;
     EXPECT_EQ(a.totals().refused, 1u);
     EXPECT_EQ(a.totals().failed, 1u);
-    EXPECT_EQ(run(raw_.get(), {"GET", "fg:{test}:log"}), "not a stream");
+    EXPECT_EQ(redis_run(raw_.get(), {"GET", "fg:{test}:log"}), "not a stream");
 
-    ASSERT_EQ(run(raw_.get(), {"DEL", "fg:{test}:log"}), "1");
-    ASSERT_EQ(run(raw_.get(), {"HSET", "fg:{test}:boxes", "f", "v"}), "1");
+    ASSERT_EQ(redis_run(raw_.get(), {"DEL", "fg:{test}:log"}), "1");
+    ASSERT_EQ(redis_run(raw_.get(), {"HSET", "fg:{test}:boxes", "f", "v"}), "1");
     const ClusterSyncResult boxes = a.sync({});
     EXPECT_FALSE(boxes.ok);
     EXPECT_NE(boxes.error.find("fg:{test}:boxes holds a hash"), std::string::npos) << boxes.error;
-    EXPECT_EQ(run(raw_.get(), {"HGET", "fg:{test}:boxes", "f"}), "v");
+    EXPECT_EQ(redis_run(raw_.get(), {"HGET", "fg:{test}:boxes", "f"}), "v");
 }
 
 // An error from Redis itself (here a write refused past maxmemory) fails the sync; it is not
@@ -416,13 +383,13 @@ TEST_F(ClusterStoreTest, AKeyOfAnotherTypeIsRefusedAndKept) {
 TEST_F(ClusterStoreTest, AnErrorReplyFailsTheSync) {
     ClusterStore a(options("A"));
     ASSERT_TRUE(a.sync({}).ok);
-    ASSERT_EQ(run(raw_.get(), {"CONFIG", "SET", "maxmemory", "1"}), "OK");
+    ASSERT_EQ(redis_run(raw_.get(), {"CONFIG", "SET", "maxmemory", "1"}), "OK");
     const ClusterSyncResult r = a.sync({{"r", "k", 1}});
     EXPECT_FALSE(r.ok);
     EXPECT_NE(r.error.find("OOM"), std::string::npos) << r.error;
     EXPECT_EQ(r.refused, 0u);
     EXPECT_EQ(a.totals().failed, 1u);
-    ASSERT_EQ(run(raw_.get(), {"CONFIG", "SET", "maxmemory", "0"}), "OK");
+    ASSERT_EQ(redis_run(raw_.get(), {"CONFIG", "SET", "maxmemory", "0"}), "OK");
     const ClusterSyncResult again = a.sync({});
     EXPECT_TRUE(again.ok) << again.error;
 }
@@ -554,7 +521,7 @@ TEST_F(ClusterStoreTest, LargePushIsSplitIntoEntries) {
     }
     const ClusterSyncResult pushed = a.sync(local);
     ASSERT_TRUE(pushed.ok) << pushed.error;
-    EXPECT_EQ(run(raw_.get(), {"XLEN", "fg:{test}:log"}), "4");  // 3 MiB and a bit
+    EXPECT_EQ(redis_run(raw_.get(), {"XLEN", "fg:{test}:log"}), "4");  // 3 MiB and a bit
     const ClusterSyncResult r = b.sync({});
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.remote, local);

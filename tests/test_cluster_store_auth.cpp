@@ -47,43 +47,12 @@ constexpr const char *kBoxCommands =
     "-@all +evalsha +eval +script|load +time +type +zadd +zremrangebyscore +zcard +xrevrange "
     "+xadd +xrange";
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
-        std::abort();
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
 void write_file(const fs::path &path, const std::string &text, mode_t mode) {
     std::ofstream(path) << text;
     ::chmod(path.c_str(), mode);
 }
 
-using Raw = std::unique_ptr<redisContext, decltype(&redisFree)>;
-
-std::string run(redisContext *c, const std::vector<std::string> &args) {
-    std::vector<const char *> argv;
-    std::vector<size_t> lens;
-    for (const std::string &a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-    }
-    auto *r = static_cast<redisReply *>(
-        redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
-    if (r == nullptr) return std::string("ERR:") + c->errstr;
-    std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
-                      : r->type == REDIS_REPLY_ERROR ? "ERR:" + std::string(r->str, r->len)
-                      : r->str != nullptr            ? std::string(r->str, r->len)
-                                                     : "?";
-    freeReplyObject(r);
-    return out;
-}
+using Raw = RawRedis;
 
 // A redis-server from a configuration file written here: ACL users A and B (cluster "test"),
 // an admin, the default user off; plain on a TCP port, or TLS only (port 0) with tls.
@@ -127,7 +96,7 @@ class AuthStoreTest : public ::testing::Test {
 
     void start_redis(bool tls) {
         for (int attempt = 0; attempt < 5 && pid_ < 0; ++attempt) {
-            port_ = free_port();
+            port_ = free_loopback_port();
             std::string conf = "bind 127.0.0.1\nsave \"\"\nappendonly no\ndaemonize no\n";
             conf += "dir " + dir_.string() + "\nlogfile " + (dir_ / "redis.log").string() + "\n";
             conf += "unixsocket " + admin_socket() + "\nunixsocketperm 700\n";
@@ -157,7 +126,7 @@ class AuthStoreTest : public ::testing::Test {
         const auto deadline = Clock::now() + kDeadline;
         while (Clock::now() < deadline) {
             if (::waitpid(pid, nullptr, WNOHANG) == pid) return;  // exited: the port was taken
-            if (Raw c = admin(); c != nullptr && run(c.get(), {"PING"}) == "PONG") {
+            if (Raw c = admin(); c != nullptr && redis_run(c.get(), {"PING"}) == "PONG") {
                 pid_ = pid;
                 return;
             }
@@ -173,7 +142,8 @@ class AuthStoreTest : public ::testing::Test {
     Raw admin() const {
         const timeval tv{10, 0};
         Raw c(redisConnectUnixWithTimeout(admin_socket().c_str(), tv), redisFree);
-        if (c == nullptr || c->err != 0 || run(c.get(), {"AUTH", "admin", kAdminPassword}) != "OK")
+        if (c == nullptr || c->err != 0 ||
+            redis_run(c.get(), {"AUTH", "admin", kAdminPassword}) != "OK")
             return Raw(nullptr, redisFree);
         return c;
     }
@@ -256,7 +226,7 @@ TEST_F(AuthStoreTest, AWrongPasswordIsAFailedSyncCounted) {
     EXPECT_EQ(none.totals().auth_refused, 0u);  // it sent no login to refuse
     Raw c = admin();
     ASSERT_NE(c, nullptr);
-    EXPECT_EQ(run(c.get(), {"EXISTS", "fg:{test}:log", "fg:{test}:boxes"}), "0");
+    EXPECT_EQ(redis_run(c.get(), {"EXISTS", "fg:{test}:log", "fg:{test}:boxes"}), "0");
 }
 
 // The box's user reaches the cluster's keys and the script's commands, nothing else: another
@@ -274,12 +244,12 @@ TEST_F(AuthStoreTest, ABoxUserIsConfinedToItsClustersKeys) {
     const timeval tv{10, 0};
     Raw c(redisConnectWithTimeout("127.0.0.1", port_, tv), redisFree);
     ASSERT_NE(c, nullptr);
-    ASSERT_EQ(run(c.get(), {"AUTH", "box-a", "secret-a"}), "OK");
-    EXPECT_TRUE(run(c.get(), {"XADD", "fg:{other}:log", "*", "b", "x", "d", "y"})
+    ASSERT_EQ(redis_run(c.get(), {"AUTH", "box-a", "secret-a"}), "OK");
+    EXPECT_TRUE(redis_run(c.get(), {"XADD", "fg:{other}:log", "*", "b", "x", "d", "y"})
                     .starts_with("ERR:NOPERM"));
-    EXPECT_TRUE(run(c.get(), {"DEL", "fg:{test}:log"}).starts_with("ERR:NOPERM"));
-    EXPECT_TRUE(run(c.get(), {"CONFIG", "GET", "*"}).starts_with("ERR:NOPERM"));
-    EXPECT_TRUE(run(c.get(), {"SCRIPT", "FLUSH"}).starts_with("ERR:NOPERM"));
+    EXPECT_TRUE(redis_run(c.get(), {"DEL", "fg:{test}:log"}).starts_with("ERR:NOPERM"));
+    EXPECT_TRUE(redis_run(c.get(), {"CONFIG", "GET", "*"}).starts_with("ERR:NOPERM"));
+    EXPECT_TRUE(redis_run(c.get(), {"SCRIPT", "FLUSH"}).starts_with("ERR:NOPERM"));
 }
 
 TEST_F(AuthStoreTest, TwoBoxesSyncOverTls) {
@@ -327,7 +297,7 @@ TEST_F(AuthStoreTest, ACertificateFromAnotherCaIsRefusedCounted) {
     }
     Raw admin_client = admin();
     ASSERT_NE(admin_client, nullptr);
-    EXPECT_EQ(run(admin_client.get(), {"EXISTS", "fg:{test}:log", "fg:{test}:boxes"}), "0");
+    EXPECT_EQ(redis_run(admin_client.get(), {"EXISTS", "fg:{test}:log", "fg:{test}:boxes"}), "0");
 }
 
 // A store that does not speak TLS, a listener that accepts nothing or a plain Redis (which reads
