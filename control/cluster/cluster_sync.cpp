@@ -71,8 +71,9 @@ struct ClusterSync::Round {
     bool store_ok = false;
     std::string last_error;
     double last_round_ms = 0;
-    ClusterKeys keys;                      // in use: from the start, then from each rotation
-    std::optional<KeyFileWatch> key_file;  // with --cluster-key-file
+    std::optional<KeyFileWatch> key_file;  // with --cluster-key-file: the keys in use
+    const ClusterKeys &keys() const { return key_file ? key_file->in_use() : no_keys; }
+    const ClusterKeys no_keys;  // without it
     uint64_t key_reloads = 0;
     std::string key_refused;  // why the key file as it is now is not in use
     SyncLatency latency;      // each sync's round trip to the store
@@ -80,7 +81,6 @@ struct ClusterSync::Round {
 
 ClusterSync::ClusterSync(ClusterSyncOptions options)
     : options_(with_box(std::move(options))), state_(std::make_unique<Round>()) {
-    state_->keys = options_.auth.keys;
     if (!options_.auth.key_file.empty())
         state_->key_file.emplace(options_.auth.key_file, options_.auth.keys);
 }
@@ -89,12 +89,11 @@ ClusterSync::ClusterSync(ClusterSyncOptions options)
 void ClusterSync::reload_keys(const std::string &cluster_name) {
     Round &r = *state_;
     if (!r.key_file) return;
-    if (const std::optional<ClusterKeys> keys = r.key_file->changed()) {
-        r.keys = *keys;
+    if (r.key_file->changed()) {
         ++r.key_reloads;
-        if (r.store) r.store->set_keys(r.keys);
+        if (r.store) r.store->set_keys(r.keys());
         daemon_log("cluster " + cluster_name + ": the cluster key file changed: keys " +
-                   key_ids(r.keys).dump() + " from now on");
+                   key_ids(r.keys()).dump() + " from now on");
     }
     if (r.key_file->refused() != r.key_refused) {
         r.key_refused = r.key_file->refused();
@@ -137,14 +136,14 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
     const uint64_t timeout_ms = cluster.value("box_timeout_ms", uint64_t{3000});
     const std::string store_for = address + "|" + name + "|" + std::to_string(timeout_ms);
     reload_keys(name);
-    if (r.keys.on() && (!r.store || r.store_for != store_for)) {
+    if (r.keys().on() && (!r.store || r.store_for != store_for)) {
         ClusterStoreOptions o;
         o.address = address;
         o.cluster = name;
         o.box = options_.box;
         o.box_timeout_ms = timeout_ms;
         o.auth = options_.auth;
-        o.auth.keys = r.keys;
+        o.auth.keys = r.keys();
         // Half an interval at most, so that a slow store never delays the next round.
         o.timeout_ms = static_cast<int>(
             std::clamp<uint64_t>(cluster.value("sync_ms", uint64_t{100}) / 2, 5, 200));
@@ -158,7 +157,7 @@ bool ClusterSync::round(const json &cluster, std::string *error) {
                                                                : options_.auth.user)));
     }
     ClusterSyncResult got;
-    if (r.keys.on()) {
+    if (r.keys().on()) {
         const auto asked = Clock::now();
         got = r.store->sync(mine);
         r.latency.add(Clock::now(),
@@ -266,7 +265,7 @@ void ClusterSync::run(const std::atomic<bool> &stop) {
                        {"allows_refused", r.allows_refused},
                        {"allows_bounded", r.remote_allows.counts()},
                        {"last_error", r.last_error},
-                       {"keys", key_ids(r.keys)},
+                       {"keys", key_ids(r.keys())},
                        {"key_reloads", r.key_reloads},
                        {"key_file_refused", r.key_refused},
                        {"round_ms",

@@ -17,18 +17,18 @@ bool KeyFileWatch::Stamp::operator==(const Stamp &o) const {
 KeyFileWatch::KeyFileWatch(std::string path, ClusterKeys in_use)
     : path_(std::move(path)), in_use_(std::move(in_use)) {}
 
-std::optional<ClusterKeys> KeyFileWatch::changed() {
+bool KeyFileWatch::changed() {
     struct stat st {};
     Stamp now;
     if (::stat(path_.c_str(), &st) == 0)
         now = {st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
-    if (seen_ && *seen_ == now) return std::nullopt;
+    if (seen_ && *seen_ == now) return false;
     seen_ = now;
     refused_.clear();
     std::optional<ClusterKeys> keys = load_cluster_keys(path_, &refused_);
-    if (!keys || *keys == in_use_) return std::nullopt;
+    if (!keys || *keys == in_use_) return false;
     in_use_ = *keys;
-    return keys;
+    return true;
 }
 
 }  // namespace floodgate

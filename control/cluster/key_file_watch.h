@@ -17,8 +17,9 @@ namespace floodgate {
 class KeyFileWatch {
   public:
     KeyFileWatch(std::string path, ClusterKeys in_use);
-    // The keys to use from now on when the file changed and holds others; nothing otherwise.
-    std::optional<ClusterKeys> changed();
+    // Whether the file changed and holds other keys, which are in_use() from now on.
+    bool changed();
+    const ClusterKeys &in_use() const { return in_use_; }
     // Why the file as it was last read is not in use ("" when it is).
     const std::string &refused() const { return refused_; }
 
