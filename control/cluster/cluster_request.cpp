@@ -9,6 +9,7 @@
 #include "dataplane/api/control_protocol.h"
 #include "dataplane/api/dataplane_commands.h"
 #include "dataplane/api/rules.h"
+#include "dataplane/api/saturating.h"
 
 namespace floodgate {
 
@@ -66,7 +67,7 @@ ClusterRequest cluster_sync_request(bool store_ok, uint32_t live_boxes,
                 ++out.left_out;
         } else {
             uint64_t &sum = sums[{d.rule, d.key, d.box}];
-            sum = d.packets > UINT64_MAX - sum ? UINT64_MAX : sum + d.packets;
+            sum = saturating_add(sum, d.packets);
         }
     }
     json charges = json::array();

@@ -1,4 +1,5 @@
 #include "dataplane/pipeline/remote_bounds.h"
+#include "dataplane/api/saturating.h"
 
 #include <algorithm>
 
@@ -44,10 +45,7 @@ uint64_t remote_charge(const Rule &r, uint64_t interval_ns, uint32_t boxes,
                        std::span<const uint64_t> rows) {
     const uint64_t one = remote_charge_bound(r, interval_ns, 2);
     uint64_t sum = 0;
-    for (const uint64_t row : rows) {
-        const uint64_t taken = std::min(row, one);
-        sum = taken > UINT64_MAX - sum ? UINT64_MAX : sum + taken;
-    }
+    for (const uint64_t row : rows) sum = saturating_add(sum, std::min(row, one));
     return std::min(sum, remote_charge_bound(r, interval_ns, boxes));
 }
 

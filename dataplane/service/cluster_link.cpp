@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dataplane/api/saturating.h"
 #include "dataplane/pipeline/remote_bounds.h"
 
 namespace floodgate {
@@ -50,7 +51,7 @@ bool ClusterLink::sync(const RuleSet &rules, const ClusterSyncRequest &request, 
         bool bad = false;
         for (const uint64_t row : rows) {
             bad = bad || row > kMaxSharedPackets;
-            packets = row > UINT64_MAX - packets ? UINT64_MAX : packets + row;
+            packets = saturating_add(packets, row);
         }
         const CompiledRule *rule = rules.find_rule(key.first);
         const uint64_t charged = bad || rule == nullptr
