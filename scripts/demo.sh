@@ -7,7 +7,8 @@
 # and cleans up. Then the same attack is replayed offline with `floodgate replay`, writing the
 # answers floodgate would send and its report (per rule over time, one HTML file). Last, real
 # clients through answers (tests/lab/answers.sh show): curl against a web server under a spoofed
-# SYN flood, dig against dnsmasq under a DNS flood, with and without the answers.
+# SYN flood, dig against dnsmasq under a DNS flood, with and without the answers, and the SYN
+# flood once more with the SYN proxy, floodgate's best answer, beside syn-auth.
 source "$(dirname "$0")/lib.sh"
 fg_install_deps
 fg_build
@@ -24,5 +25,5 @@ echo "==> offline: floodgate replay --config config/default.yaml --in $out/attac
 echo "==> passed frames: $out/passed.pcap, dropped: $out/dropped.pcap, answers: $out/answers.pcap, counters: $out/stats.json"
 echo "==> the report, one HTML file to open in any browser or mail on: $out/report.html"
 
-echo "==> real clients: curl and dig through floodgate under spoofed SYN and DNS floods"
+echo "==> real clients: curl and dig through floodgate under spoofed SYN and DNS floods (drop, syn-auth, syn-proxy)"
 bash "$FG_ROOT/tests/lab/answers.sh" "$FG_BUILD" 1 show

@@ -11,7 +11,11 @@
 #   baseline  the rules below with action drop and no answers section (what floodgate did
 #             before answers): printed for comparison, never asserted;
 #   answers   the rules with their answers (syn-auth, dns-truncate, tcp-rst,
-#             icmp-unreachable): printed, and asserted by answers_check.py in check mode.
+#             icmp-unreachable): printed, and asserted by answers_check.py in check mode;
+#   proxy     show mode only (the README's demo): the answers run with the syn rule's action
+#             syn-proxy, floodgate's best answer to a SYN flood, printed beside syn-auth (a new
+#             client's first connection: syn-auth costs it a SYN retransmission, the proxy one
+#             round trip to floodgate). tests/lab/syn_proxy.sh asserts the proxy.
 # In each run:
 #   1. HTTP: floodgate-tx replays floodgate-gen's syn-flood trace (spoofed SYNs from 198.19.0.0/20
 #      and 2001:db8:66::/48) on the outside veth at 150,000 frames/s (flood_pps) while curl makes 20
@@ -93,6 +97,9 @@ EOF
 sed -e '/^answers:/,/^rules:/{/^rules:/!d}' -e 's/action: .*/action: drop/' \
   -e '/verified_ttl:/d' -e '/slip:/d' -e 's/the answers run\. .*/the baseline run (no answers)./' \
   "$work/answers.yaml" >"$work/baseline.yaml"
+# Same rules and answers; the syn rule proxies the handshake instead of answering with a cookie.
+sed -e 's/action: syn-auth/action: syn-proxy/' -e 's/the answers run\. .*/the proxy run (syn-proxy)./' \
+  "$work/answers.yaml" >"$work/proxy.yaml"
 
 # --- the wire: outside ns | tag-op -- tag-o | floodgate | tag-i -- tag-ip | inside ns -------
 make_wire "$tag" "$out_ns" "$in_ns" "$workers"
@@ -246,5 +253,10 @@ if [ "$answers_rc" -ne 0 ]; then
   python3 "$here/answers_check.py" "$work" show baseline
   echo "answers: the answers run did not complete"
   exit 1
+fi
+if [ "$mode" = show ]; then
+  run proxy "$work/proxy.yaml" || echo "answers: the proxy run did not complete"
+  python3 "$here/answers_check.py" "$work" show baseline answers proxy
+  exit 0
 fi
 python3 "$here/answers_check.py" "$work" "$mode" baseline answers

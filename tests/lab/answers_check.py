@@ -3,7 +3,7 @@
 
   answers_check.py WORK check|show RUN...
 
-WORK is the script's work folder; each RUN (baseline, answers) a folder in it with what that
+WORK is the script's work folder; each RUN (baseline, answers, proxy) a folder in it with what that
 run of floodgate left: stats.json (floodgate run --stats), floodgate.log, tx.log (floodgate-tx),
 syns.json (SYNs that reached the server, per source), tcp-before/after.json (the server's TCP
 counters), curl.txt, dig-*.txt, dnsflood-*.json, tcp9-*.json, udp9-*.json, times.json.
