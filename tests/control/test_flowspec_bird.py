@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bgp_lab import README, Topology, sh, settle  # noqa: E402
+from bgp_lab import CLUSTER_DOC, Topology, sh, settle  # noqa: E402
 from control_lib import check, results  # noqa: E402
 from test_flowspec_bgp import DNS, V6, Driver  # noqa: E402
 
@@ -37,8 +37,8 @@ DISCARD = "BGP.ext_community: (generic, 0x80060000, 0x0)"
 
 
 def readme_bird_config():
-    """The README's /etc/bird/bird.conf: from its first line to the blank line after it."""
-    with open(README) as f:
+    """docs/cluster.md's /etc/bird/bird.conf: from its first line to the blank line after it."""
+    with open(CLUSTER_DOC) as f:
         text = f.read()
     start = text.index("# /etc/bird/bird.conf")
     return text[start:text.index("\n\n", start) + 1]
