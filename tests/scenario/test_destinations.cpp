@@ -1,4 +1,4 @@
-// The seeds' botnet as floodgate's destinations show it (README, "Destinations"): 20,000
+// The seeds' botnet as floodgate's destinations show it (docs/replay.md, "Destinations"): 20,000
 // sources, each far under its per-source limit, toward one destination for three seconds, over
 // a baseline of 100 packets a second. No limit refuses anything, so the refusal counters and
 // top lists show nothing; the signal "load high, no key over its limit" names the destination.

@@ -2,7 +2,7 @@
 // core, so per-source keys are limited exactly, as on one core, and live in one table only;
 // what steering cannot give one owner (aggregate keys, source prefixes coarser than the
 // steering) is still shared by the merge and stays within the README's bound
-// (README, "Several cores: steering, and the merge for what is shared"):
+// (docs/design.md, "Several cores: steering, and the merge for what is shared"):
 //   b + floor(W / T) + (N - 1) * (b + ceil(L / T))
 // Verdicts are checked against the reference model (tests/reference_model.h), which knows
 // nothing of cores; key copies against keys counted here from the generated traffic; bounds
