@@ -53,6 +53,22 @@ def outside_code(text):
             yield number, line
 
 
+def paragraphs(text):
+    """The paragraphs outside code, each as one line (a link's text may wrap), with the number
+    of its first line."""
+    block, start, previous = [], None, None
+    for number, line in outside_code(text):
+        if block and (not line.strip() or number != previous + 1):
+            yield start, " ".join(block)
+            block = []
+        if line.strip():
+            start = number if not block else start
+            block.append(line.strip())
+        previous = number
+    if block:
+        yield start, " ".join(block)
+
+
 def headings(text):
     return [m.group(2) for _, line in outside_code(text) for m in [HEADING.match(line)] if m]
 
@@ -129,8 +145,8 @@ def check_links(texts):
     bad, count = [], 0
     for path, text in texts.items():
         where = os.path.relpath(path, SRC)
-        for number, line in outside_code(text):
-            for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
+        for number, paragraph in paragraphs(text):
+            for target in LINK.findall(re.sub(r"`[^`]*`", "", paragraph)):
                 if SCHEME.match(target):
                     continue
                 count += 1
