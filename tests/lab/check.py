@@ -3,8 +3,8 @@
 stats.json (floodgate run --stats), number of workers.
 
 Every well-behaved client's packets arrive, floodgate's counters add up, and each flood passes
-no more than the README's bound ("Several cores: steering, and the merge for what is shared"): a key passes, in
-any window of length W,
+no more than docs/design.md's bound ("Several cores: steering, and the merge for what is
+shared"): a key passes, in any window of length W,
 
     at most  b + floor(W / T) + (N - 1) * (b + ceil(L / T))  packets
 

@@ -306,7 +306,7 @@ check(stats["nic"][0]["rx_packets"] == o2i["rx"] and stats["nic"][1]["rx_packets
 check(health(stats) == expected, f"--stats: {health(stats)}")
 # Not asserted: how many of the frames passed after the deletion the PMD took anyway (into a
 # ring that is never sent) before refusing the rest; that depends on its ring and on timing.
-# Printed for the README.
+# Printed for docs/operators-guide.md's table.
 failed_since = o2i["tx_failed"] - before["ports"]["outside_to_inside"]["tx_failed"]
 print(f"info from just before the deletion floodgate passed {stats['passed'] - before['passed']} frames "
       f"to port 1, {failed_since} of them counted tx_failed; port 1's own counters: tx "

@@ -41,7 +41,7 @@ IpAddr host(uint8_t net, uint32_t i) {
     return a;
 }
 
-// The README's baseline, written again here: the first second a destination is seen in sets
+// docs/replay.md's baseline, written again here: the first second a destination is seen in sets
 // nothing, the next sets it, each later one moves it 1/256 of the way.
 struct Baseline {
     double value = 0;
