@@ -26,7 +26,7 @@ CORES_WORKERS = (1, 2, 4, 8, 16, 64)
 # (the change); rr: round robin, every key shared and merged onto every core (the old
 # behaviour, for mix b's one-frame-per-source traffic). The baseline first, as in every case.
 CORES_SPREADS = ("rr", "steering")
-# The table's slack over the keys a core holds, as the README tells users to size it.
+# The table's slack over the keys a core holds, as docs/design.md tells users to size it.
 TABLE_SLACK = 1.1
 TABLE_SLACK_ENTRIES = 1024
 # An upper bound of a table entry's bytes (the table's target is 32; 20 is measured): what a
@@ -152,7 +152,7 @@ class Cores(Peers):
 
     @staticmethod
     def entries_per_core(mix, workers, spread):
-        """Steering: each core holds its share of the keys (the README's sizing for N
+        """Steering: each core holds its share of the keys (docs/design.md's sizing for N
         workers). Round robin: every core holds every key, as before the change."""
         share = mix.keys / workers if spread == "steering" else mix.keys
         return math.ceil(TABLE_SLACK * share) + TABLE_SLACK_ENTRIES

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The boxes case's report (issue 26): the overshoot of a shared limit against its bound from 2
 to 64 boxes and per sync interval, what the boxes pass shared and unshared, and the store's
-cost per box; a picture, and the Markdown for the README.
+cost per box; a picture, and the Markdown for docs/cluster.md.
 
     perf/report_boxes.py RESULTS.json [--out DIR]
 
@@ -331,7 +331,7 @@ def figure(results, path):
 
 
 def wrapped(lines, width=100):
-    """Paragraphs wrapped as the README's are; tables left whole."""
+    """Paragraphs wrapped as docs/cluster.md's are; tables left whole."""
     out = []
     for line in lines:
         if line.startswith("|") or len(line) <= width:

@@ -1,5 +1,5 @@
-// cluster: the boxes that share rules through Redis (rules/config_parser.h, README "Several
-// boxes").
+// cluster: the boxes that share rules through Redis (rules/config_parser.h, docs/cluster.md,
+// "Several boxes").
 #include "dataplane/api/numbers.h"
 #include "rules/config_parser.h"
 #include "rules/redis_address.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rooms of the source tree and the one direction of their includes (README, "Layout").
+"""The rooms of the source tree and the one direction of their includes (docs/layout.md).
 
 The table is meson.build's `rooms`: ROOM=BELOW,BELOW,... for each room, where BELOW lists
 every room it may include (itself always). Two jobs:
@@ -14,7 +14,7 @@ every room it may include (itself always). Two jobs:
       The test: every quoted include of every room's files names a room it may see (and no
       '..'); then, with each room's real compile command from BUILD/compile_commands.json, a
       header of a room it may not see fails to compile and one of a room below compiles; and
-      the README's Layout has a row for every room that names each of its source files.
+      docs/layout.md has a row for every room that names each of its source files.
 """
 import concurrent.futures
 import json
@@ -162,17 +162,16 @@ def build_check(src, build, rooms):
     return bad, checked
 
 
+LAYOUT = os.path.join("docs", "layout.md")
 LAYOUT_ROW = re.compile(r"^\| `([^`]+?)/?` \|[^|]*\|(.*)\|\s*$")
 
 
 def layout_rows(src):
-    """The README's Layout table: room -> the names its row gives in backquotes."""
-    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+    """docs/layout.md's table: room -> the names its row gives in backquotes."""
+    with open(os.path.join(src, LAYOUT), encoding="utf-8") as f:
         text = f.read()
-    start = text.find("\n## Layout")
-    end = text.find("\n## ", start + 1)
     rows = {}
-    for line in text[start:end if end > 0 else len(text)].splitlines():
+    for line in text.splitlines():
         m = LAYOUT_ROW.match(line)
         if m:
             rows[m.group(1)] = set(re.findall(r"`([^`]+)`", m.group(2)))
@@ -188,16 +187,16 @@ def listed(rel, names):
 
 
 def layout_check(src, rooms):
-    """Every room has a row in the README's Layout, and its row names each of its files."""
+    """Every room has a row in docs/layout.md, and its row names each of its files."""
     rows = layout_rows(src)
     bad = []
     for room in rooms:
         if room not in rows:
-            bad.append(f"README.md, Layout: no row for the room {room}/")
+            bad.append(f"{LAYOUT}: no row for the room {room}/")
             continue
         for rel in sorted(files_of(src, room, rooms)):
             if not listed(rel, rows[room]):
-                bad.append(f"README.md, Layout: {room}/'s row does not name {rel}")
+                bad.append(f"{LAYOUT}: {room}/'s row does not name {rel}")
     return bad
 
 

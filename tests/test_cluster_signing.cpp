@@ -293,7 +293,7 @@ TEST_F(ClusterSigningTest, AJoiningBoxCountsTheLiveButIsChargedNoHistory) {
     EXPECT_EQ(b.sync({}).remote, (Deltas{{"r", "k", 2}}));
 }
 
-// A key rotated as the README says (new key second everywhere, then first, then the old one
+// A key rotated as docs/cluster.md says (new key second everywhere, then first, then the old one
 // gone), one box at a time, each step a new store as a restarted daemon makes: every charge
 // arrives, no entry is refused and both boxes stay live throughout.
 TEST_F(ClusterSigningTest, KeyRotationWhileSyncingLosesNothing) {

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from validator_fields import as_field, validator_fields
+
 SRC, FLOODGATE, FLOODCTL = (os.path.abspath(a) for a in sys.argv[1:4])
 PAGES = {name: os.path.join(SRC, "man", name)
          for name in ("floodgate.8", "floodctl.8", "floodgate-rules.5")}
@@ -24,9 +26,6 @@ for override in sys.argv[4:]:
 
 # An option as usage writes it: -x or --long-name, not the inside of a word (syn-auth, Ctrl-C).
 OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
-# The validator's lists of accepted fields: DocReader::fields(map, {"a", "b", ...}), which
-# refuses any other field of that map as "unknown field (expected one of: ...)".
-FIELDS_CALL = re.compile(r"\bfields\(\s*[^,()]+,\s*\{([^}]*)\}\s*\)", re.S)
 FLOODCTL_COMMAND = re.compile(r"^  ([a-z]+)\b", re.M)
 # The arguments that make each floodctl command print its usage alone (exit 2).
 USAGE_ARGS = {"xdp": []}
@@ -81,27 +80,6 @@ def floodctl_options():
     return set(OPTION.findall(text))
 
 
-def validator_fields():
-    fields, calls = set(), 0
-    for name in sorted(os.listdir(os.path.join(SRC, "rules"))):
-        if not name.endswith(".cpp"):
-            continue
-        with open(os.path.join(SRC, "rules", name)) as f:
-            source = f.read()
-        lists = FIELDS_CALL.findall(source)
-        # Every call of fields() read, or a list this pattern does not see would go unchecked.
-        declared = len(re.findall(r"(?<![\w:])fields\(", source))
-        if declared == 0:
-            continue
-        check(len(lists) == declared, "rules/%s: %d field lists read" % (name, declared),
-              "read %d of %d fields(...) calls" % (len(lists), declared))
-        calls += len(lists)
-        for names in lists:
-            fields.update(re.findall(r'"([a-z0-9_]+)"', names))
-    check(calls >= 10, "the validator's field lists found (%d)" % calls)
-    return fields
-
-
 def check_page(name, wanted, form, kind):
     text, warnings = rendered(PAGES[name])
     check(warnings == "", "%s renders without groff warnings" % name, warnings)
@@ -120,10 +98,6 @@ def as_option(option):
     return r"(?<![\w-])" + re.escape(option) + r"(?![\w-])"
 
 
-def as_field(field):
-    return r"(?<![\w-])" + re.escape(field) + ":"  # as the file writes it: "name:"
-
-
 def fails_without_rtbh(options, work):
     """The check can fail: floodctl.8 without its --rtbh line is missing --rtbh alone."""
     cut = os.path.join(work, "floodctl-without-rtbh.8")
@@ -140,7 +114,8 @@ def main():
     check_page("floodctl.8", options, as_option, "options of floodctl's usage")
     with tempfile.TemporaryDirectory() as work:
         fails_without_rtbh(options, work)
-    check_page("floodgate-rules.5", validator_fields(), as_field, "fields of the validator")
+    check_page("floodgate-rules.5", validator_fields(SRC, check), as_field,
+               "fields of the validator")
     print("1..%d" % len(results))
     return 0 if all(results) else 1
 

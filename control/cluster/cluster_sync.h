@@ -1,5 +1,5 @@
-// floodctl daemon's cluster sync (README, "Several boxes"): the one place Redis is spoken to.
-// Every sync interval of the running rules' cluster section, on a thread of its own with its
+// floodctl daemon's cluster sync (docs/cluster.md, "Several boxes"): the one place Redis is spoken
+// to. Every sync interval of the running rules' cluster section, on a thread of its own with its
 // own connection to the dataplane:
 //   1. cluster_take: what this box admitted for shared keys since the last take;
 //   2. the store (control/cluster/cluster_store.h): push that, pull what the other boxes

@@ -1,8 +1,8 @@
 // The cluster key file, read again when it changes, so that a key is rotated on a running box by
-// rewriting its file (README, "Several boxes": the four steps), without restarting the daemon.
-// Checked once a sync round: a stat, and a read only when the file's identity, size or times
-// moved. A file that changed to something refused (malformed, readable by others, gone) leaves
-// the keys in use as they were, and says why until it is mended.
+// rewriting its file (docs/cluster.md, "Several boxes": the four steps), without restarting the
+// daemon. Checked once a sync round: a stat, and a read only when the file's identity, size or
+// times moved. A file that changed to something refused (malformed, readable by others, gone)
+// leaves the keys in use as they were, and says why until it is mended.
 #pragma once
 
 #include <sys/stat.h>

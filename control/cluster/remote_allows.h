@@ -1,6 +1,6 @@
-// The other boxes' allows as this box takes them (README, "Several boxes"). A box that holds
-// valid keys may still be compromised, and an allow switches a limit off: so each one is taken
-// only as the rules file's cluster section allows (ClusterOptions, dataplane/api/rules.h).
+// The other boxes' allows as this box takes them (docs/cluster.md, "Several boxes"). A box that
+// holds valid keys may still be compromised, and an allow switches a limit off: so each one is
+// taken only as the rules file's cluster section allows (ClusterOptions, dataplane/api/rules.h).
 //   remote_allows: false      none at all (refused: off);
 //   remote_allow_min_ipv4/6   none shorter, so never 0.0.0.0/0 or ::/0 (refused: short);
 //   kRemoteAllowsPerBox       per other box and sync, the rest refused (over_count);

@@ -2,7 +2,7 @@
 // password, and TLS with the server's certificate verified against a CA and a name (an optional
 // client certificate beside). floodctl daemon's options give them, never the rules file: the
 // rules file is the same on every box and read by the dataplane, while a user and its password
-// belong to one box and its daemon's user alone (README, "Several boxes").
+// belong to one box and its daemon's user alone (docs/cluster.md, "Several boxes").
 #pragma once
 
 #include <optional>

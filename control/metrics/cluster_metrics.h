@@ -1,5 +1,5 @@
-// The cluster's families (README, "Several boxes"): the dataplane's side from its status, the
-// store's from the daemon's sync. Internal to control/metrics/metrics.cpp; like it, never
+// The cluster's families (docs/cluster.md, "Several boxes"): the dataplane's side from its status,
+// the store's from the daemon's sync. Internal to control/metrics/metrics.cpp; like it, never
 // throws.
 #pragma once
 

@@ -15,7 +15,7 @@
 // local unicast path with the BLACKHOLE community, is floodctl's, and one that is not desired
 // is stale and withdrawn. Paths received from its peers are skipped but still read, within the
 // bound below: its configuration should accept nothing from them, with an import policy that
-// rejects every neighbor (the README's). Not default-import-policy = "reject-route": gobgpd
+// rejects every neighbor (docs/cluster.md's). Not default-import-policy = "reject-route": gobgpd
 // applies its global import policy to the paths its API adds too, and refuses all of ours.
 //
 // The RIB is read with `gobgp --target API -j global rib -a FAMILY` for ipv4-flowspec,

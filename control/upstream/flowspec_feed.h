@@ -1,5 +1,5 @@
-// floodctl daemon's feed of the upstream routers (README, "Upstream: BGP FlowSpec"): once a
-// second, what the dataplane blocks is made the FlowSpec RIB of the local gobgpd
+// floodctl daemon's feed of the upstream routers (docs/cluster.md, "Upstream: BGP FlowSpec"): once
+// a second, what the dataplane blocks is made the FlowSpec RIB of the local gobgpd
 // (control/upstream/flowspec.h), most important first:
 //   1. the operator's blocks: the rules file's block list and `floodctl block add` overrides;
 //   2. the sources escalated into the XDP tier by a rule with `escalate: { flowspec: true }`,

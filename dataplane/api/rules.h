@@ -252,7 +252,7 @@ inline const char *cluster_fallback_name(ClusterFallback f) {
 
 // limit.adaptive: the rule's rate is learned, between min and max, from how fast the protected
 // server answers the connections the rule admits, measured inline (dataplane/core/
-// adaptive_limit.h; README, "Adaptive limits"): additive increase while a response comes
+// adaptive_limit.h; docs/limits.md, "Adaptive limits"): additive increase while a response comes
 // within target, multiplicative decrease (at most once per window of samples) when one does
 // not. It starts at the rule's rate.
 struct AdaptiveOptions {
@@ -348,7 +348,7 @@ struct SteeringOptions {
 };
 
 // cluster: { name, redis, sync_ms, boxes, box_timeout }: the boxes that share the rules with
-// `share: cluster` through Redis (floodctl daemon speaks to it; README, "Several boxes").
+// `share: cluster` through Redis (floodctl daemon speaks to it; docs/cluster.md, "Several boxes").
 // boxes: how many the cluster has until the first sync says (the fallback's divisor).
 struct ClusterOptions {
     bool set = false;
@@ -357,8 +357,8 @@ struct ClusterOptions {
     uint64_t sync_ns = 100'000'000ull;
     uint32_t boxes = 1;
     uint64_t box_timeout_ns = 3'000'000'000ull;
-    // What the other boxes' allows may be here (README, "Several boxes"): none at all, or each
-    // no shorter than these prefix lengths and for at most this long.
+    // What the other boxes' allows may be here (docs/cluster.md, "Several boxes"): none at all, or
+    // each no shorter than these prefix lengths and for at most this long.
     bool remote_allows = true;
     uint64_t remote_allow_max_ttl_ns = 3'600'000'000'000ull;  // an hour
     uint8_t remote_allow_min_ipv4 = 24;

@@ -5,7 +5,7 @@
 // Each core's counters are plain: only that core writes them, and while it runs it also makes
 // every copy another thread reads (Pipeline::read_stats), between two bursts. So every reading
 // shows them as they stood at one instant, and these hold in it, per core and summed
-// (README, "Counters"):
+// (docs/replay.md, "Counters"):
 //   packets = passed + dropped
 //   dropped = malformed + block_hits + rate_limited + syn_auth_replies
 //   malformed = the sum of malformed_by_reason

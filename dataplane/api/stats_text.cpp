@@ -141,7 +141,7 @@ std::string stats_text(const json &s) {
                 (ull)u64(e, "expired"), (ull)u64(e, "failed"));
     }
     const json rules = s.value("rules", json::array());
-    // matched = passed + refused + overruled on every line (README, "Counters").
+    // matched = passed + refused + overruled on every line (docs/replay.md, "Counters").
     o += fmt("%-20s %-8s %14s %14s %14s %14s %14s\n", "rule", "mode", "matched", "passed",
              "refused", "overruled", "shadow-refused");
     for (const json &x : rules)

@@ -1,6 +1,6 @@
 // A destination's own normal: the baseline is a slow moving average of its rate per epoch, and
 // "total load high, no key over its limit" is a rate far above it that its rule still passes.
-// Pure arithmetic, the same for every core, replay and the tests (README, "Destinations").
+// Pure arithmetic, the same for every core, replay and the tests (docs/replay.md, "Destinations").
 //
 // Epochs are whole seconds of the core's clock (packet time in replay). The first epoch a
 // destination is seen in is partial (it arrived mid-epoch), so it sets nothing; the first whole

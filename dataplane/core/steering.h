@@ -1,8 +1,8 @@
-// Steering: which worker owns a packet (README, "Several cores: steering"). When every packet
-// of a source prefix reaches one worker, the keys of that prefix and longer are that worker's
-// alone: never published to the merge, never copied into another worker's table, and limited
-// exactly. What steering cannot give one owner (aggregate keys, source prefixes coarser than
-// the steering, ports that do not steer) is shared through the merge as before.
+// Steering: which worker owns a packet (docs/design.md, "Several cores: steering"). When every
+// packet of a source prefix reaches one worker, the keys of that prefix and longer are that
+// worker's alone: never published to the merge, never copied into another worker's table, and
+// limited exactly. What steering cannot give one owner (aggregate keys, source prefixes coarser
+// than the steering, ports that do not steer) is shared through the merge as before.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
-// The live cross-core merge (README, "Several cores"): each worker publishes the consumption
-// of its shared keys on its own single-producer ring, and every other worker reads that ring
-// with a cursor of its own. No forwarder and no locks: a record is written once, whatever the
+// The live cross-core merge (docs/design.md, "Several cores"): each worker publishes the
+// consumption of its shared keys on its own single-producer ring, and every other worker reads that
+// ring with a cursor of its own. No forwarder and no locks: a record is written once, whatever the
 // number of workers, and a worker that shares nothing publishes nothing.
 #pragma once
 

@@ -1,5 +1,5 @@
-// Software steering (README, "Several cores: steering"): for ports whose RSS cannot send every
-// packet of a source prefix to one queue (net_pcap, net_af_packet, net_tap, memif, or a NIC
+// Software steering (docs/design.md, "Several cores: steering"): for ports whose RSS cannot send
+// every packet of a source prefix to one queue (net_pcap, net_af_packet, net_tap, memif, or a NIC
 // that refuses a source-only key), each worker receives from its own queue and hands every
 // packet whose source another worker owns to that worker's ring. A worker then decides its own
 // packets only, so its keys are its own (exact limits, no merge) as with NIC steering.

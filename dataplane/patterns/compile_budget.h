@@ -1,8 +1,8 @@
 // What compiling a ruleset's payload patterns may cost, checked before anything is compiled, so
-// that any rules file or load request the loader accepts is compiled in a few seconds (README,
-// "Payload rules": the budget and the measurements behind it). Counted over the ruleset's
-// distinct pattern lists: rules that share a list (a YAML alias, or equal lists) share one
-// database and are counted once.
+// that any rules file or load request the loader accepts is compiled in a few seconds
+// (docs/limits.md, "Payload rules": the budget and the measurements behind it). Counted over the
+// ruleset's distinct pattern lists: rules that share a list (a YAML alias, or equal lists) share
+// one database and are counted once.
 //
 // Hyperscan's compile time grows with the number of patterns and their bytes, and for regexes
 // with the size of their expansion: a bounded repeat x{m,n} costs about n copies of x

@@ -1,5 +1,5 @@
-// Shared keys as the boxes of a cluster name them to each other (README, "Several boxes"): the
-// rule and the key's prefixes as text, the same on every box, since each box hashes its keys
+// Shared keys as the boxes of a cluster name them to each other (docs/cluster.md, "Several boxes"):
+// the rule and the key's prefixes as text, the same on every box, since each box hashes its keys
 // with a secret seed of its own.
 //   key dst:   the destination prefix at the rule's length, "198.18.1.1/32"
 //   key none:  "*"

@@ -1,7 +1,7 @@
 // What one core admitted for the keys of shared rules (`share: cluster`) since the control
-// plane last took it: the box's side of the cluster sync (README, "Several boxes"). A key is
-// kept by its rule and its addresses, not by its hash, since the other boxes hash with seeds
-// of their own (dataplane/pipeline/cluster_keys.h names it for them).
+// plane last took it: the box's side of the cluster sync (docs/cluster.md, "Several boxes"). A key
+// is kept by its rule and its addresses, not by its hash, since the other boxes hash with seeds of
+// their own (dataplane/pipeline/cluster_keys.h names it for them).
 //
 // Fixed capacity, open addressing on the key's table hash, cleared in O(1) by a generation
 // stamp; nothing is allocated after construction.

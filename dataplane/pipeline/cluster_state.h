@@ -1,5 +1,5 @@
 // Whether this box counts its shared rules with the cluster or alone, and what its shared
-// rules are while it is alone (README, "Several boxes"). The control plane delivers a sync
+// rules are while it is alone (docs/cluster.md, "Several boxes"). The control plane delivers a sync
 // every interval, saying whether the store answered and how many boxes are live; the box falls
 // back when the store did not answer, or when no sync came for three intervals and at least
 // 2 s (floodctl stopped, or stuck). It rejoins after two good syncs in a row, so for the whole

@@ -1,8 +1,8 @@
 // Cross-core merge: every core's consumption since the last merge (keys and admitted packet
 // counts, from Pipeline::publish) is charged to every other core's TATs (Pipeline::apply), so
 // a key whose packets land on several cores is held to its limit across them, within a bound
-// that grows with the merge interval (README, "Several cores"). The records here are what the
-// one-thread merge below and the live merge's rings (dataplane/live/merge_rings.h) carry.
+// that grows with the merge interval (docs/design.md, "Several cores"). The records here are what
+// the one-thread merge below and the live merge's rings (dataplane/live/merge_rings.h) carry.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
-// What another box of the cluster may make this one do (README, "Several boxes"). A box that
-// holds valid keys may still be compromised: whatever it signs is clamped to what an honest box
-// could have caused, never taken whole.
+// What another box of the cluster may make this one do (docs/cluster.md, "Several boxes"). A box
+// that holds valid keys may still be compromised: whatever it signs is clamped to what an honest
+// box could have caused, never taken whole.
 //   a charge: per (rule, key) and sync, at most kRemoteChargeMargin times what one box could
 //             have admitted in a sync interval (rate x interval + burst) from each other box,
 //             and the sum of them at most that for each other box live;

@@ -1,4 +1,4 @@
-// `floodgate replay --boxes N`: the boxes of a cluster (README, "Several boxes"), one core
+// `floodgate replay --boxes N`: the boxes of a cluster (docs/cluster.md, "Several boxes"), one core
 // each, run over one capture on packet time. Frames reach a box by their full source address,
 // as an ECMP hash would send them; each box keeps its own limits (per-source keys are whole on
 // their box) and, every sync interval S, its shared rules' consumption goes through a model

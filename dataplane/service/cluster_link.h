@@ -1,5 +1,5 @@
-// The dataplane's side of the cluster sync (README, "Several boxes"). floodctl's daemon, the
-// one that speaks to Redis, does three things every sync interval:
+// The dataplane's side of the cluster sync (docs/cluster.md, "Several boxes"). floodctl's daemon,
+// the one that speaks to Redis, does three things every sync interval:
 //   cluster_take: what this box's workers admitted for shared keys since the last take (each
 //                 worker hands it over between its bursts), to push to the store;
 //   (the store: push that, pull what the other boxes pushed)

@@ -1,7 +1,7 @@
 """The lab of test_flowspec_bgp.py: two gobgpd speakers, each in a network namespace, over a
 veth pair, and the box (floodgate run and floodctl daemon) in the first one:
 
-  F  198.18.250.1/30  AS 64512  floodctl's gobgpd, configured with the README's
+  F  198.18.250.1/30  AS 64512  floodctl's gobgpd, configured with docs/cluster.md's
                                 /etc/gobgpd.toml as it is there; the box runs here, its
                                 daemon's --flowspec at F's API
   R  198.18.250.2/30  AS 64513  the "router", whose global RIB shows what it received
@@ -26,7 +26,8 @@ import frames
 from control_lib import FLOODCTL, FLOODGATE, DataplaneLink, Floodctl, wait_until
 
 API = "127.0.0.1:50051"
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+CLUSTER_DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                           "cluster.md")
 F_ADDR, R_ADDR = "198.18.250.1", "198.18.250.2"
 WAIT_S = 30  # longest any one state is waited for
 BLACKHOLE = 0xFFFF029A  # 65535:666
@@ -51,8 +52,8 @@ AFI_SAFI = """  [[neighbors.afi-safis]]
 
 
 def readme_gobgpd_config():
-    """The README's /etc/gobgpd.toml: from its first line to the blank line after it."""
-    with open(README) as f:
+    """docs/cluster.md's /etc/gobgpd.toml: from its first line to the blank line after it."""
+    with open(CLUSTER_DOC) as f:
         text = f.read()
     start = text.index("# /etc/gobgpd.toml")
     return text[start:text.index("\n\n", start) + 1]

@@ -1,5 +1,5 @@
 """Signed cluster entries written by a test, as a box holding the cluster key writes them: the
-key file the tests' daemons share, the MAC made here, in Python's hmac, from the README's
+key file the tests' daemons share, the MAC made here, in Python's hmac, from docs/cluster.md's
 description of what an entry signs ("Signed entries"), and a box that numbers its entries."""
 import hashlib
 import hmac

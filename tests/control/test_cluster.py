@@ -11,7 +11,7 @@ two files together are what the protected server received, on one clock. The rul
 
   total  udp/53, key dst (one key), 1000/s burst 50, share: cluster, fallback: local.
 
-Figures worked out from the rule, not read from floodgate's code (README, "Several boxes"):
+Figures worked out from the rule, not read from floodgate's code (docs/cluster.md, "Several boxes"):
 joined, A + B pass at most 1000/s x W + b + (N - 1)(b + ceil(L / T)) in any window W, with
 b = 50, T = 1 ms, N = 2 and L = 3 sync intervals (a charge reaches the other box at most two
 intervals after it passed, plus the rounds' own time): the worst excess over one GCRA

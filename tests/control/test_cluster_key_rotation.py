@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A cluster key rotated while two boxes sync (issue 42), end to end: two `floodgate run`s and
 their `floodctl daemon --cluster-key-file`, joined through a redis-server this test starts on a
-free loopback port. The key is rotated as the README says, one box at a time, each step the
+free loopback port. The key is rotated as docs/cluster.md says, one box at a time, each step the
 box's key file rewritten as configuration management does (a new file renamed over the old),
 the daemons running on: the new key second on every box, then first, then alone.
 

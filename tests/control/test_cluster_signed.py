@@ -3,7 +3,7 @@
 its `floodctl daemon --cluster-key-file`, joined to a cluster through a redis-server this test
 starts on a free loopback port. This test plays a second box C, holding the cluster key, and an
 attacker who can reach Redis but holds no key; both write with plain XADDs. The MACs are made
-here, in Python's hmac, from the README's description of what an entry signs.
+here, in Python's hmac, from docs/cluster.md's description of what an entry signs.
 
 Checks, in order:
   1. C's signed 7-packet charge is charged exactly, and C is live (its entry is its heartbeat);

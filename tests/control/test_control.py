@@ -9,7 +9,7 @@ admitted nothing more, unless a reload hands it a fresh burst. That makes "no fr
 an exact check. The rules (counts independent of floodgate's code):
 
   dns  udp/53 from 198.18.1.1, 1/h burst 10, key /32: passes its burst on each of the 2
-       cores before the merge catches up: between 10 and 21 packets in all (README bound
+       cores before the merge catches up: between 10 and 21 packets in all (docs/design.md's bound
        b + (N-1)(b + ceil(L/T)) with b = 10, N = 2, L << T), then never again.
   web  tcp/80 from 198.18.2.0/24, 10^9/s: never refuses.
   ntp  udp/123 from 198.18.3.1, 1/h burst 5: between 5 and 11 passed.

@@ -7,8 +7,8 @@ on are the operator's path: `floodgate run` on virtual ports and `floodctl daemo
 F's namespace, driven by `floodctl block|allow` as an operator would, each state read on the
 router: the rules file's block and allow list, an override and its TTL, an allow lifting a
 block, the most at once, a clean stop, a crash whose leftovers the next daemon withdraws, and a
-restart of the dataplane under a running daemon. F runs the README's /etc/gobgpd.toml, read
-from the README: check 27 shows it takes nothing from the router. Checks 28 on are the issue's
+restart of the dataplane under a running daemon. F runs docs/cluster.md's /etc/gobgpd.toml, read
+from that file: check 27 shows it takes nothing from the router. Checks 28 on are the issue's
 finding: F with the README's former default-import-policy = "reject-route" refuses what floodctl
 adds, and floodctl's status, metrics and log say the rule is missing. Check 31: sources
 shorter than /16 or inside --flowspec-never-block are never announced, counted by reason.
@@ -404,13 +404,13 @@ def operator_path(topo, box):
 
 
 def takes_nothing_from_peers(topo):
-    """The README's configuration of F: the router's own FlowSpec route reaches F and stays
+    """docs/cluster.md's configuration of F: the router's own FlowSpec route reaches F and stays
     out of its RIB, while floodctl's routes (checks 2 on) are taken."""
     route = ["global", "rib", "-a", "ipv4-flowspec", "add", "match", "source", "198.18.99.1/32",
              "then", "discard"]
     sh("gobgp", *route, ns=topo.r)
     ok, seen, _ = settle(lambda: topo.taken_from_router("ipv4-flowspec"), (1, 0))
-    check(ok, "27. with the README's gobgpd.toml, F receives the router's own route and keeps "
+    check(ok, "27. with docs/cluster.md's gobgpd.toml, F receives the router's own route and keeps "
           "it out of its RIB", "(received, in F's RIB): %s" % (seen,))
     sh("gobgp", "global", "rib", "-a", "ipv4-flowspec", "del", "all", ns=topo.r)
 

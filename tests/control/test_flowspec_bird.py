@@ -1,13 +1,13 @@
 #!/usr/bin/python3
-"""FlowSpec received by a second BGP implementation: BIRD 2 as the router, configured with the
-README's /etc/bird/bird.conf as it is there, in place of test_flowspec_bgp.py's gobgpd router
-R; floodctl's gobgpd F runs the README's /etc/gobgpd.toml, and control/upstream/flowspec.h's
-exporter is driven through tests/flowspec_driver.
+"""FlowSpec received by a second BGP implementation: BIRD 2 as the router, configured with
+docs/cluster.md's /etc/bird/bird.conf as it is there, in place of test_flowspec_bgp.py's gobgpd
+router R; floodctl's gobgpd F runs docs/cluster.md's /etc/gobgpd.toml, and
+control/upstream/flowspec.h's exporter is driven through tests/flowspec_driver.
 
 What BIRD holds is read with `birdc show route table flowtab4|flowtab6 all` and read here,
 independently of the exporter: each route's match as BIRD prints it, whether BIRD marks it
 unreachable (invalid under RFC 8955 section 6's validation), and the discard action (the
-traffic-rate extended community, type 0x80 subtype 6, rate 0). The same README configuration
+traffic-rate extended community, type 0x80 subtype 6, rate 0). docs/cluster.md's configuration
 with `validate on` shows what a validating router does with floodctl's rules: a source alone
 is invalid, a rule whose destination F routes is valid.
 
@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bgp_lab import README, Topology, sh, settle  # noqa: E402
+from bgp_lab import CLUSTER_DOC, Topology, sh, settle  # noqa: E402
 from control_lib import check, results  # noqa: E402
 from test_flowspec_bgp import DNS, V6, Driver  # noqa: E402
 
@@ -37,8 +37,8 @@ DISCARD = "BGP.ext_community: (generic, 0x80060000, 0x0)"
 
 
 def readme_bird_config():
-    """The README's /etc/bird/bird.conf: from its first line to the blank line after it."""
-    with open(README) as f:
+    """docs/cluster.md's /etc/bird/bird.conf: from its first line to the blank line after it."""
+    with open(CLUSTER_DOC) as f:
         text = f.read()
     start = text.index("# /etc/bird/bird.conf")
     return text[start:text.index("\n\n", start) + 1]
@@ -92,7 +92,7 @@ class BirdRouter(Topology):
 
 def scenario(topo, drivers):
     ok, _, took = settle(topo.established, True)
-    if not check(ok, "1. BIRD's session with F (the README's bird.conf) is established",
+    if not check(ok, "1. BIRD's session with F (docs/cluster.md's bird.conf) is established",
                  topo.birdc("show", "protocols", "all", "floodctl")):
         return
     print("#   established %.1f s after the speakers started" % took)

@@ -3,8 +3,8 @@
 stats.json (floodgate run --stats), number of workers.
 
 Every well-behaved client's packets arrive, floodgate's counters add up, and each flood passes
-no more than the README's bound ("Several cores: steering, and the merge for what is shared"): a key passes, in
-any window of length W,
+no more than docs/design.md's bound ("Several cores: steering, and the merge for what is
+shared"): a key passes, in any window of length W,
 
     at most  b + floor(W / T) + (N - 1) * (b + ceil(L / T))  packets
 
@@ -26,7 +26,7 @@ The floods (perf/floodgate_gen.cpp, lab) and the rules of config/default.yaml th
 Each is matched by `all` (1000/s, burst 200) too; a packet passes only if every rule admits it,
 and `all` only ever sees what the tighter rule admitted, so the tighter rule's bound is the one.
 
-With several workers floodgate steers (README, "Several cores: steering"): net_af_packet's
+With several workers floodgate steers (docs/design.md, "Several cores: steering"): net_af_packet's
 queues are filled by the kernel's flow hash, which splits a source's flows over them, so the
 workers hand each packet to the worker that owns its source (software steering). The per-source
 rules are then core-local, and their bound is one core's, with no merge term: each flood passes

@@ -26,7 +26,7 @@
 #           section (no daemons): what the pair passes unshared, for comparison.
 # cluster_check.py then prints the runs and, in check mode (the default), asserts them: over
 # the steady part of the sending (its first second left out), joined, the server receives at
-# most the README's bound (worst excess over one GCRA of its receive times <= (N - 1)(b +
+# most docs/cluster.md's bound (worst excess over one GCRA of its receive times <= (N - 1)(b +
 # ceil(L / T)) = 350, L = 3 sync intervals) and at least 0.8 x 1000/s; unshared, at least
 # 1.6 x 1000/s. Exit status: 0 when every check passed; 77 (skipped) without redis-server.
 #

@@ -14,8 +14,8 @@ status-before/after-a/b.json (floodctl status -j around the traffic).
 The figures asserted come from the server's own receive times and the senders, not from
 floodgate; floodgate's counters are printed beside them.
 
-The bound (README, "Several boxes"): joined, N boxes pass at most b + floor(W / T) + (N - 1)(b +
-ceil(L / T)) in any window W; live, L <= 2 sync intervals + the rounds' time, taken as 3
+The bound (docs/cluster.md, "Several boxes"): joined, N boxes pass at most b + floor(W / T) +
+(N - 1)(b + ceil(L / T)) in any window W; live, L <= 2 sync intervals + the rounds' time, taken as 3
 intervals (tests/control/test_cluster.py does the same). Measured as the worst excess over one
 GCRA (b, T) of the server's receive times, with test_cluster.py's worst_gcra_excess, over the
 steady part of the sending: from a second after both senders started (they start once both

@@ -24,7 +24,7 @@
 #      no `back` line: the PMD's socket is bound to the deleted interface (its ifindex), not to
 #      the new one of the same name;
 #   4. SIGINT: floodgate exits 0 with its summary (which names port 1 as lost once), and
-#      --stats holds every frame sent, counters that add up (README, "Counters: what every
+#      --stats holds every frame sent, counters that add up (docs/replay.md, "Counters: what every
 #      reading shows") and the same port health.
 # A stats request answered with an error (a worker that did not answer a reading within a
 # second) fails the test with where each of floodgate's threads was at that moment.
@@ -71,9 +71,9 @@ YAML
 
 # ask_stats OUT SECONDS UNTIL [BASE]: asks the dataplane for its stats (its control socket)
 # every 0.1 s until the Python expression UNTIL holds for them (s: the stats; b: those of the
-# earlier answer BASE), or SECONDS pass (then fails). Every answer must add up (README,
-# "Counters"), and floodgate must be alive and not a zombie at each. Writes the last answer to
-# OUT.
+# earlier answer BASE), or SECONDS pass (then fails). Every answer must add up
+# (docs/replay.md, "Counters"), and floodgate must be alive and not a zombie at each. Writes the
+# last answer to OUT.
 ask_stats() {
   if python3 - "$work/dataplane.sock" "$fg_pid" "$here/../control" "$@" <<'PY'
 import json, sys, time
@@ -306,7 +306,7 @@ check(stats["nic"][0]["rx_packets"] == o2i["rx"] and stats["nic"][1]["rx_packets
 check(health(stats) == expected, f"--stats: {health(stats)}")
 # Not asserted: how many of the frames passed after the deletion the PMD took anyway (into a
 # ring that is never sent) before refusing the rest; that depends on its ring and on timing.
-# Printed for the README.
+# Printed for docs/operators-guide.md's table.
 failed_since = o2i["tx_failed"] - before["ports"]["outside_to_inside"]["tx_failed"]
 print(f"info from just before the deletion floodgate passed {stats['passed'] - before['passed']} frames "
       f"to port 1, {failed_since} of them counted tx_failed; port 1's own counters: tx "

@@ -202,7 +202,8 @@ def check_ss(run, name, proxied):
     ok = bool(cl and sv) and co["sack"] and so["sack"] and co["wscale"] and so["wscale"]
     what = f"{run} {name}: ss during the transfer, client: {short_ss(cl) or 'nothing'}; server: {short_ss(sv) or 'nothing'}"
     if proxied:
-        # The SYN-ACK announces the rule's shift, and offers no timestamps (README: what is lost).
+        # The SYN-ACK announces the rule's shift, and offers no timestamps (docs/answers.md:
+        # what is lost).
         ok = ok and co["wscale"][0] == ANNOUNCED_WSCALE and not co["ts"] and not so["ts"]
         check(ok, what + f" (sack and wscale both ends, the client told wscale {ANNOUNCED_WSCALE}, no ts)")
     else:

@@ -179,8 +179,8 @@ def check(name, work):
     stats = read_stats(os.path.join(d, "stats.json"))
     c = Checker(name)
     CHECKS[name](c, r, snapshot(stats))
-    # Not asserted (README: a segment the proxy consumes is counted in the proxy's counters,
-    # not in dropped): the ports' counts beside the NICs' own, for the record.
+    # Not asserted (docs/answers.md: a segment the proxy consumes is counted in the proxy's
+    # counters, not in dropped): the ports' counts beside the NICs' own, for the record.
     if stats and len(stats.get("nic", [])) == 2:
         p, nic = stats["ports"], stats["nic"]
         print(f"INFO {name}: ports outside_to_inside tx {p['outside_to_inside']['tx']}, inside "

@@ -84,7 +84,7 @@ SourceKey key_of(uint8_t family, const IpAddr &addr, unsigned len);
 
 // What a pass pcap let through beyond one GCRA of burst b and interval T: the largest
 // (frames passed in [t_i, t_j]) - (b + floor((t_j - t_i) / T)) over every window of its frames
-// (0 or less for one exact GCRA; the README's cross-core bound for several cores).
+// (0 or less for one exact GCRA; docs/design.md's cross-core bound for several cores).
 int64_t worst_gcra_excess(const std::string &pass_pcap, int64_t burst, uint64_t interval_ns);
 uint64_t refused_for(const ModelRuleCounters &c, const SourceKey &k);
 

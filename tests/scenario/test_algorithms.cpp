@@ -2,7 +2,7 @@
 // token-bucket rules, every frame and counter checked against the reference model's own
 // versions of them (tests/reference_model.h: a clock-aligned counter, the seeds'
 // WindowPair, a bucket of tokens), with the boundary behaviour the seeds describe, and the
-// fixed window's cross-core merge bound (README, "Several cores").
+// fixed window's cross-core merge bound (docs/design.md, "Several cores").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -184,7 +184,7 @@ TEST_F(Scenario, TokenBucketAdmitsWhatGcraAdmits) {
 // A fixed window over several cores: one source flooding at 20,000/s, spread round robin
 // over N virtual cores merged every M (1 ms), limit 100 a second. In each window the cores
 // pass at most N_limit + (cores - 1) x a, a being the most packets one core receives within
-// M (README, "Several cores"); one core passes exactly the limit.
+// M (docs/design.md, "Several cores"); one core passes exactly the limit.
 
 class WindowMerge : public Scenario {
   protected:

@@ -1,7 +1,7 @@
 // Several boxes sharing a limit (issue 26) through `floodgate replay --boxes N`: N boxes of one
 // core each, every source on one box by its address (as ECMP), the `share: cluster` rule's
-// consumption exchanged every sync interval S through replay's model of the store (README,
-// "Several boxes"). The bound is the cross-core one with the sync's lag, L = S:
+// consumption exchanged every sync interval S through replay's model of the store
+// (docs/cluster.md, "Several boxes"). The bound is the cross-core one with the sync's lag, L = S:
 //   b + floor(W / T) + (N - 1) * (b + ceil(S / T))
 // checked from the passed timestamps alone; the outage's fallback (limit / N, or fail-open)
 // and the return without a burst from counts of passed frames in windows of packet time,

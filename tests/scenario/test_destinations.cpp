@@ -1,4 +1,4 @@
-// The seeds' botnet as floodgate's destinations show it (README, "Destinations"): 20,000
+// The seeds' botnet as floodgate's destinations show it (docs/replay.md, "Destinations"): 20,000
 // sources, each far under its per-source limit, toward one destination for three seconds, over
 // a baseline of 100 packets a second. No limit refuses anything, so the refusal counters and
 // top lists show nothing; the signal "load high, no key over its limit" names the destination.
@@ -41,7 +41,7 @@ IpAddr host(uint8_t net, uint32_t i) {
     return a;
 }
 
-// The README's baseline, written again here: the first second a destination is seen in sets
+// docs/replay.md's baseline, written again here: the first second a destination is seen in sets
 // nothing, the next sets it, each later one moves it 1/256 of the way.
 struct Baseline {
     double value = 0;

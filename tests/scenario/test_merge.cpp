@@ -2,7 +2,7 @@
 // N --spread rr`: one source flooding far over its limit, spread round robin over N virtual
 // cores merged every M. For every window of time, the packets passed may exceed what one GCRA
 // allows in that window (burst + floor(window / T)) by at most (N - 1) x (burst + ceil(M / T)):
-// the README's bound. The allowance is computed here from the passed timestamps alone.
+// docs/design.md's bound. The allowance is computed here from the passed timestamps alone.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
 // Steering through `floodgate replay --workers N` (issue 25): each source prefix has one owner
 // core, so per-source keys are limited exactly, as on one core, and live in one table only;
 // what steering cannot give one owner (aggregate keys, source prefixes coarser than the
-// steering) is still shared by the merge and stays within the README's bound
-// (README, "Several cores: steering, and the merge for what is shared"):
+// steering) is still shared by the merge and stays within docs/design.md's bound
+// (docs/design.md, "Several cores: steering, and the merge for what is shared"):
 //   b + floor(W / T) + (N - 1) * (b + ceil(L / T))
 // Verdicts are checked against the reference model (tests/reference_model.h), which knows
 // nothing of cores; key copies against keys counted here from the generated traffic; bounds
@@ -75,7 +75,7 @@ class SteeringScenario : public Scenario {
         return worst_gcra_excess(path("pass" + suffix + ".pcap"), burst, interval_ns);
     }
 
-    // The README's cross-core term: (N - 1) * (b + ceil(L / T)).
+    // docs/design.md's cross-core term: (N - 1) * (b + ceil(L / T)).
     static int64_t cross_core_term(unsigned workers, int64_t burst, uint64_t interval_ns) {
         const uint64_t lag_ns = kMergeUs * kNsPerUs;
         return static_cast<int64_t>(workers - 1) *
