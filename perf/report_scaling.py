@@ -171,7 +171,7 @@ def scaling_workers(r, h, workers, merge):
                 "cycles/packet: `cycles.per_packet` of the run's stats (all workers' busy TSC "
                 "over all packets). Merge max lag and records lost: the run's `merge.max_lag_ns` "
                 "and `merge.records_lost` (records that found a ring full: for their keys the "
-                "cross-core bound of README \"Several cores\" does not hold, and the workers did "
+                "cross-core bound of docs/design.md, \"Several cores\", does not hold, and the workers did "
                 "not pay for applying them).", "",
                 "| workers | Mpps | / 1 worker | cycles/packet | merge max lag ms | merge "
                 "records lost |", "|---|---|---|---|---|---|"]

@@ -67,7 +67,7 @@ void cluster_metrics(const json *status, const json *daemon, std::string &out) {
     }
     refused.write(out);
     Family bounded("floodgate_cluster_bounded_total", Type::counter,
-                   "What other boxes sent, bounded (README, \"Several boxes\"): charges clamped "
+                   "What other boxes sent, bounded (docs/cluster.md): charges clamped "
                    "and their packets left out, escalations and allows refused or clamped, by "
                    "reason.");
     const auto add = [&](const char *what, const char *reason, const json *at, const char *key) {

@@ -72,11 +72,13 @@ std::string port_driver_note(uint16_t port) {
     const bool patched = g_memif_plugin != nullptr && dladdr(burst, &where) != 0 &&
                          where.dli_fname != nullptr && g_memif_path == where.dli_fname;
     char line[256];
-    std::snprintf(line, sizeof line,
-                  patched ? "port %u: net_memif with floodgate's disconnect fix (dpdk/)"
-                          : "port %u: DPDK's own net_memif: a peer that disconnects under "
-                            "traffic can crash this process (README, \"Ports\")",
-                  port);
+    std::snprintf(
+        line, sizeof line,
+        patched
+            ? "port %u: net_memif with floodgate's disconnect fix (dpdk/)"
+            : "port %u: DPDK's own net_memif: a peer that disconnects under "
+              "traffic can crash this process (docs/operators-guide.md, \"When a port goes away\")",
+        port);
     return line;
 }
 
