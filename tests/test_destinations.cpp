@@ -192,5 +192,27 @@ TEST(EpochKeys, CoresMergeAsAUnionAndIdleEpochsAreEmpty) {
     EXPECT_EQ(b.last_matched(), 0u);
 }
 
+// Replay's exact count: repeats once, cores as a union, an idle epoch empty, and the merge of a
+// core that kept no keys (a live one) leaves the count exact.
+TEST(EpochKeys, ExactCountsEveryKeyOnce) {
+    EpochKeys a, b, merged;
+    a.keep_exact();
+    b.keep_exact();
+    for (uint64_t i = 0; i < 30000; ++i) a.add(mixed(i)), a.add(mixed(i));
+    for (uint64_t i = 10000; i < 40000; ++i) b.add(mixed(i));  // 20,000 in common
+    a.roll(60000, false);
+    b.roll(30000, false);
+    EXPECT_EQ(a.last_keys(), 30000);
+    merged.merge_last(a);
+    merged.merge_last(b);
+    merged.merge_last(EpochKeys{});
+    EXPECT_TRUE(merged.exact());
+    EXPECT_EQ(merged.last_keys(), 40000);
+    EXPECT_EQ(merged.last_matched(), 90000u);
+    a.add(mixed(7));
+    a.roll(60001, true);
+    EXPECT_EQ(a.last_keys(), 0);
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -5,6 +5,7 @@
 namespace floodgate {
 
 double EpochKeys::last_keys() const {
+    if (exact_) return static_cast<double>(last_exact_.size());
     constexpr double m = kRegisters;
     double sum = 0;
     unsigned zeros = 0;

@@ -103,6 +103,8 @@ std::unique_ptr<RuleSet> RuleSet::build(const Config &config, const RuleSetOptio
                 return nullptr;
             }
             state = std::make_shared<RuleState>(options.cores, id);
+            if (options.exact_keys)
+                for (RuleCoreState &core : state->per_core) core.keys.keep_exact();
         }
         rs->rules_.push_back(compile_rule(r, static_cast<uint16_t>(i), state.get()));
         if (r.adaptive.enabled) {

@@ -74,6 +74,8 @@ struct RuleSetOptions {
     uint64_t version = 1;
     // How packets reach the cores: which keys have one owner (CompiledRule::published).
     Steering steering;
+    // Each rule's keys per second counted exactly (EpochKeys::keep_exact): replay.
+    bool exact_keys = false;
 };
 
 class RuleSet {

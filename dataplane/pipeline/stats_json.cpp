@@ -94,11 +94,11 @@ void destinations_json(nlohmann::ordered_json *rule, const CompiledRule &r,
         rows.push_back(d);
     }
     (*rule)["destinations_epoch_end_ns"] = epoch * kEpochNs;
-    // Its keys in that second (a HyperLogLog's estimate: the error is its standard error, a
-    // fraction), what its limit allows them in sum, against what it matched.
+    // Its keys in that second (replay's count; live, a HyperLogLog's estimate whose error is its
+    // standard error, a fraction), what its limit allows them in sum, against what it matched.
     const double n_keys = std::round(keys.last_keys());
     (*rule)["keys"] = n_keys;
-    (*rule)["keys_error"] = EpochKeys::kStandardError;
+    (*rule)["keys_error"] = keys.exact() ? 0.0 : EpochKeys::kStandardError;
     (*rule)["allowance_per_s"] = n_keys * rule_limit;
     (*rule)["matched_per_s"] = keys.last_matched();
     (*rule)["load_high"] = high;

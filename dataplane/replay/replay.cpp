@@ -127,6 +127,7 @@ int replay(const ReplayOptions &opt, const ReplayErrors &errors) {
         std::string error;
         RuleSetOptions options;
         options.cores = opt.workers;
+        options.exact_keys = true;
         if (opt.workers > 1) options.steering = steering_of(opt, config);
         std::unique_ptr<BoxesSync> boxes;
         std::unique_ptr<RuleSet> own_rules;
