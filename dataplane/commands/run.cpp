@@ -150,8 +150,10 @@ class XdpFeedHandle {
 bool open_xdp_tier(uint16_t port, const RunOptions &opt, const Config &config,
                    std::unique_ptr<XdpFeedHandle> *out, std::string *error) {
     const AfXdpPort a = af_xdp_port(port);
+    // Rules that escalate into the NIC tier (escalate's nic, with the tier on) still do.
     bool escalates = false;
-    for (const Rule &r : config.rules) escalates = escalates || r.escalate.enabled();
+    for (const Rule &r : config.rules)
+        escalates = escalates || (r.escalate.enabled() && !(r.escalate.nic && config.nic_tier.set));
     if (!a.af_xdp || !a.custom_program) {
         if (escalates)
             std::printf(

@@ -82,6 +82,7 @@ void NicFeed::tick(uint64_t now_ns, uint64_t version, const std::function<Runnin
     const uint64_t inserted = policy_.counts().inserted;
     const size_t held = policy_.held().size();
     policy_.tick(now_ns, wanted, allows, port_);
+    ++ticks_;
     if (policy_.counts().inserted != inserted || policy_.held().size() != held) {
         std::printf("nic: %zu rules on %s (%llu new), %llu waiting\n", policy_.held().size(),
                     port_name_.c_str(),
@@ -142,6 +143,7 @@ nlohmann::ordered_json NicFeed::stats() const {
         {"query_failed", c.query_failed},
         {"hits", hits},
         {"bytes", bytes},
+        {"ticks", ticks_},
         {"flushed_at_start", flushes_},
         {"flush_failed", flush_failed_},
         {"escalations",

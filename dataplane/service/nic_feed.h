@@ -58,6 +58,7 @@ class NicFeed {
     std::vector<Allow> allows_;
     std::map<Prefix, NicWanted> escalated_;  // live escalations, by source
     uint64_t escalations_ = 0;
+    uint64_t ticks_ = 0;    // the policy's, each second: a reader waits for the next one
     uint64_t version_ = 0;  // of the running rules last taken (0: none yet)
     uint64_t next_ns_ = 0;
     uint64_t now_ns_ = 0;  // of the last tick: ages and TTLs stats() lists are as of then
