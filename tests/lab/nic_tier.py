@@ -12,8 +12,14 @@ grows by its source's frames in what floodgate-tx sent, floodgate's own count (p
 new sources' frames, and the rule refuses nothing more. A clean stop (SIGTERM) withdraws the 100
 rules (withdrawn.stopped, "nic: 100 rules withdrawn"); the flush at start was counted once.
 
-Run B (tier ttl 3s): the same flood for a few seconds; every rule inserted is withdrawn by the
-tier's ttl, none left, and the sources' frames reach floodgate again.
+While the rules are held, floodctl nic lists them, the daemon's metrics agree with the stats,
+the NIC dashboard's queries are all in that scrape, and an operator's block (floodctl block add)
+evicts one escalation.
+
+Run B (tier ttl 3s, a port table of 30 under the cap of 100): the same flood for a few seconds;
+never more than 30 rules, the rest refused as full, each escalated source inserted or refused;
+every rule inserted is withdrawn by the tier's ttl, none left, and the sources' frames reach
+floodgate again.
 
     nic_tier.py BUILD_DIR        (root; TAP output)"""
 import ipaddress
@@ -34,6 +40,7 @@ import grafana_queries  # noqa: E402
 TX = os.path.join(BUILD, "perf", "floodgate-tx")
 HEAVY, LIGHT, HEAVY_REPEAT = 150, 9850, 80
 CAP, RATE = 100, 20
+PORT_ROOM = 30  # run B's stand-in table (flow_rules), smaller than the tier's cap
 FLOOD_PPS = 15000
 RULES = """\
 nic_tier: {{ max_rules: {cap}, inserts_per_second: {rate}, ttl: {ttl} }}
@@ -95,7 +102,7 @@ def sent_per_source(order, sent):
 
 
 class Run:
-    def __init__(self, work, name, ttl):
+    def __init__(self, work, name, ttl, flow_rules=8192):
         self.work, self.name = work, name
         with open(os.path.join(work, name + ".yaml"), "w") as f:
             f.write(RULES.format(cap=CAP, rate=RATE, ttl=ttl))
@@ -105,8 +112,8 @@ class Run:
         self.fg = subprocess.Popen(
             [FLOODGATE, "run", "-l", "0-1", "--no-huge", "-m", "512", "--no-pci",
              "--file-prefix", "fgnic%s%d" % (name, os.getpid()),
-             "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no,flow_rules=8192"
-             % self.socket,
+             "--vdev", "net_memif0,role=server,socket=%s,socket-abstract=no,flow_rules=%d"
+             % (self.socket, flow_rules),
              "--", "--config", os.path.join(work, name + ".yaml"),
              "--stats", os.path.join(work, name + ".stats.json"),
              "--control", os.path.join(work, name + ".ctl")],
@@ -276,20 +283,31 @@ def watched(work, a, t):
         check(queries and not unknown,
               "every metric the NIC dashboard's %d queries use (%d names) is exported" %
               (len(queries), len(names)), unknown)
+        # An operator's block with every rule taken by escalations: it evicts one.
+        code, out, err = ctl.run("block", "add", "203.0.113.0/24", "--ttl", "10m")
+        u = wait_until(lambda: (lambda s: s if s["nic_tier"]["rules_by_origin"]["block"] == 1
+                                else None)(a.stats()), "the block in the NIC")
+        check(code == 0 and u["nic_tier"]["rules"] == CAP and
+              u["nic_tier"]["withdrawn"]["evicted"] == 1 and
+              "203.0.113.0/24" in {r["prefix"] for r in u["nic_tier"]["listed"]},
+              "floodctl block add with the rules all taken: the block evicts an escalation "
+              "(%d rules, 1 block, 1 evicted)" % CAP, out + err)
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)
 
 
 def run_b(work):
-    b = Run(work, "b", "3s")
+    b = Run(work, "b", "3s", flow_rules=PORT_ROOM)
     b.send(os.path.join(work, "flood.pcap"), 60, FLOOD_PPS,
            until=lambda: b.stats()["nic_tier"]["inserted"] >= RATE)
     held = set()  # every source seen with a rule (each is held 3 s, read every 50 ms or so)
+    most = [0]
 
     def all_withdrawn():
         s = b.stats()
         held.update(r["prefix"].split("/")[0] for r in s["nic_tier"]["listed"])
+        most[0] = max(most[0], s["nic_tier"]["rules"])
         return s if s["nic_tier"]["rules"] == 0 and s["nic_tier"]["waiting"] == 0 else None
     s = wait_until(all_withdrawn, "every rule withdrawn by the tier's ttl, none waiting")
     nic = s["nic_tier"]
@@ -297,6 +315,14 @@ def run_b(work):
           len(held) == nic["inserted"],
           "run B (ttl 3s): the %d rules inserted were all withdrawn at their ttl" % nic["inserted"],
           json.dumps({k: v for k, v in nic.items() if k != "listed"}))
+    full = nic["refused"]["full"]
+    check(most[0] <= PORT_ROOM and full > 0 and
+          nic["inserted"] + full == nic["escalations"]["live"] and
+          sum(nic["refused"].values()) == full,
+          "a port table of %d under a cap of %d: at most %d rules held (%d), %d refused as full, "
+          "each escalated source inserted or refused (%d)" % (
+              PORT_ROOM, CAP, PORT_ROOM, most[0], full, nic["escalations"]["live"]),
+          json.dumps(nic["refused"]))
     # Not put back for the same escalation: a frame or two from each (within the rule's burst,
     # so that nothing is refused or escalated anew) all reach floodgate.
     again = write_pcap(os.path.join(work, "again.pcap"), sorted(held))
@@ -311,7 +337,8 @@ def run_b(work):
                                               t["nic_tier"]["hits"] - nic["hits"],
                                               t["nic_tier"]["rules"]))
     final = b.stop()
-    check(b.fg.returncode == 0 and final["nic_tier"]["withdrawn"]["stopped"] == 0,
+    check(b.fg.returncode == 0 and final["nic_tier"]["withdrawn"]["stopped"] == 0 and
+          final["nic_tier"]["flushed_at_start"] == 1,
           "run B stops cleanly with nothing left to withdraw")
 
 
