@@ -147,9 +147,11 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
             rss_honoured(s.port_id, info, s.n_queues, conf.rx_adv_conf.rss_conf.rss_hf, only, key,
                          &features->rss_refused);
         features->reta_size = info.reta_size;
-        if (features->steers)
+        if (features->steers) {
+            features->rss_key = key;
             features->rss = "RSS by " + std::string(s.by_destination ? "destination" : "source") +
                             " prefix (/" + std::to_string(s.steer_prefix_bits) + " key)";
+        }
     }
     return true;
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 struct rte_mempool;
 
@@ -34,10 +35,11 @@ struct PortFeatures {
     // RSS steers as asked: read back from the PMD (rte_eth_dev_rss_hash_conf_get) with the
     // hash types and the key it was given. Otherwise rss_refused says what it answered.
     bool steers = false;
-    std::string rss;          // for the log: what the queues are spread by
-    std::string rss_refused;  // empty when it steers or was not asked to
-    uint16_t reta_size = 0;   // of the RETA set for steering: a reply's queue matches its
-                              // source's only between ports whose RETAs are alike
+    std::string rss;               // for the log: what the queues are spread by
+    std::string rss_refused;       // empty when it steers or was not asked to
+    uint16_t reta_size = 0;        // of the RETA set for steering: a reply's queue matches its
+                                   // source's only between ports whose RETAs are alike
+    std::vector<uint8_t> rss_key;  // the key it hashes with, when it steers
     // TX offload of IPv4 header, TCP and UDP checksums, enabled where the PMD offers all three
     // (answers then leave their computation to the port).
     bool tx_checksum_offload = false;
