@@ -27,6 +27,10 @@ struct PortSetup {
     // The key's random bits, the same for every port of a run (so that a source and the replies
     // to it hash alike); each port takes its hash_key_size bytes of it (at most 64).
     const uint8_t *steer_key_bits = nullptr;
+    // `floodgate probe`: configured as a run would, then queues and start (no promiscuous
+    // mode) only where reading the RSS back needs them (the PMD offers source-only hashing),
+    // so that asking takes no traffic (net_af_xdp's queue setup would load an XDP program).
+    bool ask_only = false;
 };
 inline constexpr size_t kMaxSteeringKeyBytes = 64;
 
@@ -45,8 +49,8 @@ struct PortFeatures {
     bool tx_checksum_offload = false;
 };
 
-// Configures and starts the port. Returns false with *error on failure (nothing to undo but
-// close_port()).
+// Configures and starts the port (unless ask_only). Returns false with *error on failure
+// (nothing to undo but close_port()).
 bool setup_port(const PortSetup &setup, rte_mempool *pool, PortFeatures *features,
                 std::string *error);
 void close_port(uint16_t port_id);
