@@ -64,9 +64,9 @@ std::vector<FlowCheck> check_flows(uint16_t port_id, uint16_t queues) {
         {{RTE_FLOW_ACTION_TYPE_QUEUE, &queue}, {RTE_FLOW_ACTION_TYPE_END, nullptr}},
         {{RTE_FLOW_ACTION_TYPE_RSS, &rss}, {RTE_FLOW_ACTION_TYPE_END, nullptr}},
     };
-    const char *names[] = {"action drop", "action count", "action queue", "action rss"};
+    const char *action_names[] = {"action drop", "action count", "action queue", "action rss"};
     for (size_t i = 0; i < std::size(one); ++i)
-        out.push_back({names[i], validate(port_id, v4.attr(), v4.pattern(), one[i])});
+        out.push_back({action_names[i], validate(port_id, v4.attr(), v4.pattern(), one[i])});
     return out;
 }
 
