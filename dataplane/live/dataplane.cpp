@@ -121,7 +121,8 @@ bool Dataplane::choose_steering(std::string *error) {
         setup_.steering, setup_.workers, setup_.steering_prefix, outside_features_,
         setup_.inside != setup_.outside ? &inside_features_ : nullptr);
     if (!c.error.empty()) {
-        *error = c.error;
+        *error = "--steering nic: port " + std::to_string(setup_.outside) + " " + c.error +
+                 " (--steering software steers in software)";
         return false;
     }
     view_.steering = c.steering;

@@ -32,10 +32,7 @@ SteeringChoice choose_steering(SteeringMode asked, unsigned workers, const Steer
         return c;
     }
     if (asked == SteeringMode::nic) {
-        c.error =
-            "--steering nic: the port " +
-            (outside.rss_refused.empty() ? std::string("does not steer") : outside.rss_refused) +
-            " (--steering software steers in software)";
+        c.error = outside.rss_refused.empty() ? "does not steer" : outside.rss_refused;
         return c;
     }
     c.mode = "software";

@@ -15,7 +15,7 @@ struct SteeringChoice {
     // "one worker", "none", "nic" or "software"; empty when --steering nic was refused.
     std::string mode;
     std::string reason;  // why this mode, for an operator: "the NIC does not: ..."
-    std::string error;   // --steering nic on a port that does not steer
+    std::string error;   // --steering nic on a port that does not steer: what the port said
     Steering steering;   // what the rulesets are built with
     // Per-worker rings: software steering's, or NIC steering's for what the NIC did not hash
     // (steering_stage.h), then with nic_hash.
