@@ -59,6 +59,7 @@ class ConfigParser : DocReader {
     SteeringOptions steering(const Field &field) const;
     ClusterOptions cluster(const Field &field) const;
     EscalateOptions escalate(const Field &field, const Rule &r) const;
+    NicTierOptions nic_tier(const Field &field) const;
     uint64_t duration_ns(const Field &field, uint64_t max_ns) const;
     uint64_t short_duration_ns(const Field &field, uint64_t max_ns) const;
     AdaptiveOptions adaptive(const Field &field, const Rule &r) const;
@@ -74,7 +75,8 @@ class ConfigParser : DocReader {
     void check_reserve(const Field &at, const Rule &r) const;
 
     const PrecompiledPayloads *precompiled_;
-    size_t rule_index_ = 0;  // of the rule being read
+    size_t rule_index_ = 0;      // of the rule being read
+    bool nic_tier_set_ = false;  // escalate's nic needs the section
     // The payload lists read, compiled by compile_payloads once every rule is read.
     struct PendingPayload {
         size_t rule;

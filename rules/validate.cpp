@@ -62,8 +62,8 @@ Config ConfigParser::parse(const DocNode &root) {
     if (root.kind == DocNode::Kind::null) return cfg;
     if (root.kind != DocNode::Kind::map)
         fail(top, std::string("the top level must be a map, found ") + describe(root));
-    const Fields f = fields(
-        top, {"allow", "block", "table", "steering", "cluster", "answers", "established", "rules"});
+    const Fields f = fields(top, {"allow", "block", "table", "steering", "cluster", "answers",
+                                  "established", "nic_tier", "rules"});
 
     std::vector<Field> allow_items;
     std::vector<Field> block_items;
@@ -90,6 +90,8 @@ Config ConfigParser::parse(const DocNode &root) {
     if (const Field *c = f.find("cluster")) cfg.cluster = cluster(*c);
     if (const Field *answers = f.find("answers")) cfg.answers = answer_caps(*answers);
     if (const Field *e = f.find("established")) cfg.established = established(*e);
+    if (const Field *n = f.find("nic_tier")) cfg.nic_tier = nic_tier(*n);
+    nic_tier_set_ = cfg.nic_tier.set;
 
     if (const Field *rules = f.find("rules")) {
         const std::vector<Field> rule_items = items(*rules, true);

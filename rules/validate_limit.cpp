@@ -132,7 +132,7 @@ EscalateOptions ConfigParser::escalate(const Field &field, const Rule &r) const 
                         key_kind_name(r.key_kind));
     EscalateOptions e;
     e.after_ns = 5'000'000'000ull;
-    const Fields f = fields(field, {"after", "min_refused_rate", "ttl", "flowspec"});
+    const Fields f = fields(field, {"after", "min_refused_rate", "ttl", "flowspec", "nic"});
     if (const Field *a = f.find("after")) e.after_ns = duration_ns(*a, kMaxEscalateNs);
     if (const Field *m = f.find("min_refused_rate"))
         rate(*m, &e.min_refused_count, &e.min_refused_period_ns);
@@ -140,7 +140,25 @@ EscalateOptions ConfigParser::escalate(const Field &field, const Rule &r) const 
     static constexpr std::pair<std::string_view, bool> kYesNo[] = {{"true", true},
                                                                    {"false", false}};
     if (const Field *fs = f.find("flowspec")) e.flowspec = choice(*fs, kYesNo);
+    if (const Field *n = f.find("nic")) {
+        e.nic = choice(*n, kYesNo);
+        if (e.nic && !nic_tier_set_)
+            fail(*n, "nic: true needs a nic_tier section at the top level");
+    }
     return e;
+}
+
+// nic_tier: { max_rules, inserts_per_second, ttl }, each with its default (1000, 20, 10m).
+NicTierOptions ConfigParser::nic_tier(const Field &field) const {
+    NicTierOptions n;
+    n.set = true;
+    const Fields f = fields(field, {"max_rules", "inserts_per_second", "ttl"});
+    if (const Field *m = f.find("max_rules"))
+        n.max_rules = static_cast<uint32_t>(integer(*m, 1, kMaxNicRules));
+    if (const Field *r = f.find("inserts_per_second"))
+        n.inserts_per_second = static_cast<uint32_t>(integer(*r, 1, kMaxNicInsertsPerSecond));
+    if (const Field *t = f.find("ttl")) n.ttl_ns = duration_ns(*t, kMaxEscalateNs);
+    return n;
 }
 
 // A duration with its unit ("10m"), at least a second, at most max_ns.

@@ -437,6 +437,26 @@ TEST(Config, Escalate) {
     EXPECT_EQ(c.rules[1].escalate.min_refused_count, 1000u);
     EXPECT_EQ(c.rules[1].escalate.ttl_ns, 600'000'000'000ull);
     EXPECT_FALSE(c.rules[2].escalate.enabled());
+    EXPECT_FALSE(c.rules[0].escalate.nic);
+    EXPECT_FALSE(c.nic_tier.set);
+}
+
+TEST(Config, NicTier) {
+    const Config c = parse_config(
+        "nic_tier: { max_rules: 64, inserts_per_second: 5, ttl: 30s }\nrules:\n  - name: a\n    " +
+            kLimit + "\n    escalate: { nic: true }\n",
+        kFile);
+    EXPECT_TRUE(c.nic_tier.set);
+    EXPECT_EQ(c.nic_tier.max_rules, 64u);
+    EXPECT_EQ(c.nic_tier.inserts_per_second, 5u);
+    EXPECT_EQ(c.nic_tier.ttl_ns, 30'000'000'000ull);
+    EXPECT_TRUE(c.rules[0].escalate.nic);
+    // The defaults: 1000 rules, 20 a second, 10 minutes.
+    const Config d = parse_config("nic_tier: {}\n", kFile);
+    EXPECT_TRUE(d.nic_tier.set);
+    EXPECT_EQ(d.nic_tier.max_rules, 1000u);
+    EXPECT_EQ(d.nic_tier.inserts_per_second, 20u);
+    EXPECT_EQ(d.nic_tier.ttl_ns, 600'000'000'000ull);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ TEST(ConfigErrors, UnknownField) {
     expect_errors({
         {"top level", "allow: []\nrulez: []\n", 2, "rulez",
          "unknown field (expected one of: allow, block, table, steering, cluster, answers, "
-         "established, rules)"},
+         "established, nic_tier, rules)"},
         {"table", "table:\n  entries: 5\n", 2, "table.entries", "unknown field"},
         {"rule", "rules:\n  - name: a\n    " + kLimit + "\n    burst: 5\n", 4, "rules[0].burst",
          "expected one of: name, match, key, algorithm, limit, action, slip, verified_ttl, "
@@ -558,11 +558,28 @@ TEST(ConfigErrors, Escalate) {
          "rules[0].escalate", "escalate blocks sources: it needs a per-source key, not key dst"},
         {"unknown field", rule("key: { ipv4: 24 }", "{ afterwards: 5s }"), 5,
          "rules[0].escalate.afterwards",
-         "unknown field (expected one of: after, min_refused_rate, ttl, flowspec)"},
+         "unknown field (expected one of: after, min_refused_rate, ttl, flowspec, nic)"},
         {"ttl over a day", rule("key: { ipv4: 24 }", "{ ttl: 2d }"), 5, "rules[0].escalate.ttl",
          "longer than a day"},
         {"rate without unit", rule("key: { ipv4: 24 }", "{ min_refused_rate: 100 }"), 5,
          "rules[0].escalate.min_refused_rate", "has no unit"},
+        {"nic without the tier", rule("key: { ipv4: 24 }", "{ nic: true }"), 5,
+         "rules[0].escalate.nic", "nic: true needs a nic_tier section at the top level"},
+    });
+}
+
+TEST(ConfigErrors, NicTier) {
+    expect_errors({
+        {"no rules", "nic_tier: { max_rules: 0 }\n", 1, "nic_tier.max_rules", ""},
+        {"too many rules", "nic_tier: { max_rules: 1048577 }\n", 1, "nic_tier.max_rules", ""},
+        {"no inserts", "nic_tier:\n  inserts_per_second: 0\n", 2, "nic_tier.inserts_per_second",
+         ""},
+        {"too many inserts", "nic_tier: { inserts_per_second: 100001 }\n", 1,
+         "nic_tier.inserts_per_second", ""},
+        {"ttl over a day", "nic_tier: { ttl: 2d }\n", 1, "nic_tier.ttl", "longer than a day"},
+        {"unknown field", "nic_tier: { port: 1 }\n", 1, "nic_tier.port",
+         "unknown field (expected one of: max_rules, inserts_per_second, ttl)"},
+        {"a scalar", "nic_tier: true\n", 1, "nic_tier", ""},
     });
 }
 

@@ -522,6 +522,47 @@ TEST(Metrics, TheXdpTierWhenTheDataplaneRunsIt) {
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
 }
 
+TEST(Metrics, TheNicTierWhenTheRulesFileHasOne) {
+    EXPECT_EQ(full_text().find("floodgate_nic_rules"), std::string::npos);  // no tier: none
+    json stats = stats_object();
+    stats["nic_tier"] = {
+        {"port", "net_memif0"},
+        {"max_rules", 100},
+        {"rules", 4},
+        {"rules_by_origin", {{"block", 1}, {"escalated", 3}}},
+        {"inserted", 9},
+        {"refused", {{"item", 0}, {"action", 2}, {"attr", 0}, {"full", 1}, {"other", 0}}},
+        {"skipped", {{"prefix", 1}, {"allow", 0}}},
+        {"withdrawn",
+         {{"expired", 1}, {"ttl", 2}, {"unwanted", 0}, {"evicted", 2}, {"stopped", 0}}},
+        {"waiting", 5},
+        {"destroy_failed", 0},
+        {"hits", 700},
+        {"bytes", 42000},
+        {"flushed_at_start", 1},
+        {"flush_failed", 0}};
+    MetricsInput in;
+    in.dataplane_up = true;
+    in.stats = &stats;
+    const std::string text = prometheus_text(in);
+    const char *expected[] = {
+        "floodgate_nic_rules{origin=\"block\"} 1",
+        "floodgate_nic_rules{origin=\"escalated\"} 3",
+        "floodgate_nic_rules_max 100",
+        "floodgate_nic_waiting 5",
+        "floodgate_nic_inserted_total 9",
+        "floodgate_nic_hits_total 700",
+        "floodgate_nic_bytes_total 42000",
+        "floodgate_nic_flushes_total 1",
+        "floodgate_nic_refused_total{reason=\"action\"} 2",
+        "floodgate_nic_refused_total{reason=\"full\"} 1",
+        "floodgate_nic_skipped_total{reason=\"prefix\"} 1",
+        "floodgate_nic_withdrawn_total{reason=\"evicted\"} 2",
+        "floodgate_nic_withdrawn_total{reason=\"ttl\"} 2",
+    };
+    for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+}
+
 TEST(Metrics, EscapesLabelValues) {
     json stats = {{"rules",
                    {{{"name", "dns"},

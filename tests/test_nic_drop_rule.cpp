@@ -38,6 +38,12 @@ TEST(NicDropRule, Ipv4SourceUnderItsMask) {
     EXPECT_EQ(actions[2].type, RTE_FLOW_ACTION_TYPE_END);
 }
 
+TEST(NicDropRule, DropAloneForAPortWithoutCount) {
+    NicDropRule rule(prefix("198.18.66.6/32"), false);
+    EXPECT_EQ(rule.actions()[0].type, RTE_FLOW_ACTION_TYPE_DROP);
+    EXPECT_EQ(rule.actions()[1].type, RTE_FLOW_ACTION_TYPE_END);
+}
+
 TEST(NicDropRule, Ipv6SourceUnderItsMask) {
     NicDropRule rule(prefix("2001:db8:1:2::/64"));
     ASSERT_EQ(rule.pattern()[1].type, RTE_FLOW_ITEM_TYPE_IPV6);

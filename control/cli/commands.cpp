@@ -401,6 +401,44 @@ int cmd_stats(const Ctl &ctl, const std::string &rule) {
     return 0;
 }
 
+// The NIC tier (the stats' "nic" section, dataplane/service/nic_feed.h): its counters, then each
+// rte_flow rule the outside port holds with what it dropped.
+int cmd_nic(const Ctl &ctl) {
+    json r;
+    if (!ctl.ask(dataplane_request(DataplaneCommand::stats), &r)) return 1;
+    const json nic = r["stats"].value("nic_tier", json());
+    if (ctl.json_out) return print_json({{"ok", true}, {"nic_tier", nic}});
+    if (!nic.is_object()) {
+        std::printf("no NIC tier (the rules file has no nic_tier section)\n");
+        return 0;
+    }
+    const auto reasons = [](const json &by) {
+        std::string s;
+        for (const auto &[k, v] : by.items())
+            if (v.get<uint64_t>() != 0) s += (s.empty() ? "" : ", ") + k + " " + v.dump();
+        return s.empty() ? std::string("none") : s;
+    };
+    std::printf(
+        "nic on %s: %llu rules of %llu (%llu block, %llu escalated), %llu waiting; dropped "
+        "%llu frames, %llu bytes\n",
+        nic.value("port", "").c_str(), nic.value("rules", 0ull), nic.value("max_rules", 0ull),
+        nic["rules_by_origin"].value("block", 0ull),
+        nic["rules_by_origin"].value("escalated", 0ull), nic.value("waiting", 0ull),
+        nic.value("hits", 0ull), nic.value("bytes", 0ull));
+    std::printf(
+        "  inserted %llu (at most %llu a second, each at most %llu s); refused: %s; "
+        "skipped: %s; withdrawn: %s; flushed at start %llu\n",
+        nic.value("inserted", 0ull), nic.value("inserts_per_second", 0ull),
+        nic.value("ttl_s", 0ull), reasons(nic["refused"]).c_str(), reasons(nic["skipped"]).c_str(),
+        reasons(nic["withdrawn"]).c_str(), nic.value("flushed_at_start", 0ull));
+    for (const json &x : nic.value("listed", json::array()))
+        std::printf("  %-45s %-9s %-16s %12llu frames %14llu bytes  %6.0f s left\n",
+                    x.value("prefix", "").c_str(), x.value("origin", "").c_str(),
+                    x.value("rule", "").c_str(), x.value("hits", 0ull), x.value("bytes", 0ull),
+                    x.value("ttl_left_s", 0.0));
+    return 0;
+}
+
 int cmd_top(const Ctl &ctl, const std::string &rule, int n) {
     json r;
     if (!ctl.ask(dataplane_request(DataplaneCommand::stats, {{"top", n}}), &r)) return 1;

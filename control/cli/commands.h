@@ -24,6 +24,7 @@ int cmd_rules_check(const Ctl &ctl, const std::string &path);
 int cmd_rules_load(const Ctl &ctl, const std::string &path, bool dry_run);
 int cmd_rules_show(const Ctl &ctl);
 int cmd_stats(const Ctl &ctl, const std::string &rule);       // rule empty: every rule
+int cmd_nic(const Ctl &ctl);                                  // the NIC tier's rules and counters
 int cmd_top(const Ctl &ctl, const std::string &rule, int n);  // n: sources per rule
 // top --dst (top_destinations.cpp): n destinations per rule.
 int cmd_top_destinations(const Ctl &ctl, const std::string &rule, int n);

@@ -120,6 +120,14 @@ CommandLine::CommandLine() {
     add_watch();
     add_rules();
     add_stats_and_top();
+    const auto nic_takes_nothing = [](const std::string &) {
+        return usage_error("nic", "nic takes no arguments");
+    };
+    add(&app_, "nic",
+        {nic_takes_nothing, nic_takes_nothing,
+         [this, nic_takes_nothing](const std::vector<std::string> &x) {
+             return x.empty() ? cmd_nic(ctl_) : nic_takes_nothing(x[0]);
+         }});
     add_overrides("block");
     add_overrides("allow");
     add_rule();

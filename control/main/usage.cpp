@@ -45,6 +45,7 @@ constexpr CommandUsage kCommands[] = {
      "                         validate, show the difference, apply atomically\n"
      "  rules show             the running rules\n"},
     {"stats", "  stats [--rule NAME]    counters, per rule\n"},
+    {"nic", "  nic                    the NIC tier's rte_flow rules, their drops, its counters\n"},
     {"top",
      "  top [--rule NAME] [-n N] [--dst]\n"
      "                         the sources (for key dst: destinations) refused most\n"

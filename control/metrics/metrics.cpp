@@ -10,6 +10,7 @@
 #include "control/metrics/destination_metrics.h"
 #include "control/metrics/exposition.h"
 #include "control/metrics/flowspec_metrics.h"
+#include "control/metrics/nic_tier_metrics.h"
 #include "dataplane/api/malformed.h"
 #include "dataplane/api/stats.h"
 
@@ -482,6 +483,7 @@ void stats_metrics(const json *stats, std::string &out) {
     nic_metrics(stats, out);
     direction_metrics(stats, out);
     xdp_metrics(stats, out);
+    nic_tier_metrics(stats, out);
 }
 
 }  // namespace

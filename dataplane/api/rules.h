@@ -237,9 +237,26 @@ struct EscalateOptions {
     // Announced upstream as a BGP FlowSpec discard rule while escalated (floodctl daemon
     // --flowspec; control/upstream/flowspec.h).
     bool flowspec = false;
+    // Also dropped by the NIC, as an rte_flow rule on the outside port (Config::nic_tier;
+    // dataplane/service/nic_feed.h).
+    bool nic = false;
     bool enabled() const { return after_ns != 0; }
     bool operator==(const EscalateOptions &) const = default;
 };
+
+// nic_tier: the operator's blocks and the sources of rules that escalate with nic: true become
+// rte_flow drop rules on the outside port (docs/nic-tier.md): at most max_rules at once,
+// inserts_per_second new ones a second, each held for its source's own time and at most ttl.
+// Read when the run starts.
+struct NicTierOptions {
+    bool set = false;  // the section is there: the tier is on
+    uint32_t max_rules = 1000;
+    uint32_t inserts_per_second = 20;
+    uint64_t ttl_ns = 600'000'000'000ull;
+    bool operator==(const NicTierOptions &) const = default;
+};
+inline constexpr uint32_t kMaxNicRules = 1u << 20;
+inline constexpr uint32_t kMaxNicInsertsPerSecond = 100'000;
 
 // share: cluster: the rule's keys are counted across the boxes of the cluster (Config::cluster)
 // through the control plane; fallback: what the rule does while the box cannot sync: local (its
@@ -385,6 +402,7 @@ struct Config {
     ClusterOptions cluster;
     AnswerCaps answers;
     EstablishedOptions established;
+    NicTierOptions nic_tier;
     std::vector<Rule> rules;
 };
 

@@ -27,7 +27,9 @@
 #include "dataplane/live/dataplane.h"
 #include "dataplane/live/live_stats.h"
 #include "dataplane/live/port_plugins.h"
+#include "dataplane/pipeline/refusal_samples.h"
 #include "dataplane/pipeline/stats_json.h"
+#include "dataplane/service/nic_feed.h"
 #include "dataplane/service/service.h"
 #include "dataplane/service/telemetry.h"
 
@@ -87,27 +89,48 @@ class IntervalPrinter {
     nlohmann::json last_;
 };
 
+// The live stats escalation reads: every rule's top refused sources (empty when the counters
+// are busy: no sample this second).
+nlohmann::ordered_json escalation_stats(const LiveRuleSet &rules, const LiveView &view) {
+    nlohmann::ordered_json stats;
+    try {
+        rules.with_current(
+            [&](const RuleSet &rs) { stats = live_stats(rs, view, HeavyHitters::kCounters); });
+    } catch (const std::exception &) {
+    }
+    return stats;
+}
+
+// The workers' sampled refusals, named by rule and source; samples of a ruleset swapped out
+// since are left out (their rule index is the old ruleset's). Taken once a tick for both tiers.
+RefusalBatch refusal_batch(const LiveRuleSet &rules, Dataplane &dataplane) {
+    RefusalBatch batch;
+    std::vector<RefusalSample> raw;
+    dataplane.take_refusal_samples(&raw, &batch.taken, &batch.lost);
+    if (raw.empty()) return batch;
+    rules.with_current([&](const RuleSet &rs) {
+        for (const RefusalSample &s : raw) {
+            if (s.serial != static_cast<uint32_t>(rs.serial()) || s.rule >= rs.rules().size())
+                continue;
+            Prefix p{s.family, s.prefix_len, {}};
+            std::memcpy(p.addr.data(), &s.addr_hi, 8);
+            std::memcpy(p.addr.data() + 8, &s.addr_lo, 8);
+            batch.samples.push_back({rs.rules()[s.rule].name, p, RefusalSampler::kMeanGap});
+        }
+    });
+    return batch;
+}
+
 #if FG_HAVE_XDP
 // The XDP feed with what its ticks need from the run: the live stats for escalation.
 class XdpFeedHandle {
   public:
     explicit XdpFeedHandle(std::unique_ptr<XdpFeed> feed) : feed_(std::move(feed)) {}
-    void tick(Service &service, const LiveRuleSet &rules, Dataplane &dataplane) {
-        const LiveView &view = dataplane.view();
+    void tick(Service &service, const LiveRuleSet &rules, Dataplane &dataplane,
+              const RefusalBatch &batch) {
         feed_->tick(
             monotonic_now_ns(), service.version(), [&] { return service.running(); },
-            [&] {
-                nlohmann::ordered_json stats;
-                try {
-                    rules.with_current([&](const RuleSet &rs) {
-                        stats = live_stats(rs, view, HeavyHitters::kCounters);
-                    });
-                } catch (const std::exception &) {
-                    // counters busy: no sample this second
-                }
-                return stats;
-            },
-            [&] { return refusal_batch(rules, dataplane); });
+            [&] { return escalation_stats(rules, dataplane.view()); }, [&] { return batch; });
     }
     nlohmann::ordered_json stats() const { return feed_->stats(); }
     // The cluster's shared escalations (XdpFeed::take_escalations, add_told).
@@ -121,26 +144,6 @@ class XdpFeedHandle {
     }
 
   private:
-    // The workers' sampled refusals, named by rule and source; samples of a ruleset swapped out
-    // since are left out (their rule index is the old ruleset's).
-    static XdpFeed::RefusalBatch refusal_batch(const LiveRuleSet &rules, Dataplane &dataplane) {
-        XdpFeed::RefusalBatch batch;
-        std::vector<RefusalSample> raw;
-        dataplane.take_refusal_samples(&raw, &batch.taken, &batch.lost);
-        if (raw.empty()) return batch;
-        rules.with_current([&](const RuleSet &rs) {
-            for (const RefusalSample &s : raw) {
-                if (s.serial != static_cast<uint32_t>(rs.serial()) || s.rule >= rs.rules().size())
-                    continue;
-                Prefix p{s.family, s.prefix_len, {}};
-                std::memcpy(p.addr.data(), &s.addr_hi, 8);
-                std::memcpy(p.addr.data() + 8, &s.addr_lo, 8);
-                batch.samples.push_back({rs.rules()[s.rule].name, p, RefusalSampler::kMeanGap});
-            }
-        });
-        return batch;
-    }
-
     std::unique_ptr<XdpFeed> feed_;
 };
 
@@ -177,7 +180,7 @@ bool open_xdp_tier(uint16_t port, const RunOptions &opt, const Config &config,
 #else
 class XdpFeedHandle {
   public:
-    void tick(Service &, const LiveRuleSet &, Dataplane &) {}
+    void tick(Service &, const LiveRuleSet &, Dataplane &, const RefusalBatch &) {}
     nlohmann::ordered_json stats() const { return {}; }
     std::vector<std::pair<Prefix, uint64_t>> take_escalations() { return {}; }
     bool escalate(const Prefix &, uint64_t) { return false; }
@@ -192,6 +195,37 @@ bool open_xdp_tier(uint16_t port, const RunOptions &, const Config &config,
     return true;
 }
 #endif
+
+// The NIC tier, when the rules file has a nic_tier section: on the outside port, what an earlier
+// run left flushed before the workers run.
+std::unique_ptr<NicFeed> open_nic_tier(uint16_t port, const Config &config) {
+    if (!config.nic_tier.set) return nullptr;
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port, name);
+    auto feed = std::make_unique<NicFeed>(port, name, config.nic_tier);
+    feed->flush_at_start();
+    const NicTierOptions &o = config.nic_tier;
+    std::printf("nic: the tier on port %u (%s): at most %u rules, %u new a second, each %llu s\n",
+                port, name, o.max_rules, o.inserts_per_second,
+                static_cast<unsigned long long>(o.ttl_ns / 1'000'000'000ull));
+    // What the port says of the tier's rule, before a source depends on it.
+    std::string why;
+    const NicAnswer a = NicFlowPort(port).validate(*parse_prefix("192.0.2.0/24", &why));
+    if (!a.accepted)
+        std::printf("nic: port %s refuses the tier's rules (%s: %s): sources stay below\n", name,
+                    nic_refusal_name(a.refusal), a.message.c_str());
+    return feed;
+}
+
+// The tiers a run may hold beside the dataplane: the XDP tier's feed and the NIC tier's.
+struct Tiers {
+    XdpFeedHandle *xdp = nullptr;
+    NicFeed *nic = nullptr;
+    void add_stats(nlohmann::ordered_json *stats) const {
+        if (xdp) (*stats)["xdp"] = xdp->stats();
+        if (nic) (*stats)["nic_tier"] = nic->stats();
+    }
+};
 
 int failed(const std::string &message) {
     return fail(kRunCommand, message);
@@ -253,13 +287,13 @@ class RunThread {
 };
 
 // The stats a run writes to --stats: the live stats with every top offender it reports, and
-// the XDP tier's.
+// the tiers'.
 nlohmann::ordered_json run_stats(const LiveRuleSet &rules, const LiveView &view,
-                                 const XdpFeedHandle *xdp) {
+                                 const Tiers &tiers) {
     nlohmann::ordered_json stats;
     rules.with_current(
         [&](const RuleSet &rs) { stats = live_stats(rs, view, kTopRefusedReported); });
-    if (xdp) stats["xdp"] = xdp->stats();
+    tiers.add_stats(&stats);
     return stats;
 }
 
@@ -269,8 +303,8 @@ nlohmann::ordered_json run_stats(const LiveRuleSet &rules, const LiveView &view,
 class StatsSaver {
   public:
     StatsSaver(const RunOptions &opt, const LiveRuleSet &rules, const LiveView &view,
-               const XdpFeedHandle *xdp)
-        : opt_(opt), rules_(rules), view_(view), xdp_(xdp) {
+               const Tiers &tiers)
+        : opt_(opt), rules_(rules), view_(view), tiers_(tiers) {
         const double s = opt.stats_interval_s > 0 ? opt.stats_interval_s : 10.0;
         every_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double>(s));
@@ -281,7 +315,7 @@ class StatsSaver {
         if (opt_.stats.empty() || now < next_) return;
         next_ = now + every_;
         try {
-            if (!write_stats(opt_.stats, run_stats(rules_, view_, xdp_)))
+            if (!write_stats(opt_.stats, run_stats(rules_, view_, tiers_)))
                 std::printf("%s: cannot write stats\n", opt_.stats.c_str());
         } catch (const std::exception &e) {  // a core's counters busy: saved next time
             std::printf("%s: not saved this time: %s\n", opt_.stats.c_str(), e.what());
@@ -292,7 +326,7 @@ class StatsSaver {
     const RunOptions &opt_;
     const LiveRuleSet &rules_;
     const LiveView &view_;
-    const XdpFeedHandle *xdp_;
+    const Tiers tiers_;
     std::chrono::steady_clock::duration every_;
     std::chrono::steady_clock::time_point next_;
 };
@@ -320,7 +354,8 @@ void main_loop(const RunOptions &opt, const LiveRuleSet &rules, Dataplane &datap
 // 100 ms, expires overrides and feeds the XDP maps (it is not an lcore; the workers never wait
 // for it), and the main lcore loops. Returns once the run is stopped and the thread joined.
 void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, LineServer &control,
-           Dataplane &dataplane, XdpFeedHandle *xdp) {
+           Dataplane &dataplane, const Tiers &tiers) {
+    XdpFeedHandle *xdp = tiers.xdp;
     const LiveView &view = dataplane.view();
     ServiceInfo info;
     info.workers = static_cast<unsigned>(view.lcores.size());
@@ -328,7 +363,7 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
     info.steering_mode = view.steering_mode;
     Service service(&rules, source, info, [&](const RuleSet &rs, unsigned top) {
         nlohmann::ordered_json j = live_stats(rs, view, top);
-        if (xdp) j["xdp"] = xdp->stats();
+        tiers.add_stats(&j);
         return j;
     });
     ClusterHooks cluster{
@@ -342,11 +377,17 @@ void serve(const RunOptions &opt, const RulesFile &source, LiveRuleSet &rules, L
         };
     }
     service.attach_cluster(std::move(cluster));
-    StatsSaver saver(opt, rules, view, xdp);
+    StatsSaver saver(opt, rules, view, tiers);
     const auto housekeeping = [&] {
         service.expire_overrides();
         service.cluster_tick();
-        if (xdp) xdp->tick(service, rules, dataplane);
+        const RefusalBatch batch =
+            xdp || tiers.nic ? refusal_batch(rules, dataplane) : RefusalBatch{};
+        if (xdp) xdp->tick(service, rules, dataplane, batch);
+        if (tiers.nic)
+            tiers.nic->tick(
+                monotonic_now_ns(), service.version(), [&] { return service.running(); },
+                [&] { return escalation_stats(rules, view); }, batch);
         saver.tick();
     };
     const TelemetryAttached telemetry(&service);  // detached after the thread is joined
@@ -422,8 +463,8 @@ void tell_syn_proxy(const Config &config, const DataplaneSetup &setup, const Liv
 
 // On exit, once the workers have returned: the stats, to --stats and summed up on stdout.
 int exit_stats(const RunOptions &opt, const LiveRuleSet &rules, const LiveView &view,
-               const XdpFeedHandle *xdp) {
-    const nlohmann::ordered_json stats = run_stats(rules, view, xdp);
+               const Tiers &tiers) {
+    const nlohmann::ordered_json stats = run_stats(rules, view, tiers);
     int rc = 0;
     if (!opt.stats.empty() && !write_stats(opt.stats, stats))
         rc = failed(opt.stats + ": cannot write stats");
@@ -490,9 +531,12 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     // before the dataplane closes the port (closing it detaches the program).
     std::unique_ptr<XdpFeedHandle> xdp;
     if (!open_xdp_tier(setup.outside, opt, config, &xdp, &error)) return failed(error);
+    // The NIC tier's rules: withdrawn before the dataplane closes the port.
+    const std::unique_ptr<NicFeed> nic = open_nic_tier(setup.outside, config);
+    const Tiers tiers{xdp.get(), nic.get()};
     if (!dataplane.create_workers(config, &error)) return failed(error);
     if (!room_for_overrides(config, &error)) return failed(error);
-    if (xdp) dataplane.enable_refusal_samples();  // what escalation reads besides the summaries
+    if (xdp || nic) dataplane.enable_refusal_samples();  // escalation's besides the summaries
 
     tell_syn_proxy(config, setup, dataplane.view(), n_workers);
     std::printf("floodgate: %u workers, %s, %zu rules\n", n_workers,
@@ -504,13 +548,14 @@ int run_dataplane(const RunOptions &opt, const RulesFile &source) {
     // joined by then).
     int rc = 0;
     try {
-        serve(opt, source, rules, control, dataplane, xdp.get());
+        serve(opt, source, rules, control, dataplane, tiers);
     } catch (const std::exception &e) {
         g_stop.store(true);
         rc = failed(std::string("stopped by an error: ") + e.what());
     }
+    if (nic) std::printf("nic: %zu rules withdrawn\n", nic->stop());
     dataplane.wait();
-    const int stats_rc = exit_stats(opt, rules, dataplane.view(), xdp.get());
+    const int stats_rc = exit_stats(opt, rules, dataplane.view(), tiers);
     return rc != 0 ? rc : stats_rc;
 }
 

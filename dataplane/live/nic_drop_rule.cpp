@@ -23,7 +23,7 @@ bool nic_prefix_allowed(const Prefix &source) {
                               : source.family == 6 && source.len <= kNicMaxPrefix6;
 }
 
-NicDropRule::NicDropRule(const Prefix &source) : source_(source) {
+NicDropRule::NicDropRule(const Prefix &source, bool count) : source_(source) {
     attr_.ingress = 1;
     pattern_[0].type = RTE_FLOW_ITEM_TYPE_ETH;  // any Ethernet header: no spec, no mask
     IpAddr mask{};
@@ -40,7 +40,10 @@ NicDropRule::NicDropRule(const Prefix &source) : source_(source) {
     }
     pattern_[2].type = RTE_FLOW_ITEM_TYPE_END;
     actions_[0].type = RTE_FLOW_ACTION_TYPE_DROP;
-    actions_[1] = {RTE_FLOW_ACTION_TYPE_COUNT, &count_};
+    if (count)
+        actions_[1] = {RTE_FLOW_ACTION_TYPE_COUNT, &count_};
+    else
+        actions_[1].type = RTE_FLOW_ACTION_TYPE_END;
     actions_[2].type = RTE_FLOW_ACTION_TYPE_END;
 }
 

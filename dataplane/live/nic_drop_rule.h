@@ -44,10 +44,12 @@ inline constexpr unsigned kNicMaxPrefix6 = 64;
 bool nic_prefix_allowed(const Prefix &source);
 
 // The rule's attr, pattern and actions, pointing into the object itself: neither copied nor
-// moved. The source must be allowed (nic_prefix_allowed).
+// moved. The source must be allowed (nic_prefix_allowed). Without `count`, DROP alone: for a
+// port that has no COUNT action (net_tap: its TC gact rules are counted by the kernel's
+// `tc -s filter show`, not through rte_flow).
 class NicDropRule {
   public:
-    explicit NicDropRule(const Prefix &source);
+    explicit NicDropRule(const Prefix &source, bool count = true);
     NicDropRule(const NicDropRule &) = delete;
     NicDropRule &operator=(const NicDropRule &) = delete;
 

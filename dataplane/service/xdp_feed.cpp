@@ -1,10 +1,8 @@
 #include "dataplane/service/xdp_feed.h"
 
 #include <cstdio>
-#include <set>
 
 #include "dataplane/api/numbers.h"
-#include "dataplane/pipeline/refusal_samples.h"
 
 namespace floodgate {
 
@@ -45,9 +43,7 @@ void XdpFeed::tick(uint64_t now_ns, uint64_t version, const std::function<Runnin
     std::lock_guard<std::mutex> guard(lock_);
     now_ns_ = now_ns;
     if (changed) reconcile(rules, now_ns);
-    sampled_.add(batch.samples, now_ns);
-    samples_taken_ = batch.taken;
-    samples_lost_ = batch.lost;
+    judge_.add(batch, now_ns);
     if (!due) return;
     next_ns_ = now_ns + kSecondNs;
     // Our escalated entries whose TTL ended; then, now and then, everything that expired.
@@ -83,33 +79,13 @@ void XdpFeed::reconcile(const RunningRules &running, uint64_t now_ns) {
     if (last_reconcile_.failed > 0)
         std::fprintf(stderr, "floodgate run: the XDP maps refused %zu entries (full?)\n",
                      last_reconcile_.failed);
-    escalator_.set_rules(running.rules);
-    sampled_escalator_.set_rules(running.rules);
+    judge_.set_rules(running.rules);
     version_ = running.version;
     count_entries();
 }
 
 void XdpFeed::escalate(uint64_t now_ns, const nlohmann::ordered_json &stats) {
-    std::vector<RefusedSource> top;
-    const auto rules = stats.find("rules");
-    if (rules == stats.end() || !rules->is_array()) return;
-    for (const auto &r : *rules) {
-        if (r.value("mode", "") != "enforce") continue;  // a shadow rule refuses nothing
-        const std::string name = r.value("name", "");
-        for (const auto &t : r.value("top_refused", nlohmann::ordered_json::array())) {
-            std::string why;
-            const std::optional<Prefix> p = parse_prefix(t.value("source", ""), &why);
-            const uint64_t count = t.value("count", uint64_t{0}), error = t.value("error", 0ull);
-            if (p) top.push_back({name, *p, count > error ? count - error : 0});
-        }
-    }
-    // The summaries' verdicts, then the sampled counts' for the sources not escalated already
-    // (looked up in a set: a spread flood gives the sampled side tens of thousands).
-    std::vector<Escalation> now = escalator_.sample(now_ns, top);
-    std::set<Prefix> listed;
-    for (const Escalation &e : now) listed.insert(e.key);
-    for (Escalation &e : sampled_escalator_.sample(now_ns, sampled_.counts(now_ns)))
-        if (listed.insert(e.key).second) now.push_back(std::move(e));
+    const std::vector<Escalation> now = judge_.judge(now_ns, stats);
     std::string error;
     for (const Escalation &e : now) {
         XdpEntry before;
@@ -206,14 +182,8 @@ nlohmann::ordered_json XdpFeed::stats() const {
               {"skipped", escalations_skipped_},
               {"failed", escalations_failed_},
               {"expired", escalations_expired_},
-              {"tracked", escalator_.tracked()},
-              {"sampled",
-               {{"samples_taken", samples_taken_},
-                {"samples_lost", samples_lost_},
-                {"refusals_a_sample", RefusalSampler::kMeanGap},
-                {"sources", sampled_.sources()},
-                {"sources_untracked", sampled_.untracked()},
-                {"tracked", sampled_escalator_.tracked()}}},
+              {"tracked", judge_.tracked()},
+              {"sampled", judge_.sampled_stats()},
               {"told_lost", told_lost_},
               {"from_cluster", cluster_added_},
               {"from_cluster_skipped", cluster_skipped_},

@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "bpf/xdp_tier.h"
-#include "dataplane/service/escalation.h"
-#include "dataplane/service/sampled_refusals.h"
+#include "dataplane/service/escalation_judge.h"
 #include "dataplane/service/service.h"
 
 namespace floodgate {
@@ -27,13 +26,7 @@ class XdpFeed {
 
     XdpFeed(std::unique_ptr<XdpTier> tier, std::string iface, std::string pin_dir);
 
-    // The workers' sampled refusals since the last tick (dataplane/pipeline/refusal_samples.h),
-    // each with the refusals it stands for, and the samplers' running totals.
-    struct RefusalBatch {
-        std::vector<RefusedSource> samples;
-        uint64_t taken = 0;  // samples the workers took, all time
-        uint64_t lost = 0;   // ... and lost to a full ring
-    };
+    using RefusalBatch = floodgate::RefusalBatch;
     // Called often (every 100 ms): rewrites the rules and override entries when `version` (the
     // dataplane service's) has changed, asking `running` for them; takes the sampled refusals;
     // once a second escalates, asking `stats` for the live stats (live_stats.h: the rules' top
@@ -68,10 +61,7 @@ class XdpFeed {
     std::unique_ptr<XdpTier> tier_;
     const std::string iface_;
     const std::string pin_dir_;
-    Escalator escalator_;          // on the summaries' top refused sources
-    Escalator sampled_escalator_;  // on the sampled counts of every refused source
-    SampledRefusals sampled_;
-    uint64_t samples_taken_ = 0, samples_lost_ = 0;
+    EscalationJudge judge_;
     uint64_t version_ = 0;  // of the running rules last written (0: none yet)
     uint64_t next_ns_ = 0;
     uint64_t next_sweep_ns_ = 0;

@@ -18,7 +18,8 @@ import grafana_queries  # noqa: E402
 from grafana_queries import metric_names, unknown_metrics  # noqa: E402
 
 DASHBOARDS = [os.path.join(SRC, "config", "grafana", n)
-              for n in ("floodgate.json", "floodgate-xdp.json", "floodgate-cluster.json")]
+              for n in ("floodgate.json", "floodgate-xdp.json", "floodgate-cluster.json",
+                        "floodgate-nic.json")]
 
 METRICS = """\
 # HELP floodgate_x_total An x.
