@@ -19,7 +19,7 @@
 #include "dataplane/core/keyed_hash.h"
 #include "dataplane/live/dataplane.h"
 #include "dataplane/live/offload_names.h"
-#include "dataplane/live/port_probe.h"
+#include "dataplane/service/port_probe.h"
 
 namespace floodgate {
 
@@ -86,13 +86,14 @@ ordered_json probe_json(const PortProbe &p) {
     j["rx_offloads"] = rx_offload_names(p.rx_offloads);
     j["tx_offloads"] = tx_offload_names(p.tx_offloads);
     ordered_json flows = ordered_json::object();
+    for (const FlowCheck &c : p.tier) flows[c.name] = flow_json(c);
     for (const FlowCheck &c : p.flows) flows[c.name] = flow_json(c);
     j["rte_flow"] = flows;
     ordered_json steering = {{"mode", p.steering.mode}, {"reason", p.steering.reason}};
     if (p.steering.steering.by_source)
         steering.update({{"ipv4_len", p.steering.steering.ipv4_len},
                          {"ipv6_len", p.steering.steering.ipv6_len}});
-    ordered_json nic = {{"available", p.nic_tier}};
+    ordered_json nic = {{"available", p.nic_tier}, {"counted", p.nic_tier_counted}};
     if (!p.nic_tier) nic["why_not"] = p.nic_tier_why;
     j["choice"] = {{"steering", steering},
                    {"nic_tier", nic},
@@ -120,21 +121,28 @@ void print_table(const PortProbe &p) {
                                                              : p.features.rss_refused));
     row("rx offloads", joined(rx_offload_names(p.rx_offloads)));
     row("tx offloads", joined(tx_offload_names(p.tx_offloads)));
-    // A port without rte_flow refuses every check alike: one line says so.
+    // The tier's lines, then the items' and actions'; a port without rte_flow refuses every
+    // one alike, and one line says so.
+    std::vector<FlowCheck> checks = p.tier;
+    checks.insert(checks.end(), p.flows.begin(), p.flows.end());
     const bool no_flow_api =
-        !p.flows.empty() && std::all_of(p.flows.begin(), p.flows.end(), [&](const FlowCheck &c) {
+        !checks.empty() && std::all_of(checks.begin(), checks.end(), [&](const FlowCheck &c) {
             return !c.answer.accepted && c.answer.refusal == NicRefusal::other &&
-                   c.answer.message == p.flows.front().answer.message;
+                   c.answer.message == checks.front().answer.message;
         });
-    if (no_flow_api) row("rte_flow", "every check refused: " + p.flows.front().answer.message);
-    for (const FlowCheck &c : no_flow_api ? std::vector<FlowCheck>{} : p.flows)
+    if (no_flow_api) row("rte_flow", "every check refused: " + checks.front().answer.message);
+    for (const FlowCheck &c : no_flow_api ? std::vector<FlowCheck>{} : checks)
         row(("flow " + c.name).c_str(), c.answer.accepted ? "accepted"
                                                           : std::string("refused (") +
                                                                 nic_refusal_name(c.answer.refusal) +
                                                                 "): " + c.answer.message);
     row("steering",
         (p.steering.mode.empty() ? "refused" : p.steering.mode) + ": " + p.steering.reason);
-    row("nic tier", p.nic_tier ? "yes: the tier's rules validate" : "no: " + p.nic_tier_why);
+    row("nic tier", !p.nic_tier ? "no: " + p.nic_tier_why
+                    : p.nic_tier_counted
+                        ? std::string("yes: the tier's rules validate, DROP + COUNT")
+                        : std::string("yes: DROP alone, uncounted (the port "
+                                      "refuses COUNT)"));
     row("xdp tier", std::string(p.xdp_tier ? "yes: " : "no: ") + p.xdp_why);
 }
 

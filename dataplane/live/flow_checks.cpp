@@ -3,22 +3,27 @@
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace floodgate {
 
 namespace {
-Prefix prefix(uint8_t family, uint8_t len, std::initializer_list<uint8_t> addr) {
-    Prefix p{family, len, {}};
-    std::copy(addr.begin(), addr.end(), p.addr.begin());
+// A documentation address (RFC 5737): nothing is created, but a rule a PMD kept by mistake
+// would match no one.
+Prefix v4_host() {
+    Prefix p{4, 32, {}};
+    const uint8_t addr[] = {198, 51, 100, 7};
+    std::copy(std::begin(addr), std::end(addr), p.addr.begin());
     return p;
 }
-
-// Documentation addresses (RFC 5737, RFC 3849): nothing is created, but a rule a PMD would
-// keep by mistake would match no one.
-const Prefix kV4Host = prefix(4, 32, {198, 51, 100, 7});
-const Prefix kV4Net = prefix(4, 24, {198, 51, 100, 0});
-const Prefix kV6Net = prefix(6, 64, {0x20, 0x01, 0x0d, 0xb8, 0, 0x45});
+Prefix v6_net() {
+    Prefix p{6, 64, {}};
+    const uint8_t addr[] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x45};  // 2001:db8:45::/64 (RFC 3849)
+    std::copy(std::begin(addr), std::end(addr), p.addr.begin());
+    return p;
+}
 
 NicAnswer validate(uint16_t port, const rte_flow_attr *attr, const rte_flow_item *pattern,
                    const rte_flow_action *actions) {
@@ -31,18 +36,10 @@ NicAnswer validate(uint16_t port, const rte_flow_attr *attr, const rte_flow_item
 
 std::vector<FlowCheck> check_flows(uint16_t port_id, uint16_t queues) {
     std::vector<FlowCheck> out;
-    // The tier's rules, as the tier builds them.
-    for (const auto &[name, source] :
-         {std::pair{"tier ipv4 /32", kV4Host}, std::pair{"tier ipv4 /24", kV4Net},
-          std::pair{"tier ipv6 /64", kV6Net}}) {
-        const NicDropRule rule(source);
-        out.push_back({name, validate_nic_drop_rule(port_id, rule)});
-    }
-
     const rte_flow_action drop[] = {{RTE_FLOW_ACTION_TYPE_DROP, nullptr},
                                     {RTE_FLOW_ACTION_TYPE_END, nullptr}};
     // Items, each with DROP: ETH alone, then the tier's patterns (their actions replaced).
-    const NicDropRule v4(kV4Host), v6(kV6Net);
+    const NicDropRule v4(v4_host()), v6(v6_net());
     const rte_flow_item eth_only[] = {{RTE_FLOW_ITEM_TYPE_ETH, nullptr, nullptr, nullptr},
                                       {RTE_FLOW_ITEM_TYPE_END, nullptr, nullptr, nullptr}};
     out.push_back({"item eth", validate(port_id, v4.attr(), eth_only, drop)});
@@ -68,16 +65,6 @@ std::vector<FlowCheck> check_flows(uint16_t port_id, uint16_t queues) {
     for (size_t i = 0; i < std::size(one); ++i)
         out.push_back({action_names[i], validate(port_id, v4.attr(), v4.pattern(), one[i])});
     return out;
-}
-
-bool nic_tier_accepted(const std::vector<FlowCheck> &checks, std::string *why) {
-    for (const FlowCheck &c : checks) {
-        if (c.name.rfind("tier ", 0) != 0 || c.answer.accepted) continue;
-        *why = c.name.substr(5) + " refused (" + nic_refusal_name(c.answer.refusal) +
-               "): " + c.answer.message;
-        return false;
-    }
-    return true;
 }
 
 }  // namespace floodgate

@@ -108,6 +108,7 @@ def expected_memif():
          "dpdk/memif_flow.c"),
         ("choice.steering.mode", "software", "no RSS"),
         ("choice.nic_tier.available", True, "dpdk/memif_flow.c takes the tier's rules"),
+        ("choice.nic_tier.counted", True, "dpdk/memif_flow.c: DROP with COUNT"),
         ("choice.xdp_tier.available", False, "no kernel interface"),
     ] + [(k, v, "rte_eth_memif.c: no RSS") for k, v in no_rss().items()]
 
@@ -156,8 +157,8 @@ def expected_af_xdp(iface, program):
 
 
 def expected_tap(iface):
-    flows = {"tier ipv4 /32": (False, "action"), "tier ipv4 /24": (False, "action"),
-             "tier ipv6 /64": (False, "action"), "item eth": (True, None),
+    flows = {"tier ipv4 /32": (True, None), "tier ipv4 /24": (True, None),
+             "tier ipv6 /64": (True, None), "item eth": (True, None),
              "item ipv4 src": (True, None), "item ipv6 src": (True, None),
              "action drop": (True, None), "action count": (False, "action"),
              "action queue": (True, None)}
@@ -179,11 +180,13 @@ def expected_tap(iface):
         ("tx_offloads", ["IPV4_CKSUM", "UDP_CKSUM", "TCP_CKSUM", "TCP_TSO", "MULTI_SEGS"],
          "rte_eth_tap.c: TAP_TX_OFFLOAD"),
         # tap.ini's actions are drop, passthru, queue and rss: no count, so the tier's DROP +
-        # COUNT is refused by its action. tap_flow_validate parses without the kernel, so it
-        # accepts here what creation (TC flower, missing on this kernel) would refuse.
+        # COUNT is refused by its action and the tier asks for DROP alone (nic_flow_port.h).
+        # tap_flow_validate parses without the kernel: it accepts what creation (TC flower)
+        # could still refuse.
         ("rte_flow", flows, "features/tap.ini, tap_flow.c"),
         ("choice.steering.mode", "software", "no source-only RSS"),
-        ("choice.nic_tier.available", False, "COUNT refused"),
+        ("choice.nic_tier.available", True, "DROP alone"),
+        ("choice.nic_tier.counted", False, "tap.ini: no count action"),
         ("choice.xdp_tier.available", True, "a kernel interface: the XDP tier standalone"),
         ("choice.xdp_tier.how", "standalone on the kernel interface %s (floodctl xdp attach %s), "
          "not fed by the dataplane" % (iface, iface), ""),

@@ -2,7 +2,8 @@
 // configured as `floodgate run` would configure it (setup_port, ask_only: started only where
 // reading the RSS back needs it, never promiscuous, no frame received or sent), its rte_flow
 // asked with rte_flow_validate alone, and closed; the steering decision is run's own
-// (steering_choice.h).
+// (steering_choice.h), and so is the NIC tier's rule and its fallback to DROP alone
+// (nic_flow_port.h).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "dataplane/live/flow_checks.h"
 #include "dataplane/live/port.h"
 #include "dataplane/live/steering_choice.h"
+#include "dataplane/service/nic_flow_port.h"
 
 struct rte_mempool;
 
@@ -39,9 +41,12 @@ struct PortProbe {
     uint64_t rx_offloads = 0, tx_offloads = 0;
     PortFeatures features;  // what setup_port made of it as the outside port
     SteeringChoice steering;
-    std::vector<FlowCheck> flows;
-    bool nic_tier = false;
-    std::string nic_tier_why;  // when not
+    // The tier's rule on an IPv4 /32, an IPv4 /24 and an IPv6 /64 ("tier ipv4 /32", ...), as
+    // the tier validates it; then the items and actions one at a time (flow_checks.h).
+    std::vector<FlowCheck> tier, flows;
+    bool nic_tier = false;          // every tier rule accepted
+    bool nic_tier_counted = false;  // with COUNT (else DROP alone: the port refuses COUNT)
+    std::string nic_tier_why;       // when not
     bool xdp_tier = false;
     std::string xdp_why;
 };

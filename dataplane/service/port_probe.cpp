@@ -1,9 +1,10 @@
-#include "dataplane/live/port_probe.h"
+#include "dataplane/service/port_probe.h"
 
 #include <net/if.h>
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace floodgate {
 
@@ -29,6 +30,26 @@ void xdp_tier(uint16_t port, const rte_eth_dev_info &info, PortProbe *p) {
         return;
     }
     p->xdp_why = "no kernel interface";
+}
+
+// The tier's rules, validated by the tier's own port (DROP + COUNT, or DROP alone where the
+// port refuses COUNT), on documentation prefixes (RFC 5737, RFC 3849).
+void nic_tier(uint16_t port, PortProbe *p) {
+    NicFlowPort tier(port);
+    const Prefix sources[] = {{4, 32, {198, 51, 100, 7}},
+                              {4, 24, {198, 51, 100, 0}},
+                              {6, 64, {0x20, 0x01, 0x0d, 0xb8, 0, 0x45}}};
+    const char *names[] = {"tier ipv4 /32", "tier ipv4 /24", "tier ipv6 /64"};
+    p->nic_tier = true;
+    for (size_t i = 0; i < std::size(sources); ++i) {
+        p->tier.push_back({names[i], tier.validate(sources[i])});
+        const NicAnswer &a = p->tier.back().answer;
+        if (a.accepted || !p->nic_tier) continue;
+        p->nic_tier = false;
+        p->nic_tier_why = std::string(names[i] + 5) + " refused (" + nic_refusal_name(a.refusal) +
+                          "): " + a.message;
+    }
+    p->nic_tier_counted = p->nic_tier && tier.counted();
 }
 }  // namespace
 
@@ -82,8 +103,8 @@ PortProbe probe_port(uint16_t port, const ProbeSetup &setup, rte_mempool *pool) 
     }
     p.steering =
         choose_steering(SteeringMode::automatic, p.queues, setup.wanted, p.features, nullptr);
+    nic_tier(port, &p);
     p.flows = check_flows(port, p.queues);
-    p.nic_tier = nic_tier_accepted(p.flows, &p.nic_tier_why);
     close_port(port);
     return p;
 }
