@@ -430,6 +430,7 @@ BENCHMARK(BM_MemoryFloor)
 // what the cores' caches add when the frames really cross cores is not in it.
 struct SteerScenario {
     unsigned workers = 0;
+    int nic = -1;  // BM_SteerNic's frames: 1 hashed, 0 not; -1 software steering
     rte_mempool *pool = nullptr;
     std::unique_ptr<SteeringRings> rings;
     std::vector<std::unique_ptr<SteeringStage>> stages;
@@ -445,39 +446,54 @@ struct SteerScenario {
 };
 std::unique_ptr<SteerScenario> g_steer;
 
-void BM_Steer(benchmark::State &state) {
-    const auto workers = static_cast<unsigned>(state.range(0));
-    if (!g_steer || g_steer->workers != workers) {
-        g_steer.reset();
-        auto s = std::make_unique<SteerScenario>();
-        s->workers = workers;
-        s->pool = rte_pktmbuf_pool_create("bench_steer", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                          SOCKET_ID_ANY);
-        s->rings = std::make_unique<SteeringRings>(
-            workers, SteeringRings::kRingSize,
-            software_steering(SteeringOptions{true, 32, 64}, false));
-        s->frames.resize(16 * kMaxBurst);
-        if (s->pool == nullptr || !s->rings->ok() ||
-            rte_pktmbuf_alloc_bulk(s->pool, s->frames.data(),
-                                   static_cast<unsigned>(s->frames.size())) != 0) {
-            state.SkipWithError("cannot make the mbufs or the steering rings");
-            return;
-        }
-        for (unsigned w = 0; w < workers; ++w)
-            s->stages.push_back(std::make_unique<SteeringStage>(s->rings.get(), w));
-        const test::Frame tmpl = test::PacketBuilder()
-                                     .ipv4("198.18.0.1", "198.18.255.1")
-                                     .udp(40000, 53)
-                                     .payload(18)
-                                     .build();
-        s->next = static_cast<unsigned>(s->frames.size());
-        for (rte_mbuf *m : s->frames) {
-            auto *data = reinterpret_cast<uint8_t *>(
-                rte_pktmbuf_append(m, static_cast<uint16_t>(tmpl.size())));
-            std::memcpy(data, tmpl.data(), tmpl.size());
-        }
-        g_steer = std::move(s);
+// The frames and rings for `workers` workers: software steering (nic -1), or NIC steering with
+// a /64 key and a RETA of 128 whose frames carry the NIC's hash flag (nic 1) or not (0).
+bool make_steer_scenario(benchmark::State &state, unsigned workers, int nic) {
+    if (g_steer && g_steer->workers == workers && g_steer->nic == nic) return true;
+    g_steer.reset();
+    auto s = std::make_unique<SteerScenario>();
+    s->workers = workers;
+    s->nic = nic;
+    s->pool = rte_pktmbuf_pool_create("bench_steer", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                      SOCKET_ID_ANY);
+    const SteeringOptions wanted{true, 32, 64};
+    if (nic < 0) {
+        s->rings = std::make_unique<SteeringRings>(workers, SteeringRings::kRingSize,
+                                                   software_steering(wanted, false));
+    } else {
+        std::vector<uint8_t> key(40);
+        std::mt19937_64 rng(7);
+        for (uint8_t &b : key) b = static_cast<uint8_t>(rng());
+        zero_key_past_prefix(key.data(), key.size(), nic_prefix_bits(wanted));
+        s->rings = std::make_unique<SteeringRings>(workers, SteeringRings::kRingSize,
+                                                   nic_steering(wanted, false),
+                                                   NicHash{std::move(key), 128});
     }
+    s->frames.resize(16 * kMaxBurst);
+    if (s->pool == nullptr || !s->rings->ok() ||
+        rte_pktmbuf_alloc_bulk(s->pool, s->frames.data(),
+                               static_cast<unsigned>(s->frames.size())) != 0) {
+        state.SkipWithError("cannot make the mbufs or the steering rings");
+        return false;
+    }
+    for (unsigned w = 0; w < workers; ++w)
+        s->stages.push_back(std::make_unique<SteeringStage>(s->rings.get(), w));
+    const test::Frame tmpl =
+        test::PacketBuilder().ipv4("198.18.0.1", "198.18.255.1").udp(40000, 53).payload(18).build();
+    s->next = static_cast<unsigned>(s->frames.size());
+    for (rte_mbuf *m : s->frames) {
+        auto *data =
+            reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(tmpl.size())));
+        std::memcpy(data, tmpl.data(), tmpl.size());
+        if (nic == 1) m->ol_flags |= RTE_MBUF_F_RX_RSS_HASH;
+    }
+    g_steer = std::move(s);
+    return true;
+}
+
+// Worker 0 steers a burst of the next sources, and once 512 frames are on the rings each owner
+// takes its share off its ring, as BM_Steer says.
+void time_steering(benchmark::State &state) {
     SteerScenario &s = *g_steer;
     Verdict none[kMaxBurst] = {};
     bench::time_per_packet(
@@ -503,8 +519,29 @@ void BM_Steer(benchmark::State &state) {
         },
         none);
 }
+
+void BM_Steer(benchmark::State &state) {
+    if (make_steer_scenario(state, static_cast<unsigned>(state.range(0)), -1)) time_steering(state);
+}
 BENCHMARK(BM_Steer)->ArgName("workers")->Arg(2)->Arg(4)->Arg(16)->Arg(64)->Unit(
     benchmark::kNanosecond);
+
+// BM_SteerNic: the same stage under NIC steering. hashed 1: every frame carries the NIC's RSS
+// hash flag and stays where it is (what NIC steering adds to each packet: one flag test);
+// hashed 0: none does, and each is handed to the worker the NIC would have chosen (a Toeplitz
+// hash of its source and the RETA), the most a port whose NIC hashes nothing can cost.
+void BM_SteerNic(benchmark::State &state) {
+    if (make_steer_scenario(state, static_cast<unsigned>(state.range(0)),
+                            static_cast<int>(state.range(1))))
+        time_steering(state);
+}
+BENCHMARK(BM_SteerNic)
+    ->ArgNames({"workers", "hashed"})
+    ->Args({2, 1})
+    ->Args({16, 1})
+    ->Args({2, 0})
+    ->Args({16, 0})
+    ->Unit(benchmark::kNanosecond);
 
 }  // namespace
 }  // namespace floodgate

@@ -64,7 +64,7 @@ def missing(text, wanted, form):
 
 def floodgate_options():
     text = run([FLOODGATE, "--help"], 0)
-    for command in ("run", "replay"):
+    for command in ("run", "replay", "probe"):
         text += run([FLOODGATE, command, "--help"], 0)
     return set(OPTION.findall(text))
 

@@ -123,7 +123,7 @@ json stats_object() {
         {"table", {{"capacity", 1024}, {"occupancy", 3}, {"reclaims", 4}, {"full_events", 5}}},
         {"merge_max_lag_ns", 1500000},
         {"merge_records_lost", 6},
-        {"steering", {{"handed_out", 7}, {"taken_in", 8}, {"ring_full", 9}}}};
+        {"steering", {{"handed_out", 7}, {"taken_in", 8}, {"ring_full", 9}, {"unhashed", 10}}}};
     json core1 = core0;
     core1["core"] = 1;
     // Each counter a value of its own: 100, 101, ... on core 0, then on core 1.
@@ -420,6 +420,7 @@ TEST(Metrics, PerCoreCountersComeFromTheXMacro) {
         "floodgate_steering_handed_out_total{core=\"0\"} 7",
         "floodgate_steering_taken_in_total{core=\"1\"} 8",
         "floodgate_steering_ring_full_total{core=\"0\"} 9",
+        "floodgate_steering_unhashed_total{core=\"0\"} 10",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
 }

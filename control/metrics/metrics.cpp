@@ -162,6 +162,10 @@ void core_metrics(const json *stats, std::string &out) {
          "Frames this core received and freed because their owner's ring was full (never "
          "decided).",
          "ring_full", "steering", false},
+        {"floodgate_steering_unhashed_total", Type::counter,
+         "Frames this core received from the outside port without the NIC's RSS hash, handed "
+         "to their owner in software (NIC steering).",
+         "unhashed", "steering", false},
     };
     for (const Field &field : kFields) {
         Family f(field.metric, field.type, field.help);

@@ -10,4 +10,8 @@ int run_main(int argc, char **argv);
 // `floodgate replay`: the rules over a capture, offline (dataplane/replay/replay.h).
 int replay_main(int argc, char **argv);
 
+// `floodgate probe`: what floodgate could do with each port, before deploying
+// (dataplane/live/port_probe.h).
+int probe_main(int argc, char **argv);
+
 }  // namespace floodgate

@@ -13,6 +13,8 @@ void usage(std::FILE *to) {
         "           RULES.yaml [...]; see floodgate run --help\n"
         "  replay   run the rules over a pcap offline (dry run, tests); see floodgate replay "
         "--help\n"
+        "  probe    what floodgate could do with each port (RSS, rte_flow, steering, tiers):\n"
+        "           floodgate probe [EAL options] -- [--json] [PORT...]\n"
         "  --version\n",
         to);
 }
@@ -26,6 +28,7 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(argv[1], "replay") == 0) return floodgate::replay_main(argc - 1, argv + 1);
     if (std::strcmp(argv[1], "run") == 0) return floodgate::run_main(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "probe") == 0) return floodgate::probe_main(argc - 1, argv + 1);
     if (std::strcmp(argv[1], "--version") == 0) {
         std::printf("floodgate %s\n", FG_VERSION);
         return 0;

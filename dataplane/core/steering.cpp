@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <rte_thash.h>
+
 #include "dataplane/core/keyed_hash.h"
 #include "dataplane/core/load_be.h"
 #include "dataplane/core/rule_match.h"
@@ -122,6 +124,15 @@ bool frame_address(const uint8_t *frame, uint32_t captured, bool destination, Fr
 
 unsigned address_owner(const FrameAddress &a, const Steering &s, unsigned workers) {
     return owner_of(a.family, a.addr, s, workers);
+}
+
+unsigned nic_queue(const FrameAddress &a, const uint8_t *key, unsigned reta_size, unsigned queues) {
+    // rte_softrss reads host-order words, the address's first byte the most significant.
+    uint32_t words[4];
+    const unsigned n_words = a.family == 6 ? 4 : 1;
+    for (unsigned w = 0; w < n_words; ++w) words[w] = load_be32(a.addr + 4 * w);
+    const uint32_t hash = rte_softrss(words, n_words, key);
+    return hash % reta_size % queues;
 }
 
 }  // namespace floodgate

@@ -88,5 +88,11 @@ bool frame_address(const uint8_t *frame, uint32_t captured, bool destination, Fr
 // prefix, the same in every process. A frame coming in belongs to its source's owner; one
 // going out to its destination's (the reply's source).
 unsigned address_owner(const FrameAddress &a, const Steering &s, unsigned workers);
+// The queue a NIC steering by source puts an address's frames on, computed as the NIC does:
+// the Toeplitz hash of the address alone (RTE_ETH_RSS_L3_SRC_ONLY) under the port's key
+// (zeroed past the prefix), then the RETA's entry hash % reta_size, which setup_port fills
+// round robin over `queues` (entry i, queue i % queues). For the frames the NIC did not hash,
+// so that they reach the worker their hashed siblings reach.
+unsigned nic_queue(const FrameAddress &a, const uint8_t *key, unsigned reta_size, unsigned queues);
 
 }  // namespace floodgate

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dataplane/live/port_plugins.h"
+#include "dataplane/live/steering_choice.h"
 #include "dataplane/pipeline/eal.h"
 #include "dataplane/pipeline/merge.h"
 
@@ -63,10 +64,9 @@ Dataplane::StartedPorts::~StartedPorts() {
 
 bool Dataplane::create_pool(std::string *error) {
     // Every RX ring full on both ports, plus a burst in flight and a cache per worker.
-    // Software steering (a possibility until the ports say otherwise) holds up to a ring
-    // per worker.
-    const unsigned steering = setup_.workers > 1 && setup_.steering != SteeringMode::none &&
-                                      setup_.steering != SteeringMode::nic
+    // Steering's rings (software steering's, or NIC steering's for the frames the NIC did not
+    // hash) hold up to a ring per worker.
+    const unsigned steering = setup_.workers > 1 && setup_.steering != SteeringMode::none
                                   ? setup_.workers * SteeringRings::kRingSize
                                   : 0;
     // And what syn-proxy may hold per worker while servers answer.
@@ -117,33 +117,19 @@ bool Dataplane::start_port(uint16_t port, PortFeatures *features, std::string *e
 
 bool Dataplane::choose_steering(std::string *error) {
     view_.nic_refused = outside_features_.rss_refused;
-    if (setup_.workers == 1) {
-        view_.steering_mode = "one worker";
-        return true;
-    }
-    if (setup_.steering == SteeringMode::none) {
-        view_.steering_mode = "none";
-        return true;
-    }
-    if (setup_.steering != SteeringMode::software && outside_features_.steers) {
-        // Replies reach their source's owner when the inside port hashes the destination with
-        // the same key into a RETA of the same size (the same round robin over the queues).
-        const bool replies = setup_.inside != setup_.outside && inside_features_.steers &&
-                             inside_features_.reta_size == outside_features_.reta_size;
-        view_.steering = nic_steering(setup_.steering_prefix, replies);
-        view_.steering_mode = "nic";
-        return true;
-    }
-    if (setup_.steering == SteeringMode::nic) {
-        *error = "--steering nic: port " + std::to_string(setup_.outside) + " " +
-                 (view_.nic_refused.empty() ? "does not steer" : view_.nic_refused) +
+    SteeringChoice c = floodgate::choose_steering(
+        setup_.steering, setup_.workers, setup_.steering_prefix, outside_features_,
+        setup_.inside != setup_.outside ? &inside_features_ : nullptr);
+    if (!c.error.empty()) {
+        *error = "--steering nic: port " + std::to_string(setup_.outside) + " " + c.error +
                  " (--steering software steers in software)";
         return false;
     }
-    view_.steering = software_steering(setup_.steering_prefix, false);
-    view_.steering_mode = "software";
-    steering_rings_ =
-        std::make_unique<SteeringRings>(setup_.workers, SteeringRings::kRingSize, view_.steering);
+    view_.steering = c.steering;
+    view_.steering_mode = c.mode;
+    if (!c.rings) return true;
+    steering_rings_ = std::make_unique<SteeringRings>(setup_.workers, SteeringRings::kRingSize,
+                                                      c.steering, std::move(c.nic_hash));
     if (!steering_rings_->ok()) {
         *error = std::string("cannot create the steering rings: ") + rte_strerror(rte_errno);
         return false;

@@ -26,7 +26,8 @@ ordered_json port_counters(const PortCounters &c) {
 struct WorkerReading {
     uint64_t filtered_tx_failed, returning_rx, returning_tx_failed, answers_tx_failed, busy_tsc,
         merge_max_lag_ns, merge_records_lost;
-    uint64_t handed_out = 0, taken_in = 0, ring_full = 0;  // software steering
+    uint64_t handed_out = 0, taken_in = 0, ring_full = 0;  // the steering stage
+    uint64_t unhashed = 0;                                 // NIC steering's, on the outside port
     uint64_t returning_kept = 0;                           // syn-proxy's
 };
 WorkerReading read_worker(const Worker &w) {
@@ -38,6 +39,7 @@ WorkerReading read_worker(const Worker &w) {
         r.handed_out = s->handed_out();
         r.taken_in = s->taken_in();
         r.ring_full = s->ring_full();
+        r.unhashed = s->unhashed();
     }
     return r;
 }
@@ -93,10 +95,14 @@ ordered_json nic(uint16_t port, const char *role, const PortWatch *watch) {
     return j;
 }
 
-// Software steering's counts: frames handed to their owner's ring, taken from this one's, and
-// freed because the owner's ring was full (received, never decided).
+// The steering stage's counts: frames handed to their owner's ring, taken from this one's,
+// freed because the owner's ring was full (received, never decided), and under NIC steering
+// received without the NIC's hash (each handed to its owner, or kept when this worker owns it).
 ordered_json steering_counters(const WorkerReading &w) {
-    return {{"handed_out", w.handed_out}, {"taken_in", w.taken_in}, {"ring_full", w.ring_full}};
+    return {{"handed_out", w.handed_out},
+            {"taken_in", w.taken_in},
+            {"ring_full", w.ring_full},
+            {"unhashed", w.unhashed}};
 }
 
 ordered_json core(const RuleSet &rules, unsigned index, unsigned lcore, const CoreReading &r,
@@ -153,12 +159,15 @@ ordered_json live_stats(const RuleSet &rules, const LiveView &view, unsigned top
         steered.handed_out += w.handed_out;
         steered.taken_in += w.taken_in;
         steered.ring_full += w.ring_full;
+        steered.unhashed += w.unhashed;
     }
     stats["ports"] = {{"outside_to_inside", port_counters(in)},
                       {"inside_to_outside", port_counters(back)},
                       {"answers_to_outside", port_counters(ans)}};
     ordered_json nics = ordered_json::array();
     nics.push_back(nic(view.outside, "outside", view.port_watch));
+    // The outside port's frames without the NIC's RSS hash, which NIC steering handed over.
+    nics.back()["rx_unhashed"] = steered.unhashed;
     if (view.inside != view.outside) nics.push_back(nic(view.inside, "inside", view.port_watch));
     stats["nic"] = nics;
     stats["cores"] = cores;

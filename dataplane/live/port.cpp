@@ -129,6 +129,7 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
     if (features->tx_checksum_offload) conf.txmode.offloads |= kChecksums;
     rc = rte_eth_dev_configure(s.port_id, s.n_queues, s.n_queues, &conf);
     if (rc != 0) return fail("configure", rc);
+    if (s.ask_only && key.empty()) return true;
     uint16_t rx_desc = s.rx_desc, tx_desc = s.tx_desc;
     rc = rte_eth_dev_adjust_nb_rx_tx_desc(s.port_id, &rx_desc, &tx_desc);
     if (rc != 0) return fail("descriptor counts", rc);
@@ -141,15 +142,17 @@ bool setup_port(const PortSetup &s, rte_mempool *pool, PortFeatures *features, s
     }
     rc = rte_eth_dev_start(s.port_id);
     if (rc != 0) return fail("start", rc);
-    rte_eth_promiscuous_enable(s.port_id);  // inline: frames are not addressed to us
+    if (!s.ask_only) rte_eth_promiscuous_enable(s.port_id);  // inline: not addressed to us
     if (!key.empty()) {
         features->steers =
             rss_honoured(s.port_id, info, s.n_queues, conf.rx_adv_conf.rss_conf.rss_hf, only, key,
                          &features->rss_refused);
         features->reta_size = info.reta_size;
-        if (features->steers)
+        if (features->steers) {
+            features->rss_key = key;
             features->rss = "RSS by " + std::string(s.by_destination ? "destination" : "source") +
                             " prefix (/" + std::to_string(s.steer_prefix_bits) + " key)";
+        }
     }
     return true;
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 struct rte_mempool;
 
@@ -26,6 +27,10 @@ struct PortSetup {
     // The key's random bits, the same for every port of a run (so that a source and the replies
     // to it hash alike); each port takes its hash_key_size bytes of it (at most 64).
     const uint8_t *steer_key_bits = nullptr;
+    // `floodgate probe`: configured as a run would, then queues and start (no promiscuous
+    // mode) only where reading the RSS back needs them (the PMD offers source-only hashing),
+    // so that asking takes no traffic (net_af_xdp's queue setup would load an XDP program).
+    bool ask_only = false;
 };
 inline constexpr size_t kMaxSteeringKeyBytes = 64;
 
@@ -34,17 +39,18 @@ struct PortFeatures {
     // RSS steers as asked: read back from the PMD (rte_eth_dev_rss_hash_conf_get) with the
     // hash types and the key it was given. Otherwise rss_refused says what it answered.
     bool steers = false;
-    std::string rss;          // for the log: what the queues are spread by
-    std::string rss_refused;  // empty when it steers or was not asked to
-    uint16_t reta_size = 0;   // of the RETA set for steering: a reply's queue matches its
-                              // source's only between ports whose RETAs are alike
+    std::string rss;               // for the log: what the queues are spread by
+    std::string rss_refused;       // empty when it steers or was not asked to
+    uint16_t reta_size = 0;        // of the RETA set for steering: a reply's queue matches its
+                                   // source's only between ports whose RETAs are alike
+    std::vector<uint8_t> rss_key;  // the key it hashes with, when it steers
     // TX offload of IPv4 header, TCP and UDP checksums, enabled where the PMD offers all three
     // (answers then leave their computation to the port).
     bool tx_checksum_offload = false;
 };
 
-// Configures and starts the port. Returns false with *error on failure (nothing to undo but
-// close_port()).
+// Configures and starts the port (unless ask_only). Returns false with *error on failure
+// (nothing to undo but close_port()).
 bool setup_port(const PortSetup &setup, rte_mempool *pool, PortFeatures *features,
                 std::string *error);
 void close_port(uint16_t port_id);

@@ -6,11 +6,13 @@
 #include <rte_ring.h>
 
 #include <string>
+#include <utility>
 
 namespace floodgate {
 
-SteeringRings::SteeringRings(unsigned workers, unsigned ring_size, const Steering &steering)
-    : steering_(steering) {
+SteeringRings::SteeringRings(unsigned workers, unsigned ring_size, const Steering &steering,
+                             NicHash nic)
+    : steering_(steering), nic_(std::move(nic)) {
     for (unsigned w = 0; w < workers && ok_; ++w) {
         const std::string name = "fg_steer_" + std::to_string(w);
         rings_.push_back(rte_ring_create(name.c_str(), ring_size, static_cast<int>(rte_socket_id()),
@@ -45,14 +47,27 @@ uint16_t SteeringStage::receive(uint16_t port, uint16_t queue, rte_mbuf **out, u
 uint16_t SteeringStage::steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out) {
     uint16_t mine = 0;
     const Steering &s = rings_->steering();
+    const NicHash *nic = rings_->nic();
     const unsigned workers = rings_->workers();
+    unsigned unhashed = 0;
     for (uint16_t i = 0; i < n; ++i) {
         FrameAddress source;
         rte_mbuf *m = got[i];
+        // Under NIC steering a frame the NIC hashed is on its owner's queue already.
+        if (nic != nullptr) {
+            if ((m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) != 0) {
+                out[mine++] = m;
+                continue;
+            }
+            ++unhashed;
+        }
         // Frames with no source to read have no owner: decided where they arrive.
         const bool ip = frame_address(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m),
                                       false, &source);
-        const unsigned owner = ip ? address_owner(source, s, workers) : me_;
+        unsigned owner = me_;
+        if (ip)
+            owner = nic != nullptr ? nic_queue(source, nic->key.data(), nic->reta_size, workers)
+                                   : address_owner(source, s, workers);
         if (owner == me_) {
             out[mine++] = m;
             continue;
@@ -60,6 +75,7 @@ uint16_t SteeringStage::steer(rte_mbuf *const *got, uint16_t n, rte_mbuf **out) 
         if (n_pending_[owner] == 0) owners_with_pending_.push_back(static_cast<uint16_t>(owner));
         pending_[size_t{owner} * kMaxBurst + n_pending_[owner]++] = m;
     }
+    if (unhashed > 0) unhashed_ += unhashed;
     if (!owners_with_pending_.empty()) hand_over();
     if (mine < kMaxBurst) {
         const unsigned got_in = rte_ring_sc_dequeue_burst(

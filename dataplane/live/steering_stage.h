@@ -4,6 +4,11 @@
 // packet whose source another worker owns to that worker's ring. A worker then decides its own
 // packets only, so its keys are its own (exact limits, no merge) as with NIC steering.
 //
+// Under NIC steering the same rings carry what the NIC did not hash: frames received without
+// RTE_MBUF_F_RX_RSS_HASH (flow types it does not parse, QinQ, ...) land on one queue whoever
+// owns them, and go from there to the worker the NIC sends their hashed siblings to (nic_queue
+// in steering.h); a hashed frame costs one flag test.
+//
 // One multi-producer, single-consumer rte_ring of mbufs per worker (lock-free: producers
 // reserve with a compare-and-swap). A packet that finds its owner's ring full is freed and
 // counted, never waited for: one slow worker cannot stall the others.
@@ -27,10 +32,19 @@ namespace floodgate {
 // them, every key shared through the merge.
 enum class SteeringMode : uint8_t { automatic, nic, software, none };
 
+// NIC steering's hash, for the frames the NIC did not hash: the outside port's Toeplitz key
+// (zeroed past the prefix) and the size of its RETA, filled round robin over the workers.
+struct NicHash {
+    std::vector<uint8_t> key;
+    uint16_t reta_size = 0;
+};
+
 class SteeringRings {
   public:
-    // One ring of ring_size mbufs per worker; steering is what owner() computes with.
-    SteeringRings(unsigned workers, unsigned ring_size, const Steering &steering);
+    // One ring of ring_size mbufs per worker; steering is what owners are computed with: by
+    // address_owner, or, given nic (NIC steering), by nic_queue for the frames the NIC did not
+    // hash (those it hashed are at their owner).
+    SteeringRings(unsigned workers, unsigned ring_size, const Steering &steering, NicHash nic = {});
     ~SteeringRings();
     SteeringRings(const SteeringRings &) = delete;
     SteeringRings &operator=(const SteeringRings &) = delete;
@@ -38,12 +52,15 @@ class SteeringRings {
     unsigned workers() const { return static_cast<unsigned>(rings_.size()); }
     rte_ring *ring(unsigned worker) const { return rings_[worker]; }
     const Steering &steering() const { return steering_; }
+    // Null under software steering.
+    const NicHash *nic() const { return nic_.key.empty() ? nullptr : &nic_; }
     // Mbufs the rings can hold at once (the pool must have them besides the RX rings').
     static constexpr unsigned kRingSize = 1024;
 
   private:
     std::vector<rte_ring *> rings_;
     Steering steering_;
+    NicHash nic_;
     bool ok_ = true;
 };
 
@@ -64,6 +81,8 @@ class SteeringStage {
     uint64_t handed_out() const { return handed_out_; }  // to other workers' rings
     uint64_t taken_in() const { return taken_in_; }      // from this worker's ring
     uint64_t ring_full() const { return ring_full_; }    // freed: the owner's ring was full
+    // NIC steering: frames received here without the NIC's RSS hash (handed out or kept).
+    uint64_t unhashed() const { return unhashed_; }
 
   private:
     void hand_over();
@@ -77,6 +96,7 @@ class SteeringStage {
     Counter handed_out_;
     Counter taken_in_;
     Counter ring_full_;
+    Counter unhashed_;
 };
 
 }  // namespace floodgate

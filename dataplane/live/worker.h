@@ -38,8 +38,8 @@ class Worker {
     // rules: the ruleset, read once per loop pass. merge: every worker's merge ring (this one
     // publishes on ring ports.queue and reads the others; none with one worker) and the
     // cluster's ring, which every worker reads.
-    // steering: the software steering's rings, or nullptr when packets arrive at their owner
-    // (or have none).
+    // steering: the steering rings (software steering's, or NIC steering's for what the NIC did
+    // not hash), or nullptr when packets arrive at their owner (or have none).
     Worker(const WorkerPorts &ports, Pipeline *pipeline, LiveRuleSet *rules,
            const std::atomic<bool> *stop, LiveMerger *merge, uint64_t merge_interval_ns,
            SteeringRings *steering);
@@ -75,7 +75,7 @@ class Worker {
     // before the receive to after the decided frames were handed to the TX queues:
     // busy_tsc / packets is the cost of a packet inside floodgate, I/O included.
     uint64_t busy_tsc() const { return busy_tsc_; }
-    // Software steering's counters (null without it).
+    // The steering stage's counters (null without it).
     const SteeringStage *steering() const { return steering_.get(); }
 
   private:
