@@ -31,6 +31,7 @@ FG_PACKAGES=(
   prometheus apache2-utils python3-yaml libgnutls28-dev libcrypt-dev
   chromium chromium-driver python3-selenium
   man-db groff-base
+  debhelper dpkg-dev lintian debootstrap git
 )
 
 fg_as_root() {

@@ -11,6 +11,10 @@ sed -e "s|@BINDIR@|$build/dataplane|; s|@DOCDIR@|$src|" \
   "$src/config/floodgate-dataplane.service.in" >"$work/floodgate-dataplane.service"
 sed -e "s|@BINDIR@|$build/control|; s|@DOCDIR@|$src|" \
   "$src/config/floodctl.service.in" >"$work/floodctl.service"
-out=$(cd "$work" && systemd-analyze verify ./floodgate-dataplane.service ./floodctl.service 2>&1)
+# Their Documentation= names the man pages, which verify looks up: the tree's, as man finds them.
+mkdir -p "$work/man/man8"
+cp "$src/man/floodgate.8" "$src/man/floodctl.8" "$work/man/man8/"
+out=$(cd "$work" && MANPATH="$work/man" systemd-analyze verify ./floodgate-dataplane.service \
+  ./floodctl.service 2>&1)
 if [ -n "$out" ]; then echo "$out"; exit 1; fi
 echo "both units verify cleanly"
