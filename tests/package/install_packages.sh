@@ -171,6 +171,12 @@ units_verify() {
   out="$(MANPATH="$root/usr/share/man" systemd-analyze verify --root="$root" \
     floodgate-dataplane.service floodctl.service 2>&1)"
   [ -z "$out" ] || { echo "$out"; return 1; }
+  # And the files they name are there, uncompressed (the docs' links lead on from them).
+  local doc
+  for doc in $(grep -ho 'file://[^ ]*' "$root/lib/systemd/system/floodgate-dataplane.service" \
+    "$root/lib/systemd/system/floodctl.service" | sort -u); do
+    [ -f "$root${doc#file://}" ] || { echo "Documentation= names ${doc#file://}: not installed"; return 1; }
+  done
 }
 
 units_not_enabled() {
@@ -297,7 +303,7 @@ need "apt install ./$(deb floodgate) ./$(deb floodgate-monitoring)" \
 check "floodgate --version and floodctl --version as the tree's" same_version
 check "the installed files: binaries, XDP object, memif driver, rules as a conffile, dashboards, alerts, man pages" \
   installed_files
-check "systemd-analyze verify on the installed units prints nothing" units_verify
+check "systemd-analyze verify on the installed units prints nothing; the docs they name are installed" units_verify
 check "neither unit is enabled" units_not_enabled
 check "floodgate replay (demo capture, /etc/floodgate/rules.yaml): the tree's bytes" replay_demo
 check "floodgate replay (syn-proxy, two-way capture, --inside): the tree's bytes" replay_syn_proxy
