@@ -17,6 +17,7 @@ import os
 import re
 import sys
 
+from tap import check, plan
 from validator_fields import as_field, validator_fields
 
 SRC = os.path.abspath(sys.argv[1])
@@ -25,17 +26,6 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 # [text](target) and ![alt](target), the target up to its first space (a title may follow).
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append(bool(ok))
-    print(("ok" if ok else "not ok") + " %d - %s" % (len(results), what))
-    for line in ([] if ok else str(detail).splitlines()):
-        print("#   " + line)
-    sys.stdout.flush()
-    return ok
 
 
 def outside_code(text):
@@ -183,10 +173,7 @@ def main():
     fails_without_a_heading(sections, texts)
     check_links(texts)
     check_fields()
-    print("1..%d" % len(results))
-    passed = sum(results)
-    print("# %d passed, %d failed" % (passed, len(results) - passed))
-    return 0 if all(results) else 1
+    return plan()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 
+from tap import check, plan
 from validator_fields import as_field, validator_fields
 
 SRC, FLOODGATE, FLOODCTL = (os.path.abspath(a) for a in sys.argv[1:4])
@@ -29,17 +30,6 @@ OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
 FLOODCTL_COMMAND = re.compile(r"^  ([a-z]+)\b", re.M)
 # The arguments that make each floodctl command print its usage alone (exit 2).
 USAGE_ARGS = {"xdp": []}
-
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append(bool(ok))
-    print(("ok" if ok else "not ok") + " %d - %s" % (len(results), what))
-    for line in ([] if ok else str(detail).splitlines()):
-        print("#   " + line)
-    sys.stdout.flush()
-    return ok
 
 
 def run(argv, want_code):
@@ -116,8 +106,7 @@ def main():
         fails_without_rtbh(options, work)
     check_page("floodgate-rules.5", validator_fields(SRC, check), as_field,
                "fields of the validator")
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()
 
 
 if __name__ == "__main__":
