@@ -15,6 +15,9 @@
 
 namespace floodgate {
 
+// The tiers' feeds (xdp_feed, nic_feed) tick once a second and count their TTLs in seconds.
+inline constexpr uint64_t kSecondNs = 1'000'000'000ull;
+
 // The workers' sampled refusals since the last take, each with the refusals it stands for,
 // and the samplers' running totals.
 struct RefusalBatch {

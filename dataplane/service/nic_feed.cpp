@@ -6,8 +6,6 @@ namespace floodgate {
 
 namespace {
 
-constexpr uint64_t kSecondNs = 1'000'000'000ull;
-
 template <typename Names>
 nlohmann::ordered_json by_reason(const uint64_t *counts, unsigned n, Names name) {
     nlohmann::ordered_json j = nlohmann::ordered_json::object();

@@ -8,7 +8,6 @@ namespace floodgate {
 
 namespace {
 
-constexpr uint64_t kSecondNs = 1'000'000'000ull;
 // A full walk of the maps (for operator entries that expired) is not needed every second.
 constexpr uint64_t kSweepNs = 60 * kSecondNs;
 
