@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dataplane/live/nic_drop_rule.h"
+#include "dataplane/live/port_plugins.h"
 
 namespace floodgate {
 namespace {
@@ -30,6 +31,9 @@ class MemifFlow : public ::testing::Test {
             "role=server,socket-abstract=no,socket=" + socket_ + ",flow_rules=3";
         ASSERT_EQ(rte_eal_hotplug_add("vdev", name_.c_str(), args.c_str()), 0);
         ASSERT_EQ(rte_eth_dev_get_port_by_name(name_.c_str(), &port_), 0);
+        // A tree built without -Ddpdk_source (the ASan tree) has DPDK's own memif: no table.
+        if (port_driver_note(port_).find("floodgate's") == std::string::npos)
+            GTEST_SKIP() << "DPDK's own net_memif (built without -Ddpdk_source): no flow table";
     }
     void TearDown() override {
         rte_eth_dev_close(port_);

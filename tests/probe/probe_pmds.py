@@ -235,7 +235,10 @@ def virtual(work):
     if check(len(ports) == 3, "three ports probed"):
         check_port(ports[0], expected_null())
         check_port(ports[1], expected_ring())
-        check_port(ports[2], expected_memif())
+        # A tree built without -Ddpdk_source (the ASan tree) has DPDK's own memif, which has
+        # no flow table: its lines are floodgate's driver's.
+        if os.environ.get("FG_MEMIF_FLOW", "1") == "1":
+            check_port(ports[2], expected_memif())
         # Nothing is kept open: the memif socket is the probe's and goes with it.
         check(not os.path.exists(os.path.join(work, "m.sock")), "the memif socket is gone")
 
