@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "dataplane/core/geometric_sampler.h"
 #include "dataplane/core/heavy_hitters.h"
 
 #include <map>
@@ -94,6 +95,37 @@ TEST(HeavyHitters, InvariantsHoldAfterEveryAdd) {
             }
         }
     }
+}
+
+// Sampled refusals (weight 16) add their variance, 16 x 15 each; counted ones (weight 1) none.
+// The error at 99%: ceil(2.5758 x sqrt(variance)), summed variances when cores merge.
+TEST(HeavyHitters, WeightedSamplesStateTheirError) {
+    HeavyHitters hh;
+    for (unsigned n = 0; n < 100; ++n) hh.add(7, 0, 4, 32, h(7), 16);
+    for (unsigned n = 0; n < 5; ++n) hh.add(7, 0, 4, 32, h(7));
+    auto top = hh.top(1);
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top[0].count, 1605u);
+    EXPECT_EQ(top[0].error, 0u);
+    EXPECT_EQ(top[0].sampling_error, 400u);  // 2.5758 x sqrt(100 x 240) = 399.04
+    HeavyHitters other;
+    for (unsigned n = 0; n < 100; ++n) other.add(7, 0, 4, 32, h(7), 16);
+    other.merge(hh);
+    top = other.top(1);
+    EXPECT_EQ(top[0].count, 3205u);
+    EXPECT_EQ(top[0].sampling_error, 565u);  // 2.5758 x sqrt(200 x 240) = 564.33
+    HeavyHitters exact;
+    exact.add(7, 0, 4, 32, h(7));
+    EXPECT_EQ(exact.top(1)[0].sampling_error, 0u);
+}
+
+// One event in 16 on average, independently: 1,600,000 events give 100,000 samples within
+// three standard deviations (sqrt(1.6M x 1/16 x 15/16) = 306), and no gap is 0.
+TEST(GeometricSampler, SamplesOneInItsMeanGap) {
+    GeometricSampler s(12345);
+    uint64_t samples = 0;
+    for (unsigned n = 0; n < 1600000; ++n) samples += s.due();
+    EXPECT_NEAR(static_cast<double>(samples), 100000.0, 3 * 306.0);
 }
 
 }  // namespace
