@@ -97,8 +97,9 @@ TEST(HeavyHitters, InvariantsHoldAfterEveryAdd) {
     }
 }
 
-// Sampled refusals (weight 16) add their variance, 16 x 15 each; counted ones (weight 1) none.
-// The error at 99%: ceil(2.5758 x sqrt(variance)), summed variances when cores merge.
+// Sampled refusals (weight 16) count 16 each; once a summary has one, every count in it has an
+// error at 99%: 16 x (z^2/2 + z sqrt(X + z^2/4)) for X samples (z = 2.5758), the samples
+// summed when cores merge.
 TEST(HeavyHitters, WeightedSamplesStateTheirError) {
     HeavyHitters hh;
     for (unsigned n = 0; n < 100; ++n) hh.add(7, 0, 4, 32, h(7), 16);
@@ -107,13 +108,16 @@ TEST(HeavyHitters, WeightedSamplesStateTheirError) {
     ASSERT_EQ(top.size(), 1u);
     EXPECT_EQ(top[0].count, 1605u);
     EXPECT_EQ(top[0].error, 0u);
-    EXPECT_EQ(top[0].sampling_error, 400u);  // 2.5758 x sqrt(100 x 240) = 399.04
+    EXPECT_EQ(top[0].sampling_error, 469u);  // 16 x (3.317 + 2.5758 x sqrt(101.66)) = 468.6
     HeavyHitters other;
     for (unsigned n = 0; n < 100; ++n) other.add(7, 0, 4, 32, h(7), 16);
     other.merge(hh);
     top = other.top(1);
     EXPECT_EQ(top[0].count, 3205u);
-    EXPECT_EQ(top[0].sampling_error, 565u);  // 2.5758 x sqrt(200 x 240) = 564.33
+    EXPECT_EQ(top[0].sampling_error, 639u);  // 16 x (3.317 + 2.5758 x sqrt(201.66)) = 638.3
+    other.add(8, 0, 4, 32, h(8));  // never sampled, in a summary that samples: it may have lost
+    for (const HeavyHitter &t : other.top(2))                   // refusals to the draw
+        if (t.addr_hi == 8) EXPECT_EQ(t.sampling_error, 107u);  // 16 x (3.317 + 3.317) = 106.2
     HeavyHitters exact;
     exact.add(7, 0, 4, 32, h(7));
     EXPECT_EQ(exact.top(1)[0].sampling_error, 0u);

@@ -70,20 +70,22 @@ unsigned HeavyHitters::smallest() {
 
 void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_len, uint64_t hash,
                        uint32_t weight) {
-    const uint64_t variance = uint64_t{weight} * (weight - 1);
+    const uint64_t sampled = weight > 1;
+    if (sampled) [[unlikely]]
+        sample_weight_ = weight;
     // A flood repeats its source: the counter that took the last refusal is checked first,
     // which spares the tag scan for every packet of a run (a full 64-bit keyed hash match,
     // as good an identity as the limit table's).
     if (hash_[last_] == hash && used_ > last_) {
         count_[last_] += weight;
-        source_[last_].variance += variance;
+        source_[last_].samples += sampled;
         return;
     }
     uint32_t tag = tag_of(hash);
     int c = find(hi, lo, family, tag);
     if (c >= 0) {
         count_[c] += weight;
-        source_[c].variance += variance;
+        source_[c].samples += sampled;
         last_ = static_cast<unsigned>(c);
         return;
     }
@@ -97,7 +99,7 @@ void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_
     }
     tag_[slot] = tag;
     count_[slot] = floor + weight;
-    source_[slot] = {hi, lo, floor, variance, family, prefix_len};
+    source_[slot] = {hi, lo, floor, sampled, family, prefix_len};
     hash_[slot] = hash;
     last_ = slot;
 }
@@ -106,7 +108,11 @@ std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
     std::vector<HeavyHitter> v;
     for (unsigned i = 0; i < used_; ++i) {
         const Source &s = source_[i];
-        const double sampling = std::ceil(kSamplingZ * std::sqrt(static_cast<double>(s.variance)));
+        const double z = kSamplingZ, x = static_cast<double>(s.samples);
+        const double sampling =
+            sample_weight_ > 1
+                ? std::ceil(sample_weight_ * (z * z / 2 + z * std::sqrt(x + z * z / 4)))
+                : 0.0;
         v.push_back({s.addr_hi, s.addr_lo, s.family, s.prefix_len, count_[i], s.error,
                      static_cast<uint64_t>(sampling)});
     }
@@ -119,6 +125,7 @@ std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
 }
 
 void HeavyHitters::merge(const HeavyHitters &other) {
+    sample_weight_ = std::max(sample_weight_, other.sample_weight_);
     for (unsigned i = 0; i < other.used_; ++i) {
         const Source &o = other.source_[i];
         add(o.addr_hi, o.addr_lo, o.family, o.prefix_len, other.hash_[i]);
@@ -126,7 +133,7 @@ void HeavyHitters::merge(const HeavyHitters &other) {
         if (c < 0) continue;  // only if other changed under us (callers merge a copy)
         count_[c] += other.count_[i] - 1;
         source_[c].error += o.error;
-        source_[c].variance += o.variance;
+        source_[c].samples += o.samples;
     }
 }
 
