@@ -1,7 +1,7 @@
 """Cases 1 and 2: floodgate beside testpmd, in one process and behind floodgate-tx over memif."""
 import os
 
-from harness_peers import CASE1_ONLY, MIX_CONFIG, ROOT, Peers
+from harness_peers import CASE1_ONLY, MIX_CONFIG, NO_RULES_CONFIG, ROOT, Peers
 from harness_processes import Generator, log
 from harness_results import summarise
 
@@ -18,17 +18,22 @@ class DpdkCases(Peers):
                      "--vdev", "net_null0,no-rx=1"]
             config = os.path.join(ROOT, MIX_CONFIG.get(mix, "perf/perf.yaml"))
             row = {"mix": mix, "frames": self.frames(path), "config": os.path.relpath(config, ROOT),
-                   "testpmd_io": [], "floodgate": [], "floodgate_cycles_per_packet": [],
-                   "floodgate_counts": []}
+                   "testpmd_io": [], "floodgate_no_rules": [], "floodgate": [],
+                   "floodgate_cycles_per_packet": [], "floodgate_counts": []}
+            # The I/O floor between the two: floodgate with no rules (perf/perf-no-rules.yaml).
+            peers = ["testpmd_io", "floodgate_no_rules", "floodgate"]
             for rep in range(self.args.reps):
-                order = ["testpmd_io", "floodgate"] if rep % 2 == 0 else ["floodgate",
-                                                                          "testpmd_io"]
-                for peer in order:
+                for peer in peers if rep % 2 == 0 else peers[::-1]:
                     what = "case 1, mix %s, repetition %d: %s" % (mix, rep + 1, peer)
                     log(what)
                     if peer == "testpmd_io":
                         row[peer].append(self.guarded(what, lambda: self.measure(self.testpmd(
                             vdevs, "io", self.mbufs(path), "fgp-tp"))))
+                    elif peer == "floodgate_no_rules":
+                        row[peer].append(self.guarded(what, lambda: self.measure(
+                            self.floodgate(vdevs, self.mbufs(path), "fgp-fg",
+                                           os.path.join(self.work, "stats-no-rules.json"),
+                                           config=os.path.join(ROOT, NO_RULES_CONFIG)))))
                     else:
                         stats = os.path.join(self.work, "stats.json")
                         if os.path.exists(stats):
@@ -38,7 +43,8 @@ class DpdkCases(Peers):
                                            config=config))))
                         row["floodgate_cycles_per_packet"].append(self.cycles_per_packet(stats))
                         row["floodgate_counts"].append(self.answer_counts(stats))
-            out.append(summarise(row, "floodgate", ["testpmd_io"]))
+            summarise(row, "floodgate_no_rules", ["testpmd_io"], key="no_rules_ratio_vs_")
+            out.append(summarise(row, "floodgate", ["testpmd_io", "floodgate_no_rules"]))
         self.results["cases"]["1"] = out
 
     # --- case 2 ------------------------------------------------------------------------

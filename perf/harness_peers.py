@@ -15,6 +15,8 @@ MIX_FILES = {"a": "mix-a", "b": "mix-b", "b15": "mix-b15", "c": "mix-c", "d": "m
 MIX_CONFIG = {"e": "perf/perf-syn-auth.yaml", "e-drop": "perf/perf-syn-drop.yaml",
               "a-payload": "perf/perf-payload.yaml", "b-payload": "perf/perf-payload.yaml",
               "f": "perf/perf-established.yaml", "f-proxy": "perf/perf-syn-proxy.yaml"}
+# Case 1's I/O floor: floodgate receiving, parsing and forwarding, deciding nothing.
+NO_RULES_CONFIG = "perf/perf-no-rules.yaml"
 # 10.0.0.0/8 sources, the answers need case 1's ports, the payload mixes repeat a and b
 CASE1_ONLY = {"e", "e-drop", "a-payload", "b-payload", "f", "f-proxy", "held-out"}
 MBUF_SIZE = 256  # data room, headroom included: a 64-byte frame fits; the same for every peer

@@ -2,7 +2,8 @@
 import re
 
 from report_format import (TARGET_ANSWER_OVER_DROP, TARGET_SYN_PROXY, TARGET_BYTES_PER_KEY, TARGET_CASE1_ROUND_TWO,
-                           TARGET_CASE3, TARGET_DECISION_NS_16M, TARGET_PAYLOAD, TARGETS_CASE1,
+                           TARGET_CASE3, TARGET_DECISION_NS_16M, TARGET_NO_RULES, TARGET_PAYLOAD,
+                           TARGETS_CASE1,
                            cycles_range, median, met, mpps, ratio, spread)
 from report_scaling import scaling
 
@@ -117,6 +118,29 @@ def syn_bench(rows, h, targets):
     return out
 
 
+def time_shares(rows):
+    """Per mix, a packet's time in floodgate split three ways (issue 46): the I/O (testpmd io's
+    time a packet), floodgate's own path before the decision (no rules less testpmd) and the
+    decision (the perf rules less no rules), each a share of floodgate's time."""
+    out = []
+    for row in rows:
+        io, bare, full = (row.get(k + "_median_pps") for k in
+                          ("testpmd_io", "floodgate_no_rules", "floodgate"))
+        if not (io and bare and full):
+            continue
+        t_io, t_bare, t_full = 1e9 / io, 1e9 / bare, 1e9 / full
+        if not out:
+            out = ["A packet's time in floodgate (ns, and its share): the I/O (testpmd io's time), "
+                   "floodgate's path before the decision (no rules less testpmd io), the "
+                   "decision (the mix's rules less no rules).", "",
+                   "| mix | floodgate ns | I/O | before the decision | the decision |",
+                   "|---|---|---|---|---|"]
+        out.append("| %s | %.1f | %.1f (%.0f%%) | %.1f (%.0f%%) | %.1f (%.0f%%) |" % (
+            row["mix"], t_full, t_io, 100 * t_io / t_full, t_bare - t_io,
+            100 * (t_bare - t_io) / t_full, t_full - t_bare, 100 * (t_full - t_bare) / t_full))
+    return out + [""] if out else []
+
+
 def render(r, h, targets_title):
     out = []
     targets = []
@@ -124,18 +148,26 @@ def render(r, h, targets_title):
 
     if "1" in cases:
         out += [h + " Case 1: in-process I/O (net_pcap infinite_rx to net_null, one worker)", "",
-                "| mix | testpmd io Mpps | floodgate Mpps | floodgate / testpmd | cycles/packet in "
-                "floodgate |", "|---|---|---|---|---|"]
+                "| mix | testpmd io Mpps | floodgate, no rules, Mpps | no rules / testpmd | "
+                "floodgate Mpps | floodgate / testpmd | cycles/packet in floodgate |",
+                "|---|---|---|---|---|---|---|"]
         if "held_out_seed" in r:
             out[-2:-2] = ["The held-out mix was drawn with seed %d (`floodgate-gen mix-held-out "
                           "--seed %d`)." % (r["held_out_seed"], r["held_out_seed"]), ""]
         for row in cases["1"]:
             cyc = [c for c in row.get("floodgate_cycles_per_packet", []) if c]
-            out.append("| %s | %s%s | %s%s | %s | %s |" % (
+            out.append("| %s | %s%s | %s%s | %s | %s%s | %s | %s |" % (
                 MIX_NAMES[row["mix"]], mpps(row["testpmd_io_median_pps"]),
-                spread(row["testpmd_io"]), mpps(row["floodgate_median_pps"]),
+                spread(row["testpmd_io"]), mpps(row.get("floodgate_no_rules_median_pps")),
+                spread(row.get("floodgate_no_rules", [])),
+                ratio(row.get("no_rules_ratio_vs_testpmd_io")), mpps(row["floodgate_median_pps"]),
                 spread(row["floodgate"]), ratio(row["ratio_vs_testpmd_io"]),
                 "%.0f" % (sorted(cyc)[len(cyc) // 2]) if cyc else "-"))
+            if row.get("no_rules_ratio_vs_testpmd_io") is not None:
+                targets.append(("case 1, mix %s: floodgate with no rules >= %.1f x testpmd io "
+                                "(issue 46)" % (row["mix"], TARGET_NO_RULES),
+                                ratio(row["no_rules_ratio_vs_testpmd_io"]),
+                                met(row["no_rules_ratio_vs_testpmd_io"], TARGET_NO_RULES)))
             if row["mix"] in TARGETS_CASE1:
                 t = TARGETS_CASE1[row["mix"]]
                 targets.append(("case 1, mix %s: floodgate >= %.1f x testpmd io" % (row["mix"], t),
@@ -147,6 +179,7 @@ def render(r, h, targets_title):
                                 (row["mix"], t), ratio(row["ratio_vs_testpmd_io"]),
                                 met(row["ratio_vs_testpmd_io"], t)))
         out.append("")
+        out += time_shares(cases["1"])
         # A payload rule's cost: floodgate on mix X under perf-payload.yaml beside mix X.
         by_mix = {row["mix"]: row for row in cases["1"]}
         for m in ("a", "b"):

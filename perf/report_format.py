@@ -8,6 +8,7 @@ TARGET_SYN_PROXY = 0.8  # floodgate beside a syn-proxy rule / without, establish
 TARGET_DECISION_NS_16M = 50.0
 TARGET_DECISION_NS_16M_ROUND_TWO = 40.0  # issue 15, admitted and refused each
 TARGET_CASE1_ROUND_TWO = 0.5  # issue 15: floodgate / testpmd io on every mix of case 1
+TARGET_NO_RULES = 0.8  # issue 46: floodgate with no rules / testpmd io, case 1
 TARGET_BYTES_PER_KEY = 32.0
 TARGET_ANSWER_OVER_DROP = 2.0  # cost of answering a SYN / cost of dropping it
 PERF_DIR = os.path.dirname(os.path.abspath(__file__))  # where RESULTS.md is

@@ -47,6 +47,10 @@ constexpr std::pair<std::string_view, TableFullPolicy> kTableFull[] = {
     {"pass", TableFullPolicy::pass},
     {"drop", TableFullPolicy::drop},
 };
+constexpr std::pair<std::string_view, TopOffenders> kTopOffenders[] = {
+    {"sampled", TopOffenders::sampled},
+    {"exact", TopOffenders::exact},
+};
 
 auto prefix_order(const Prefix &p) {
     return std::tie(p.family, p.len, p.addr);
@@ -237,7 +241,7 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
                         const ClusterOptions &cluster) const {
     const Fields f = fields(field, {"name", "match", "key", "algorithm", "limit", "action", "slip",
                                     "verified_ttl", "announce", "mode", "on_table_full", "reserve",
-                                    "escalate", "share", "fallback", "queue"});
+                                    "escalate", "share", "fallback", "queue", "top_offenders"});
     Rule r;
     r.line = field.line;
     const Field &name = require(f, "name");
@@ -283,6 +287,7 @@ Rule ConfigParser::rule(const Field &field, const std::vector<Rule> &earlier,
     }
     if (const Field *m = f.find("mode")) r.mode = choice(*m, kModes);
     if (const Field *t = f.find("on_table_full")) r.on_table_full = choice(*t, kTableFull);
+    if (const Field *t = f.find("top_offenders")) r.top_offenders = choice(*t, kTopOffenders);
     if (const Field *e = f.find("escalate")) r.escalate = escalate(*e, r);
     if (const Field *s = f.find("share")) {
         r.shared = choice(*s, kShares);

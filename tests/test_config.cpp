@@ -45,6 +45,7 @@ TEST(Config, RuleDefaults) {
     EXPECT_EQ(r.action, RuleAction::drop);
     EXPECT_EQ(r.mode, RuleMode::enforce);
     EXPECT_EQ(r.on_table_full, TableFullPolicy::shared);
+    EXPECT_EQ(r.top_offenders, TopOffenders::sampled);
 }
 
 TEST(Config, EveryFieldParses) {
@@ -75,6 +76,7 @@ rules:
     limit: { rate: 1/h, burst: 1048576 }
     mode: enforce
     on_table_full: drop
+    top_offenders: exact
 )",
                                     kFile);
     EXPECT_EQ(cfg.path, kFile);
@@ -112,6 +114,7 @@ rules:
     EXPECT_EQ(web.action, RuleAction::drop);
     EXPECT_EQ(web.mode, RuleMode::shadow);
     EXPECT_EQ(web.on_table_full, TableFullPolicy::pass);
+    EXPECT_EQ(web.top_offenders, TopOffenders::sampled);
 
     const Rule &other = cfg.rules[1];
     EXPECT_EQ(other.name, "other");
@@ -123,6 +126,7 @@ rules:
     EXPECT_EQ(other.burst_pkts, kMaxBurstPkts);
     EXPECT_EQ(other.mode, RuleMode::enforce);
     EXPECT_EQ(other.on_table_full, TableFullPolicy::drop);
+    EXPECT_EQ(other.top_offenders, TopOffenders::exact);
 }
 
 TEST(Config, Rates) {

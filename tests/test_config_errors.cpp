@@ -380,6 +380,8 @@ TEST(ConfigErrors, BadEnumValue) {
          "icmp-unreachable, shape, syn-proxy)"},
         {"on_table_full", with("on_table_full: bucket"), 4, "rules[0].on_table_full",
          "(expected one of: shared, pass, drop)"},
+        {"top_offenders", with("top_offenders: rough"), 4, "rules[0].top_offenders",
+         "unknown value 'rough' (expected one of: sampled, exact)"},
         {"proto name", rule_with_match("{ proto: sctp }"), 3, "rules[0].match.proto",
          "unknown protocol 'sctp' (expected tcp, udp, icmp, icmpv6 or a number 0-255)"},
         {"proto 256", rule_with_match("{ proto: 256 }"), 3, "rules[0].match.proto",

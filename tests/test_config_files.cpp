@@ -324,7 +324,7 @@ TEST(ShippedConfig, ExampleFullLoads) {
     if (path.empty()) GTEST_SKIP() << "FLOODGATE_SRC is not set";
     const Config cfg = load_config(path);
     bool shadow = false, table_full_pass = false, table_full_drop = false, port_list = false,
-         escalates = false, payload = false, shapes = false, adapts = false;
+         escalates = false, payload = false, shapes = false, adapts = false, exact_top = false;
     bool algorithms[4] = {};
     for (const Rule &r : cfg.rules) {
         algorithms[static_cast<unsigned>(r.algorithm)] = true;
@@ -336,7 +336,9 @@ TEST(ShippedConfig, ExampleFullLoads) {
         payload = payload || r.match.payload.present();
         shapes = shapes || r.action == RuleAction::shape;
         adapts = adapts || r.adaptive.enabled;
+        exact_top = exact_top || r.top_offenders == TopOffenders::exact;
     }
+    EXPECT_TRUE(exact_top);
     EXPECT_TRUE(shapes);
     EXPECT_TRUE(adapts);
     EXPECT_TRUE(payload || !payload_engine_available());

@@ -25,6 +25,9 @@ Rule make_rule(const char *name, uint16_t dst_port, uint32_t burst, RuleMode mod
     r.rate_period_ns = 1000000;  // 1/ms: sources refill as the writer's clock runs
     r.burst_pkts = burst;
     r.mode = mode;
+    // Every refusal counted, so that a summary's counts add up to the rule's refusals in every
+    // reading (sampled ones are estimates past a core's first refusals of a second).
+    r.top_offenders = TopOffenders::exact;
     return r;
 }
 

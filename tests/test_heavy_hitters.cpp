@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "dataplane/core/geometric_sampler.h"
 #include "dataplane/core/heavy_hitters.h"
 
 #include <map>
@@ -94,6 +95,41 @@ TEST(HeavyHitters, InvariantsHoldAfterEveryAdd) {
             }
         }
     }
+}
+
+// Sampled refusals (weight 16) count 16 each; once a summary has one, every count in it has an
+// error at 99%: 16 x (z^2/2 + z sqrt(X + z^2/4)) for X samples (z = 2.5758), the samples
+// summed when cores merge.
+TEST(HeavyHitters, WeightedSamplesStateTheirError) {
+    HeavyHitters hh;
+    for (unsigned n = 0; n < 100; ++n) hh.add(7, 0, 4, 32, h(7), 16);
+    for (unsigned n = 0; n < 5; ++n) hh.add(7, 0, 4, 32, h(7));
+    auto top = hh.top(1);
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top[0].count, 1605u);
+    EXPECT_EQ(top[0].error, 0u);
+    EXPECT_EQ(top[0].sampling_error, 469u);  // 16 x (3.317 + 2.5758 x sqrt(101.66)) = 468.6
+    HeavyHitters other;
+    for (unsigned n = 0; n < 100; ++n) other.add(7, 0, 4, 32, h(7), 16);
+    other.merge(hh);
+    top = other.top(1);
+    EXPECT_EQ(top[0].count, 3205u);
+    EXPECT_EQ(top[0].sampling_error, 639u);  // 16 x (3.317 + 2.5758 x sqrt(201.66)) = 638.3
+    other.add(8, 0, 4, 32, h(8));  // never sampled, in a summary that samples: it may have lost
+    for (const HeavyHitter &t : other.top(2))                   // refusals to the draw
+        if (t.addr_hi == 8) EXPECT_EQ(t.sampling_error, 107u);  // 16 x (3.317 + 3.317) = 106.2
+    HeavyHitters exact;
+    exact.add(7, 0, 4, 32, h(7));
+    EXPECT_EQ(exact.top(1)[0].sampling_error, 0u);
+}
+
+// One event in 16 on average, independently: 1,600,000 events give 100,000 samples within
+// three standard deviations (sqrt(1.6M x 1/16 x 15/16) = 306), and no gap is 0.
+TEST(GeometricSampler, SamplesOneInItsMeanGap) {
+    GeometricSampler s(12345);
+    uint64_t samples = 0;
+    for (unsigned n = 0; n < 1600000; ++n) samples += s.due();
+    EXPECT_NEAR(static_cast<double>(samples), 100000.0, 3 * 306.0);
 }
 
 }  // namespace

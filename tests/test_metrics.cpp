@@ -141,7 +141,12 @@ json stats_object() {
     }
     dns["refused"] = 42;
     dns["top_refused"] = {{{"source", "198.18.1.1/32"}, {"count", 40}, {"error", 0}},
-                          {{"source", "2001:db8::/64"}, {"count", 2}, {"error", 1}}};
+                          {{"source", "2001:db8::/64"}, {"count", 2}, {"error", 1}},
+                          {{"source", "198.18.2.2/32"},
+                           {"count", 3200},
+                           {"error", 16},
+                           {"sampling_error", 100},
+                           {"confidence", 0.99}}};
     syn["top_refused"] = json::array();
 
     json nic0 = {{"port", 0},      {"role", "outside"}, {"rx_packets", 10}, {"rx_bytes", 640},
@@ -458,6 +463,12 @@ TEST(Metrics, Rules) {
         // count less error: what the summary vouches for
         "floodgate_rule_top_refused_guaranteed_packets{rule=\"dns\",source=\"198.18.1.1/32\"} 40",
         "floodgate_rule_top_refused_guaranteed_packets{rule=\"dns\",source=\"2001:db8::/64\"} 1",
+        // counted from samples: less the sampling error too, which is given beside it
+        "floodgate_rule_top_refused_guaranteed_packets{rule=\"dns\",source=\"198.18.2.2/32\"} 3084",
+        "floodgate_rule_top_refused_sampling_error_packets{rule=\"dns\",source=\"198.18.2.2/32\"} "
+        "100",
+        "floodgate_rule_top_refused_sampling_error_packets{rule=\"dns\",source=\"2001:db8::/64\"} "
+        "0",
     };
     for (const char *line : expected) EXPECT_TRUE(has_line(text, line)) << line;
     EXPECT_EQ(text.find("floodgate_rule_top_refused_packets{rule=\"syn\""), std::string::npos);

@@ -93,6 +93,10 @@ TEST(StatsText, TopRefusedCountsShowOnlyWhatTheSummaryVouchesFor) {
     // The pktgen case of issue 14: 525 frames per source, the summary's error 163499.
     EXPECT_EQ(refused_bound_text({{"count", 163500}, {"error", 163499}}),
               "at least 1, at most 163500");
+    // Counted from samples: the estimate's centre, its sampling error and half Space-Saving's.
+    EXPECT_EQ(refused_bound_text(
+                  {{"count", 52016}, {"error", 16}, {"sampling_error", 942}, {"confidence", 0.99}}),
+              "about 52008, +-950 at confidence 99%");
     json stats = reading(1, 10, 4, 0);
     stats["rules"][0]["mode"] = "enforce";
     stats["rules"][0]["top_refused"] = {{{"source", "198.18.1.1/32"}, {"count", 9}, {"error", 5}}};

@@ -71,6 +71,10 @@ std::string table_full_text(TableFullPolicy p) {
     }
 }
 
+std::string top_offenders_text(TopOffenders t) {
+    return t == TopOffenders::exact ? "exact" : "sampled";
+}
+
 const Rule *find(const Config &c, const std::string &name) {
     for (const Rule &r : c.rules)
         if (r.name == name) return &r;
@@ -272,6 +276,7 @@ nlohmann::json rule_json(const Rule &r) {
                 {"action", describe_action(r)}}}};
     if (r.line != 0) j["line"] = r.line;  // where the rule starts in its file
     if (is_aggregate(r.key_kind)) j["reserve"] = describe_reserve(r.reserve);
+    if (r.top_offenders == TopOffenders::exact) j["top_offenders"] = "exact";
     if (r.escalate.enabled())
         j["escalate"] = {{"after_s", r.escalate.after_ns / 1e9},
                          {"min_refused_rate", format_rate(r.escalate.min_refused_count,
@@ -343,6 +348,9 @@ RulesDiff diff_rules(const Config &running, const Config &next) {
         if (old->on_table_full != r.on_table_full)
             d.changes.push_back(prefix + "on_table_full " + table_full_text(old->on_table_full) +
                                 " -> " + table_full_text(r.on_table_full));
+        if (old->top_offenders != r.top_offenders)
+            d.changes.push_back(prefix + "top_offenders " + top_offenders_text(old->top_offenders) +
+                                " -> " + top_offenders_text(r.top_offenders));
         if (describe_key(*old) != describe_key(r)) {
             d.changes.push_back(prefix + "key " + describe_key(*old) + " -> " + describe_key(r) +
                                 " (its limiter state starts afresh)");

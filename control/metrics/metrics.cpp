@@ -248,12 +248,19 @@ void rule_metrics(const json *stats, std::string &out) {
     Family top("floodgate_rule_top_refused_packets", Type::gauge,
                "Packets the rule refused from each of its top refused sources (prefixes of the "
                "rule's key length), summed over the worker cores. A Space-Saving estimate: an "
-               "upper bound on the true count. Sources come and go from the list.");
+               "upper bound on the true count, or, counted from samples (top_offenders: "
+               "sampled), within floodgate_rule_top_refused_sampling_error_packets above it. "
+               "Sources come and go from the list.");
     // Its lower bound beside it: the count less the summary's error, what it can vouch for.
     Family vouched("floodgate_rule_top_refused_guaranteed_packets", Type::gauge,
                    "The lower bound of floodgate_rule_top_refused_packets: packets the rule "
-                   "certainly refused from the source (the estimate less its Space-Saving error). "
-                   "The true count lies between the two.");
+                   "certainly refused from the source (the estimate less its Space-Saving error "
+                   "and, counted from samples, less its sampling error: at 99% confidence).");
+    Family sampled("floodgate_rule_top_refused_sampling_error_packets", Type::gauge,
+                   "How far floodgate_rule_top_refused_packets may be from the true count "
+                   "either way at 99% confidence, counted from sampled refusals (top_offenders: "
+                   "sampled, past a core's first 1,024 refusals of a rule each second); 0 when "
+                   "every refusal was counted.");
     for (const auto &[rule, r] : named) {
         const json *rows = array_at(r, "top_refused");
         if (rows == nullptr) continue;
@@ -263,13 +270,20 @@ void rule_metrics(const json *stats, std::string &out) {
                 const json *count = member(&row, "count"), *error = member(&row, "error");
                 if (count != nullptr && error != nullptr && count->is_number_integer() &&
                     error->is_number_integer()) {
-                    const uint64_t c = count->get<uint64_t>(), e = error->get<uint64_t>();
+                    const json *s = member(&row, "sampling_error");
+                    const uint64_t c = count->get<uint64_t>(),
+                                   e = error->get<uint64_t>() +
+                                       (s != nullptr && s->is_number_integer() ? s->get<uint64_t>()
+                                                                               : 0);
                     vouched.add({{"rule", rule}, {"source", *source}}, Value{c > e ? c - e : 0});
+                    sampled.add({{"rule", rule}, {"source", *source}},
+                                Value{e - error->get<uint64_t>()});
                 }
             }
     }
     top.write(out);
     vouched.write(out);
+    sampled.write(out);
 }
 
 // The NICs' own counters (stats.nic[]), which include what never reached a worker.

@@ -61,6 +61,9 @@ struct RuleMatch {
 
 enum class RuleMode : uint8_t { enforce, shadow };
 enum class TableFullPolicy : uint8_t { shared, pass, drop };
+// How a rule counts its top refused sources: from sampled refusals past the first of each second
+// (an estimate with its error stated at a confidence), or every refusal (Space-Saving's range).
+enum class TopOffenders : uint8_t { sampled, exact };
 // What happens to a packet the rule does not admit (for syn_auth and syn_proxy, also to a SYN
 // from a source that has not proven itself yet): dropped, dropped and answered
 // (dataplane/answer/answer.h), or (shape) held and sent when the limit admits it, dropped only
@@ -333,6 +336,7 @@ struct Rule {
     ShapeQueue queue;        // shape
     RuleMode mode = RuleMode::enforce;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
+    TopOffenders top_offenders = TopOffenders::sampled;
     EscalateOptions escalate;
     bool shared = false;  // share: cluster
     ClusterFallback fallback = ClusterFallback::local;

@@ -61,6 +61,13 @@ std::string si(double v) {
 
 std::string refused_bound_text(const json &t) {
     const uint64_t count = u64(t, "count"), error = u64(t, "error");
+    // An estimate from samples: its centre and half-width, Space-Saving's error included.
+    if (const uint64_t sampling = u64(t, "sampling_error"); sampling != 0) {
+        const uint64_t half = error / 2;
+        return "about " + std::to_string(count - std::min(half, count)) + ", +-" +
+               std::to_string(sampling + (error - half)) + " at confidence " +
+               fmt("%g%%", t.value("confidence", 0.0) * 100);
+    }
     if (error == 0) return std::to_string(count);
     return "at least " + std::to_string(count - std::min(error, count)) + ", at most " +
            std::to_string(count);

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 namespace floodgate {
@@ -67,19 +68,24 @@ unsigned HeavyHitters::smallest() {
     }
 }
 
-void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_len,
-                       uint64_t hash) {
+void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_len, uint64_t hash,
+                       uint32_t weight) {
+    const uint64_t sampled = weight > 1;
+    if (sampled) [[unlikely]]
+        sample_weight_ = weight;
     // A flood repeats its source: the counter that took the last refusal is checked first,
     // which spares the tag scan for every packet of a run (a full 64-bit keyed hash match,
     // as good an identity as the limit table's).
     if (hash_[last_] == hash && used_ > last_) {
-        ++count_[last_];
+        count_[last_] += weight;
+        source_[last_].samples += sampled;
         return;
     }
     uint32_t tag = tag_of(hash);
     int c = find(hi, lo, family, tag);
     if (c >= 0) {
-        ++count_[c];
+        count_[c] += weight;
+        source_[c].samples += sampled;
         last_ = static_cast<unsigned>(c);
         return;
     }
@@ -92,8 +98,8 @@ void HeavyHitters::add(uint64_t hi, uint64_t lo, uint8_t family, uint8_t prefix_
         floor = count_[slot];
     }
     tag_[slot] = tag;
-    count_[slot] = floor + 1;
-    source_[slot] = {hi, lo, floor, family, prefix_len};
+    count_[slot] = floor + weight;
+    source_[slot] = {hi, lo, floor, sampled, family, prefix_len};
     hash_[slot] = hash;
     last_ = slot;
 }
@@ -102,7 +108,13 @@ std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
     std::vector<HeavyHitter> v;
     for (unsigned i = 0; i < used_; ++i) {
         const Source &s = source_[i];
-        v.push_back({s.addr_hi, s.addr_lo, s.family, s.prefix_len, count_[i], s.error});
+        const double z = kSamplingZ, x = static_cast<double>(s.samples);
+        const double sampling =
+            sample_weight_ > 1
+                ? std::ceil(sample_weight_ * (z * z / 2 + z * std::sqrt(x + z * z / 4)))
+                : 0.0;
+        v.push_back({s.addr_hi, s.addr_lo, s.family, s.prefix_len, count_[i], s.error,
+                     static_cast<uint64_t>(sampling)});
     }
     std::sort(v.begin(), v.end(), [](const HeavyHitter &a, const HeavyHitter &b) {
         return std::tie(b.count, a.family, a.addr_hi, a.addr_lo) <
@@ -113,6 +125,7 @@ std::vector<HeavyHitter> HeavyHitters::top(unsigned n) const {
 }
 
 void HeavyHitters::merge(const HeavyHitters &other) {
+    sample_weight_ = std::max(sample_weight_, other.sample_weight_);
     for (unsigned i = 0; i < other.used_; ++i) {
         const Source &o = other.source_[i];
         add(o.addr_hi, o.addr_lo, o.family, o.prefix_len, other.hash_[i]);
@@ -120,6 +133,7 @@ void HeavyHitters::merge(const HeavyHitters &other) {
         if (c < 0) continue;  // only if other changed under us (callers merge a copy)
         count_[c] += other.count_[i] - 1;
         source_[c].error += o.error;
+        source_[c].samples += o.samples;
     }
 }
 

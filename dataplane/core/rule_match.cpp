@@ -114,6 +114,7 @@ CompiledRule compile_rule(const Rule &r, uint16_t index, RuleState *state) {
     c.escalates = r.escalate.enabled() && !c.shadow;
     c.shared = r.shared;
     c.on_table_full = r.on_table_full;
+    c.exact_top = r.top_offenders == TopOffenders::exact;
     c.plain = !is_aggregate(c.key_kind) && !verifies_sources(c.action) && !c.shadow && !c.shared;
     return c;
 }

@@ -94,6 +94,7 @@ struct CompiledRule {
     // (dataplane/pipeline/refusal_samples.h).
     bool escalates = false;
     TableFullPolicy on_table_full = TableFullPolicy::shared;
+    bool exact_top = false;  // top_offenders: exact (every refusal counted)
     // Whether the consumption of its keys (and a syn-auth rule's verifications) is published to
     // the other cores by the merge, per family ([0] IPv4, [1] IPv6): not when steering gives
     // each key one owner core (RuleSet, dataplane/core/steering.h).

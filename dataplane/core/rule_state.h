@@ -23,6 +23,9 @@ struct alignas(64) RuleCoreState {
     HeavyHitters top_refused;
     // top_refused changed since the core last copied it for a reader (it copies only those).
     bool top_refused_changed = false;
+    // Refusals counted one by one this epoch: past kCountedRefusalsPerEpoch, a rule with
+    // sampled top offenders adds only sampled ones (Pipeline::note_refusal).
+    uint32_t refusals_in_epoch = 0;
     DestinationSummary destinations;  // where the rule's packets go, per epoch
     EpochKeys keys;                   // its distinct keys and packets, per epoch
     uint64_t overflow_tat_ns = 0;     // the shared bucket for keys with no room in the table

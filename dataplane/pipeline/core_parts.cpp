@@ -21,6 +21,7 @@ CoreParts::CoreParts(const RuleSet *rules, const CoreSizes &sizes, const CoreSee
     }
     pipeline_ = std::make_unique<Pipeline>(rules, table_.get(), core);
     pipeline_->set_cookie_key(seeds.cookie);
+    pipeline_->seed_top_samples(seeds.table.k[2] ^ (0x9e3779b97f4a7c15ull * (core + 1)));
     if (sizes.proxy_connections == 0) return;
     proxy_flows_ =
         std::make_unique<ProxyFlows>(sizes.proxy_connections, sizes.proxy_server_timeout_ns,

@@ -132,6 +132,11 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
     // n_checks / n of the ahead burst's checks a packet, without a division: each packet adds
     // n_checks to the budget, each prefetch takes n.
     unsigned ahead_done = 0, budget = 0;
+    // The burst's share of the core's counters, summed here and written once at its end: a
+    // reader copies them between bursts (read_stats), so every reading still has packets =
+    // passed + dropped and the rest (docs/replay.md, "Counters: what every reading shows").
+    uint32_t passed = 0, malformed = 0, non_ip = 0, allow_hits = 0, block_hits = 0,
+             syn_auth_replies = 0, rate_limited = 0;
     for (uint16_t i = 0; i < n; ++i) {
         if (ahead != nullptr)
             for (budget += ahead->n_checks; budget >= n; budget -= n)
@@ -141,25 +146,25 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         Verdict v;
         switch (b.status[i]) {
             case ParseStatus::malformed:
-                ++counters_.malformed;
+                ++malformed;
                 ++counters_.malformed_by_reason[static_cast<unsigned>(info.malformed)];
                 v = Verdict::drop;
                 break;
             case ParseStatus::non_ip:
-                ++counters_.non_ip;
+                ++non_ip;
                 v = Verdict::pass;
                 break;
             case ParseStatus::ip:
             default:
                 if (b.source[i].verdict == PrefixVerdict::allow) {
-                    ++counters_.allow_hits;
+                    ++allow_hits;
                     v = Verdict::pass;
                 } else if (b.source[i].verdict == PrefixVerdict::block) {
-                    ++counters_.block_hits;
+                    ++block_hits;
                     v = Verdict::drop;
                 } else if (rules_->has_syn_auth() && is_bare_rst(info) &&
                            take_cookie_reply(info, b.source[i], *b.dst_rules[i], now_ns)) {
-                    ++counters_.syn_auth_replies;
+                    ++syn_auth_replies;
                     v = Verdict::drop;
                 } else {
                     if (now_ns >= epoch_end_ns_) [[unlikely]]
@@ -167,6 +172,8 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                     const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
                     v = decide_one(info, frame, &b.checks[b.first_check[i]],
                                    b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
+                    // A rule's refusal, answered or not (decide_one drops nothing else).
+                    rate_limited += v == Verdict::drop || v == Verdict::answer;
                     // A passed segment toward a syn-proxy rule's servers that may be the
                     // proxy's (a connection it holds, a handshake's ACK) goes through it
                     // (syn_proxy_path.h); the others go on at once.
@@ -183,11 +190,18 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip &&
             info.l4_proto == kProtoTcp && (info.tcp_flags & kTcpSyn) == 0) [[unlikely]]
             client_segment(info, Frame{b.frames[i], b.lens[i], b.captured[i]}, now_ns);
-        ++counters_.packets;
         // answered: dropped; delayed: passed, later
-        ++(v == Verdict::pass || v == Verdict::delay || v == Verdict::proxy ? counters_.passed
-                                                                            : counters_.dropped);
+        passed += v == Verdict::pass || v == Verdict::delay || v == Verdict::proxy;
     }
+    counters_.packets += n;
+    counters_.passed += passed;
+    counters_.dropped += n - passed;
+    counters_.malformed += malformed;
+    counters_.non_ip += non_ip;
+    counters_.allow_hits += allow_hits;
+    counters_.block_hits += block_hits;
+    counters_.syn_auth_replies += syn_auth_replies;
+    counters_.rate_limited += rate_limited;
     if (ahead != nullptr) prefetch_checks(*ahead, ahead_done);  // any left (n == 0)
     if (n > 0) {
         table_->sweep(b.now_ns[n - 1], kSweepBucketsPerBurst);

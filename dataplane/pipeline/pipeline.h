@@ -32,6 +32,7 @@
 #include "dataplane/answer/answer.h"
 #include "dataplane/answer/syn_cookie.h"
 #include "dataplane/api/stats.h"
+#include "dataplane/core/geometric_sampler.h"
 #include "dataplane/core/heavy_hitters.h"
 #include "dataplane/core/limit_table.h"
 #include "dataplane/core/remembered_filter.h"
@@ -56,6 +57,11 @@ inline constexpr uint32_t kSweepBucketsPerBurst = 4;
 // check's buckets in stage 1 as soon as its hash is known, or, pipelined, spread over the
 // older burst's stage 2 (prepare()); bench_decision chose both (perf/results/notes.md).
 inline constexpr unsigned kPrefetchAhead = 32;
+
+// Refusals of a rule a core counts one by one each epoch (a second) among its top offenders
+// before, with top_offenders: sampled, it counts only sampled ones (GeometricSampler): a quiet
+// rule's counts stay exact, a flood's cost no summary update a refusal.
+inline constexpr uint32_t kCountedRefusalsPerEpoch = 1024;
 
 // answer: the packet is not forwarded; answer_plan(i) says what to send back in its place
 // (build_answer, dataplane/answer/answer.h), out of the port it came in on.
@@ -196,6 +202,8 @@ class Pipeline {
     // the worker runs); the control thread drains them (refusal_samples.h).
     void enable_refusal_samples(uint64_t seed);
     RefusalSampler *refusal_samples() { return refusal_samples_.get(); }
+    // The seed of the sampled top offenders' draws (a fixed one per core until given).
+    void seed_top_samples(uint64_t seed) { top_samples_ = GeometricSampler(seed); }
     void publish(std::vector<Consumption> *out);
     void apply(const Consumption &c, uint64_t now_ns);
 
@@ -407,6 +415,7 @@ class Pipeline {
     WorkerCounters counters_;
     bool merging_ = false;
     std::unique_ptr<RefusalSampler> refusal_samples_;
+    GeometricSampler top_samples_{0x9e3779b97f4a7c15ull * (core_ + 1)};
     // Keys with LimitEntry::unpublished > 0 (capacity fixed); packets is filled in at publish.
     std::vector<Consumption> unpublished_;
     std::vector<Consumption> unpublished_verifications_;  // packets 0; capacity fixed

@@ -116,7 +116,6 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         if (c.reserved) table_->release(c.entry, c.hash);
         note_refusal(info, c);
         ++state.counters.refused;
-        ++counters_.rate_limited;
         return answer_refusal(info, frame, c, now_ns, plan);
     }
     int blamed = -1;
@@ -167,7 +166,6 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         note_refusal(info, b);
         ++brc.refused;
         if (is_aggregate(rules[b.rule].key_kind)) ++refused_by_class(brc, b.cls);
-        ++counters_.rate_limited;
         for (unsigned i = 0; i < n_checks; ++i) {
             if (static_cast<int>(i) != blamed) ++mine(rules[checks[i].rule]).counters.overruled;
             if (checks[i].reserved) table_->release(checks[i].entry, checks[i].hash);

@@ -28,6 +28,18 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
 void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     const CompiledRule &r = rules_->rules()[c.rule];
     RuleCoreState &state = mine(r);
+    if (r.escalates && refusal_samples_ != nullptr && refusal_samples_->due()) [[unlikely]]
+        refusal_samples_->take({c.key.addr_hi, c.key.addr_lo,
+                                static_cast<uint32_t>(rules_->serial()), r.index, info.family,
+                                r.key_len[info.family == 6]});
+    // Sampled top offenders (top_offenders: sampled): every refusal of the first of an epoch,
+    // then one in about kMeanGap counting for kMeanGap, so that a flood's refusals cost a
+    // decrement each, not a summary update (172 instructions, perf/results/notes.md).
+    uint32_t weight = 1;
+    if (!r.exact_top && ++state.refusals_in_epoch > kCountedRefusalsPerEpoch) {
+        if (!top_samples_.due()) return;
+        weight = GeometricSampler::kMeanGap;
+    }
     // The summary tells sources apart by hash, so the hash must name what it reports: a
     // src_dst key's hash names the pair (one source toward two destinations would be listed
     // twice under its one address), a none key's both families (every refusal would go to
@@ -35,13 +47,9 @@ void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
     uint64_t h = c.hash;
     if (r.key_kind == KeyKind::src_dst || r.key_kind == KeyKind::none) [[unlikely]]
         h = table_->hash(LimitKey{c.key.addr_hi, c.key.addr_lo, c.key.tag | info.family});
-    state.top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6],
-                          h);
+    state.top_refused.add(c.key.addr_hi, c.key.addr_lo, info.family, r.key_len[info.family == 6], h,
+                          weight);
     state.top_refused_changed = true;
-    if (r.escalates && refusal_samples_ != nullptr && refusal_samples_->due()) [[unlikely]]
-        refusal_samples_->take({c.key.addr_hi, c.key.addr_lo,
-                                static_cast<uint32_t>(rules_->serial()), r.index, info.family,
-                                r.key_len[info.family == 6]});
 }
 
 // Every rule's destinations end the epoch now_ns is past (rate_baseline.h), and the next one
@@ -53,6 +61,7 @@ void Pipeline::end_epoch(uint64_t now_ns) {
         RuleCoreState &state = mine(r);
         state.destinations.roll(epoch);
         state.keys.roll(state.counters.matched, idle);
+        state.refusals_in_epoch = 0;
     }
     epoch_end_ns_ = (epoch + 1) * kEpochNs;
 }

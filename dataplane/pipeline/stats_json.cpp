@@ -200,9 +200,15 @@ nlohmann::ordered_json stats_to_json(const RuleSet &ruleset, const std::vector<C
                                                static_cast<double>(written.rate_period_ns);
         if (r.adaptive) rule["adaptive"] = adaptive_json(r, written.adaptive, clock_ns);
         ordered_json offenders = ordered_json::array();
-        for (const HeavyHitter &h : top.top(top_n))
-            offenders.push_back(
-                {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}});
+        for (const HeavyHitter &h : top.top(top_n)) {
+            ordered_json o = {{"source", key_prefix(h)}, {"count", h.count}, {"error", h.error}};
+            // Counted in part from samples (top_offenders: sampled): the estimate's error.
+            if (h.sampling_error != 0) {
+                o["sampling_error"] = h.sampling_error;
+                o["confidence"] = kSamplingConfidence;
+            }
+            offenders.push_back(o);
+        }
         rule["top_refused"] = offenders;
         const double limit = rule["limit_per_s"].get<double>();
         destinations_json(&rule, r, cores, limit, r.key_kind == KeyKind::dst ? limit : -1.0, top_n);

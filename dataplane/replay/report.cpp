@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "dataplane/api/stats_text.h"
 #include "dataplane/replay/report_destinations.h"
 
 namespace floodgate {
@@ -493,19 +494,29 @@ std::string report_html(const ReportInput &in) {
                  (key == "dst" ? "Destination" : "Source") +
                  "</th><th>Refused (guaranteed range)</th></tr></thead>\n<tbody>\n";
             unsigned rank = 0;
+            bool sampled = false;
             for (const auto &t : *top) {
                 const uint64_t count = u64(t, "count"), error = u64(t, "error");
                 const uint64_t least = count >= error ? count - error : 0;
+                // Counted from samples (top_offenders: sampled): the estimate and its error.
+                const uint64_t sampling = u64(t, "sampling_error");
+                sampled = sampled || sampling != 0;
+                const std::string range =
+                    sampling != 0 ? html_escape(refused_bound_text(nlohmann::json(t)))
+                                  : "at least " + grouped(least) + ", at most " + grouped(count);
                 o += "<tr class=\"offender\" data-count=\"" + std::to_string(count) +
                      "\" data-error=\"" + std::to_string(error) + "\"><td class=\"num\">" +
                      std::to_string(++rank) + "</td><td><code>" + html_escape(str(t, "source")) +
-                     "</code></td><td class=\"range\">at least " + grouped(least) + ", at most " +
-                     grouped(count) + "</td></tr>\n";
+                     "</code></td><td class=\"range\">" + range + "</td></tr>\n";
             }
             o += "</tbody>\n</table>\n";
             o += "<p class=\"note\">From a Space-Saving summary per rule and core: a key&#39;s "
                  "count never undercounts it, and count &#8722; error never overcounts it, so "
                  "the true count lies in the range shown.</p>\n";
+            if (sampled)
+                o += "<p class=\"note\">This rule counts a core&#39;s first 1,024 refusals a "
+                     "second, then one in about 16 (top_offenders: sampled): a count past those "
+                     "is an estimate, shown with its error at 99% confidence.</p>\n";
         }
         o += report_destinations(r);
         o += "</section>\n";

@@ -263,7 +263,17 @@ void Scenario::check_top_refused(const json &top, const Rule &rule, const ModelR
         const uint64_t count = u64(entry, "count");
         EXPECT_LE(count, previous) << "top_refused is not sorted, most first";
         previous = count;
-        got[SourceKey{p->family, p->addr}] = count;
+        const SourceKey key{p->family, p->addr};
+        got[key] = count;
+        if (!entry.contains("sampling_error")) continue;
+        // Counted from samples: the model's count within the stated error, [count - error -
+        // sampling_error, count + sampling_error], then taken as exact for the comparison below.
+        const auto truth = c.refused_by_key.find(key);
+        ASSERT_NE(truth, c.refused_by_key.end()) << text;
+        const uint64_t sampling = u64(entry, "sampling_error"), error = u64(entry, "error");
+        EXPECT_LE(count, truth->second + sampling) << text;
+        EXPECT_GE(truth->second + error + sampling, count) << text;
+        got[key] = truth->second;
     }
     if (c.refused_by_key.size() <= 10) {
         EXPECT_EQ(got, c.refused_by_key) << top.dump();
