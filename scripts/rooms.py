@@ -13,7 +13,8 @@ every room it may include (itself always). Two jobs:
   rooms.py check SRC BUILD ROOM=... ...
       The test: every quoted include of every room's files names a room it may see (and no
       '..'); then, with each room's real compile command from BUILD/compile_commands.json, a
-      header of a room it may not see fails to compile and one of a room below compiles; and
+      header of a room it may not see is not found and one of a room below is (the
+      preprocessor's answer, the same as the compiler's); and
       docs/layout.md has a row for every room that names each of its source files.
 """
 import concurrent.futures
@@ -103,7 +104,9 @@ def header_in(src, room, rooms):
 
 
 def compile_probe(command, directory, probe_text):
-    """Compiles probe_text with command's flags (its -o and source replaced); (ok, stderr)."""
+    """Preprocesses probe_text with command's flags (its -o and source replaced); (ok, stderr).
+    Whether a room sees a header is its include path's answer, which the preprocessor gives:
+    7 times faster than -fsyntax-only (0.5 against 3.6 s for dataplane/pipeline/pipeline.h)."""
     args = shlex.split(command)
     kept, skip = [], False
     for a in args:
@@ -120,7 +123,7 @@ def compile_probe(command, directory, probe_text):
         probe = os.path.join(tmp, "probe.cpp")
         with open(probe, "w") as f:
             f.write(probe_text)
-        run = subprocess.run(kept + ["-fsyntax-only", probe], cwd=directory,
+        run = subprocess.run(kept + ["-E", "-o", os.devnull, probe], cwd=directory,
                              capture_output=True, text=True, timeout=120)
     return run.returncode == 0, run.stderr
 
@@ -144,8 +147,7 @@ def build_check(src, build, rooms):
             header = header_in(src, other, rooms)
             if header is not None and other != room:
                 probes.append((room, sees, other, header))
-    # Each probe is a compiler of its own: as many at once as there are CPUs (the check took
-    # 130-250 s one at a time on CI's 2 cores).
+    # Each probe is a preprocessor of its own: as many at once as there are CPUs.
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         results = list(pool.map(
             lambda p: compile_probe(by_room[p[0]]["command"], by_room[p[0]]["directory"],
