@@ -18,17 +18,8 @@ FLOODCTL = os.path.join(BUILD, "control", "floodctl")
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEADLINE_S = 60  # longest any one condition is waited for
 
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append(bool(ok))
-    print(("ok" if ok else "not ok") + " %d - %s" % (len(results), what))
-    if not ok and detail:
-        for line in str(detail).splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-    return ok
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import check, plan, results  # noqa: E402,F401  (tests/tap.py, for the parts)
 
 
 def wait_until(condition, what, timeout=DEADLINE_S):
@@ -262,5 +253,4 @@ def finish(work, logs):
                         print("# " + ln)
     else:
         subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()

@@ -33,8 +33,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
 from control_lib import (FLOODCTL, FLOODGATE, SRC, DataplaneLink, Floodctl,  # noqa: E402
-                         check, http_status, raw_request, results, stats_invariants, still_open,
-                         telemetry, wait_until)
+                         check, http_status, raw_request, plan, results, stats_invariants,
+                         still_open, telemetry, wait_until)
 from operator_checks import cli_behaviour, live_view, metrics_endpoint_addresses  # noqa: E402
 
 
@@ -128,8 +128,7 @@ def main():
                     print("# " + line)
     else:
         subprocess.run(["rm", "-rf", work])
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()
 
 
 def scenario(ctl, work, prefix, dp_sock, ctl_sock, dataplane, dataplane_cmd, daemon, daemon_cmd,

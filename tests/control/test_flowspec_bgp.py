@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
 from bgp_lab import API, WAIT_S, Box, Topology, readme_gobgpd_config, settle, sh  # noqa: E402
-from control_lib import BUILD, DataplaneLink, check, results, wait_until  # noqa: E402
+from control_lib import BUILD, DataplaneLink, check, plan, results, wait_until  # noqa: E402
 
 DRIVER = os.path.join(BUILD, "tests", "flowspec_driver")
 
@@ -497,8 +497,7 @@ def main():
                     for line in f.read().splitlines()[-20:]:
                         print("# " + line)
     shutil.rmtree(work, ignore_errors=True)
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()
 
 
 if __name__ == "__main__":

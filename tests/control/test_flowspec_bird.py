@@ -14,7 +14,6 @@ is invalid, a rule whose destination F routes is valid.
 Prints TAP; needs root (namespaces), gobgpd and bird2, else skips; builds nothing. Usage:
 test_flowspec_bird.py BUILD_DIR
 """
-import json
 import os
 import re
 import shutil
@@ -25,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bgp_lab import CLUSTER_DOC, Topology, sh, settle  # noqa: E402
-from control_lib import check, results  # noqa: E402
+from control_lib import check, plan, results  # noqa: E402
 from test_flowspec_bgp import DNS, V6, Driver  # noqa: E402
 
 BLOCK = {"source": "198.18.77.0/24", "origin": "block"}
@@ -162,8 +161,7 @@ def main():
                     for line in f.read().splitlines()[-20:]:
                         print("# " + line)
     shutil.rmtree(work, ignore_errors=True)
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()
 
 
 if __name__ == "__main__":

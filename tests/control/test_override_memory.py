@@ -17,7 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from control_lib import FLOODGATE, DataplaneLink, check, finish, results, wait_until  # noqa
+from control_lib import FLOODGATE, DataplaneLink, check, finish, wait_until  # noqa
 
 LAB_MB = 256  # tests/lab/cluster.sh's -m
 TOO_LITTLE_MB = 128

@@ -33,7 +33,9 @@ import tempfile
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tests", "control"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import frames  # noqa: E402
+from tap import check, plan  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -54,18 +56,6 @@ rules:
 # Per rule: interval T (ns) and burst, as the rules say.
 LIMITS = {"dns": (100_000_000, 5), "web": (50_000_000, 4)}
 CAPTURE_NAME = "trace&<b>x.pcap"
-
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append(bool(ok))
-    print(("ok" if ok else "not ok") + " %d - %s" % (len(results), what))
-    if detail and not ok:
-        for line in str(detail).splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-    return ok
 
 
 def skip_reason():
@@ -366,7 +356,7 @@ def main():
         code, _, err = replay(build, base + ["--stats", stats_path, "--report", report_path])
         if not check(code == 0 and os.path.exists(report_path),
                      "replay --stats --report exits 0 and writes the report", err):
-            print("1..%d" % len(results))
+            plan()
             return 1
         with open(stats_path) as f:
             stats = json.load(f)
@@ -403,8 +393,7 @@ def main():
         print("# the report and a screenshot of it: %s/report.{html,png}" % out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return plan()
 
 
 if __name__ == "__main__":
