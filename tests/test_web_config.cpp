@@ -2,6 +2,7 @@
 // read into the endpoint's TLS and basic auth, each refusal naming file, line and field; and
 // basic auth checked against bcrypt hashes made by htpasswd (control/metrics/web_auth.h).
 #include "control/daemon/web_config.h"
+#include "control/metrics/credential_check.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -164,6 +165,48 @@ TEST(BasicAuth, MatchesOnlyTheRightUserAndPassword) {
     EXPECT_FALSE(basic_auth_matches(users, "prom", ""));
     EXPECT_FALSE(basic_auth_matches(users, "prom", std::string("s3cret\0x", 8)));
     EXPECT_FALSE(basic_auth_matches({}, "prom", "s3cret"));
+}
+
+// Basic auth with its cost bounded (credential_check.h): the clock is the test's, so every
+// verdict below is known in advance.
+TEST(CredentialCheck, RemembersMatchesAndBudgetsChecks) {
+    CredentialCheck c({{"prom", kPromHash}, {"other", kOtherHash}});
+    const double t = 1000;
+    // The burst: kChecksBurst (4) checks at once, the fifth not checked at all.
+    EXPECT_EQ(c.check("prom", "s3cret", t), CredentialVerdict::match);
+    EXPECT_EQ(c.check("prom", "guess", t), CredentialVerdict::wrong);
+    EXPECT_EQ(c.check("prom", "guess2", t), CredentialVerdict::wrong);
+    EXPECT_EQ(c.check("nobody", "s3cret", t), CredentialVerdict::wrong);
+    EXPECT_EQ(c.check("other", "pw2", t), CredentialVerdict::throttled);
+    // Remembered credentials are answered with the budget spent; near misses are not them.
+    EXPECT_EQ(c.check("prom", "s3cret", t), CredentialVerdict::match);
+    EXPECT_EQ(c.check("prom", "s3cre", t), CredentialVerdict::throttled);
+    EXPECT_EQ(c.check("prom", std::string("s3cret\0", 7), t), CredentialVerdict::throttled);
+    EXPECT_EQ(c.check("pro", "ms3cret", t), CredentialVerdict::throttled);
+    // kChecksPerSecond (4) a second: one check a quarter second, and no more.
+    EXPECT_EQ(c.check("other", "pw2", t + 0.25), CredentialVerdict::match);
+    EXPECT_EQ(c.check("prom", "guess", t + 0.25), CredentialVerdict::throttled);
+    EXPECT_EQ(c.check("other", "pw2", t + 0.25), CredentialVerdict::match);
+    // A long quiet time refills the burst, not more.
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(c.check("prom", "guess", t + 100), CredentialVerdict::wrong) << i;
+    EXPECT_EQ(c.check("prom", "guess", t + 100), CredentialVerdict::throttled);
+}
+
+TEST(CredentialCheck, KeepsOnlyTheLastMatches) {
+    std::vector<std::pair<std::string, std::string>> users;
+    for (unsigned i = 0; i <= CredentialCheck::kRemembered; ++i)
+        users.push_back({"user" + std::to_string(i), kPromHash});
+    CredentialCheck c(users);
+    double t = 0;
+    // kRemembered + 1 users matched, a second apart (a full bucket each): the first is forgotten.
+    for (const auto &[user, hash] : users)
+        EXPECT_EQ(c.check(user, "s3cret", t += 1), CredentialVerdict::match);
+    t += 1;  // the budget spent on wrong passwords, so that a forgotten match shows
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(c.check("nobody", "x", t), CredentialVerdict::wrong);
+    for (unsigned i = 1; i <= CredentialCheck::kRemembered; ++i)
+        EXPECT_EQ(c.check(users[i].first, "s3cret", t), CredentialVerdict::match) << i;
+    EXPECT_EQ(c.check(users[0].first, "s3cret", t), CredentialVerdict::throttled);
 }
 
 }  // namespace

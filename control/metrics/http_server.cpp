@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <new>
 #include <vector>
 
 namespace floodgate {
@@ -57,12 +60,25 @@ struct HttpRequest {
                             const char * /*upload_data*/, size_t * /*upload_data_size*/,
                             void ** /*request_state*/) {
         auto &server = *static_cast<HttpServer *>(cls);
+        mark_requested(connection);
         if (!client_certificate_ok(connection, server.auth_.tls.client_auth)) {
             server.client_certificate_.fetch_add(1, std::memory_order_relaxed);
             return answer(connection, MHD_HTTP_FORBIDDEN, "text/plain",
                           "a client certificate from the trusted CA is required\n");
         }
-        if (!server.auth_.users.empty() && !authenticated(server, connection)) {
+        const CredentialVerdict credentials =
+            server.credentials_ ? authenticated(server, connection) : CredentialVerdict::match;
+        if (credentials == CredentialVerdict::throttled) {
+            MHD_Response *response =
+                MHD_create_response_from_buffer(0, const_cast<char *>(""), MHD_RESPMEM_PERSISTENT);
+            if (response == nullptr) return MHD_NO;
+            MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+            const MHD_Result queued =
+                MHD_queue_response(connection, MHD_HTTP_TOO_MANY_REQUESTS, response);
+            MHD_destroy_response(response);
+            return queued;
+        }
+        if (credentials == CredentialVerdict::wrong) {
             MHD_Response *response =
                 MHD_create_response_from_buffer(0, const_cast<char *>(""), MHD_RESPMEM_PERSISTENT);
             if (response == nullptr) return MHD_NO;
@@ -91,18 +107,50 @@ struct HttpRequest {
         return answer(connection, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n");
     }
 
-    // The request's basic auth credentials against the users' hashes, the refusal counted.
-    static bool authenticated(HttpServer &server, MHD_Connection *connection) {
+    // The request's basic auth credentials against the users' hashes (credential_check.h),
+    // the refusal counted.
+    static CredentialVerdict authenticated(HttpServer &server, MHD_Connection *connection) {
         char *password = nullptr;
         char *user = MHD_basic_auth_get_username_password(connection, &password);
-        bool ok = false;
-        if (user == nullptr || password == nullptr)
+        CredentialVerdict verdict = CredentialVerdict::wrong;
+        if (user == nullptr || password == nullptr) {
             server.no_credentials_.fetch_add(1, std::memory_order_relaxed);
-        else if (!(ok = basic_auth_matches(server.auth_.users, user, password)))
-            server.wrong_credentials_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            const double now_s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+            verdict = server.credentials_->check(user, password, now_s);
+            if (verdict == CredentialVerdict::wrong)
+                server.wrong_credentials_.fetch_add(1, std::memory_order_relaxed);
+            if (verdict == CredentialVerdict::throttled)
+                server.throttled_.fetch_add(1, std::memory_order_relaxed);
+        }
         if (user != nullptr) MHD_free(user);
         if (password != nullptr) MHD_free(password);
-        return ok;
+        return verdict;
+    }
+
+    // A connection's socket context says whether a request came on it: one that closes without
+    // any (a TLS handshake that failed, a client that sent nothing) is counted at its close.
+    static void mark_requested(MHD_Connection *connection) {
+        const MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (info != nullptr && info->socket_context != nullptr)
+            *static_cast<bool *>(info->socket_context) = true;
+    }
+
+    static void notify(void *cls, MHD_Connection * /*connection*/, void **socket_context,
+                       MHD_ConnectionNotificationCode code) {
+        auto &server = *static_cast<HttpServer *>(cls);
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+            *socket_context = new (std::nothrow) bool(false);
+            return;
+        }
+        auto *requested = static_cast<bool *>(*socket_context);
+        if (requested != nullptr && !*requested)
+            server.no_request_.fetch_add(1, std::memory_order_relaxed);
+        delete requested;
+        *socket_context = nullptr;
     }
 };
 
@@ -149,6 +197,7 @@ bool HttpServer::start(Metrics metrics, std::string *error, const WebAuth &auth)
     }
     metrics_ = std::move(metrics);
     auth_ = auth;
+    if (!auth_.users.empty()) credentials_ = std::make_unique<CredentialCheck>(auth_.users);
     const int fd = fd_;
     // From here the socket is libmicrohttpd's: it closes it on stop. If the start fails it may
     // or may not have; it is not closed again (the number might be reused by then), the
@@ -161,6 +210,7 @@ bool HttpServer::start(Metrics metrics, std::string *error, const WebAuth &auth)
         {MHD_OPTION_THREAD_POOL_SIZE, kThreads, nullptr},
         {MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, nullptr},
         {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutS, nullptr},
+        {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&HttpRequest::notify), this},
     };
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (auth_.tls_on) {
@@ -186,7 +236,9 @@ bool HttpServer::start(Metrics metrics, std::string *error, const WebAuth &auth)
 AuthRefusals HttpServer::refusals() const {
     return {no_credentials_.load(std::memory_order_relaxed),
             wrong_credentials_.load(std::memory_order_relaxed),
-            client_certificate_.load(std::memory_order_relaxed)};
+            client_certificate_.load(std::memory_order_relaxed),
+            throttled_.load(std::memory_order_relaxed),
+            no_request_.load(std::memory_order_relaxed)};
 }
 
 void HttpServer::stop() {

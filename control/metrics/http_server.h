@@ -2,8 +2,10 @@
 // GET (or HEAD) /metrics answers with the text the callback returns, as text format 0.0.4;
 // GET / says where the metrics are; any other path is 404 and any other method 405.
 // With a WebAuth (control/metrics/web_auth.h), it speaks TLS only, and every request without
-// the credentials it asks for is answered 401 (basic auth, with WWW-Authenticate) or 403 (no
-// verified client certificate), counted by reason, before its path or method is looked at.
+// the credentials it asks for is answered 401 (basic auth, with WWW-Authenticate), 403 (no
+// verified client certificate) or 429 (credentials not checked: over the bcrypt budget,
+// credential_check.h), counted by reason, before its path or method is looked at; so is a
+// connection that closes without a request (a TLS handshake that failed).
 //
 // Clients are served concurrently, so no client can delay another's scrape: connections are
 // multiplexed (epoll) by a small pool of threads, a connection idle for kIdleTimeoutS is
@@ -16,9 +18,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "control/common/listen_address.h"
+#include "control/metrics/credential_check.h"
 #include "control/metrics/web_auth.h"
 
 struct MHD_Daemon;
@@ -68,7 +72,9 @@ class HttpServer {
     bool loopback_ = false;
     Metrics metrics_;
     WebAuth auth_;
-    std::atomic<uint64_t> no_credentials_{0}, wrong_credentials_{0}, client_certificate_{0};
+    std::unique_ptr<CredentialCheck> credentials_;  // with basic auth's users
+    std::atomic<uint64_t> no_credentials_{0}, wrong_credentials_{0}, client_certificate_{0},
+        throttled_{0}, no_request_{0};
     MHD_Daemon *daemon_ = nullptr;
 
     friend struct HttpRequest;

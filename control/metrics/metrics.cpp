@@ -519,11 +519,16 @@ std::string prometheus_text(const MetricsInput &in) {
                        "Requests to this endpoint refused for want of credentials: no basic "
                        "auth (no_credentials), a user or password that does not match "
                        "(wrong_credentials), no verified client certificate "
-                       "(client_certificate).");
+                       "(client_certificate), credentials not checked because the endpoint's "
+                       "budget of bcrypt checks was spent (throttled, answered 429); and "
+                       "connections closed without a request: a TLS handshake that failed, or "
+                       "nothing sent (no_request).");
         refused.add({{"reason", "no_credentials"}}, Value{in.auth_refusals->no_credentials});
         refused.add({{"reason", "wrong_credentials"}}, Value{in.auth_refusals->wrong_credentials});
         refused.add({{"reason", "client_certificate"}},
                     Value{in.auth_refusals->client_certificate});
+        refused.add({{"reason", "throttled"}}, Value{in.auth_refusals->throttled});
+        refused.add({{"reason", "no_request"}}, Value{in.auth_refusals->no_request});
         refused.write(out);
     }
 

@@ -34,11 +34,15 @@ struct WebAuth {
 };
 
 // Requests the endpoint refused: no basic auth credentials (or not readable as such), a user or
-// password that does not match, no client certificate verified against client_ca_file.
+// password that does not match, no client certificate verified against client_ca_file,
+// credentials not checked (over the bcrypt budget, credential_check.h); and connections that
+// closed without a request (a TLS handshake that failed, a client that sent nothing).
 struct AuthRefusals {
     uint64_t no_credentials = 0;
     uint64_t wrong_credentials = 0;
     uint64_t client_certificate = 0;
+    uint64_t throttled = 0;
+    uint64_t no_request = 0;
 };
 
 // Whether hash is a bcrypt hash libxcrypt can check a password against.

@@ -10,7 +10,9 @@ Checks, in order:
      file, line and field;
   2. curl: without credentials, with a wrong password, an unknown user, a forged Authorization
      header: 401 with WWW-Authenticate; an oversized header refused; plain HTTP to the TLS port
-     gets no HTTP answer, TLS 1.2 no handshake (min_version TLS13); the right credentials get
+     gets no HTTP answer, TLS 1.2 no handshake (min_version TLS13) (each counted as a connection
+     without a request); 100 wrong passwords in a row: checked while the bcrypt budget lasts,
+     the rest 429 unhashed, the right credentials still answered; the right credentials get
      the metrics, whose refusal counts are the requests above, counted here;
   3. Prometheus, configured with the CA and the same credentials, scrapes it: up{job} is 1,
      floodgate_dataplane_up 1 and the rule's matched count is the trace's one frame; a second
@@ -21,12 +23,16 @@ Checks, in order:
 Prints TAP; needs root (DPDK), openssl, htpasswd (apache2-utils), prometheus and curl.
 Usage: test_metrics_tls.py BUILD_DIR
 """
+import base64
+import http.client
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 
@@ -36,6 +42,7 @@ from control_lib import FLOODCTL, check, finish, plan, wait_until  # noqa: E402
 from test_cluster import Box, free_port  # noqa: E402
 
 USER, PASSWORD = "prometheus", "scrape-secret-43"
+FLOOD = 100  # wrong passwords sent in a row against the endpoint's bcrypt budget
 RULE = "web"
 RULES = """\
 rules:
@@ -192,7 +199,8 @@ def with_curl(port, work):
     # libmicrohttpd answers 431 and closes; curl, still sending, may see the reset instead.
     code, status, out = curl(port, *ca, "-u", "%s:%s" % (USER, "x" * 40000))
     check(status == "431" or (status == "000" and code in (55, 56)),
-          "an Authorization header of 53 KB: refused (431), never hashed nor counted",
+          "an Authorization header of 53 KB: refused (431), never hashed (a connection without a "
+          "request)",
           "%d %s" % (code, status))
     code, status, out = curl(port, scheme="http")
     check(code != 0 and status == "000", "plain HTTP to the TLS port gets no HTTP answer",
@@ -200,6 +208,8 @@ def with_curl(port, work):
     code, status, out = curl(port, *ca, "--tls-max", "1.2", "-u", "%s:%s" % (USER, PASSWORD))
     check(code != 0 and status == "000", "TLS 1.2 is refused (min_version TLS13)",
           "curl exit %d, status %s" % (code, status))
+    refused["no_request"] = 3  # the 53 KB header, plain HTTP, TLS 1.2: no request served
+    refused["throttled"] = throttled_flood(port, work, refused)
     code, status, out = curl(port, *ca, "-u", "%s:%s" % (USER, PASSWORD))
     ok = status == "200"
     for reason, n in refused.items():
@@ -208,6 +218,35 @@ def with_curl(port, work):
     check(ok, "the right credentials: 200, the refusals counted by reason (%s)" % refused,
           "%s\n%s" % (status, "\n".join(l for l in out.splitlines() if "auth_refused" in l)))
     return refused
+
+
+def throttled_flood(port, work, refused):
+    """FLOOD wrong passwords in a row on one kept-alive TLS connection: each bcrypt-checked (401)
+    while the endpoint's budget lasts (4 at once, 4 a second: control/metrics/credential_check.h),
+    the rest refused unhashed (429); the right credentials, matched before, are answered all the
+    same. Returns the 429s."""
+    context = ssl.create_default_context(cafile=os.path.join(work, "ca.crt"))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=20)
+    answers = []
+    start = time.monotonic()
+    for i in range(FLOOD):
+        token = base64.b64encode(("%s:wrong-%d" % (USER, i)).encode()).decode()
+        connection.request("GET", "/metrics", headers={"Authorization": "Basic " + token})
+        response = connection.getresponse()
+        response.read()
+        answers.append(response.status)
+    elapsed = time.monotonic() - start
+    connection.close()
+    status = curl(port, "--cacert", os.path.join(work, "ca.crt"), "-u",
+                  "%s:%s" % (USER, PASSWORD))[1]
+    throttled, wrong = answers.count(429), answers.count(401)
+    budget = 4 + 4 * elapsed  # the most checks the bucket can have allowed in that time
+    check(throttled + wrong == FLOOD and wrong <= budget + 1 and status == "200",
+          "%d wrong passwords in %.1f s on one connection: %d checked (401, at most %.1f), %d "
+          "refused unhashed (429); the right credentials still 200"
+          % (FLOOD, elapsed, wrong, budget, throttled), "answers %s, then %s" % (answers, status))
+    refused["wrong_credentials"] += wrong
+    return throttled
 
 
 def with_prometheus(prometheus, refused):
@@ -230,8 +269,9 @@ def with_prometheus(prometheus, refused):
           no_credentials)
     wrong = wait_until(lambda: prometheus.value('up{job="floodgate-wrong"} == 0') is not None and
                        prometheus.target("floodgate-wrong"), "the wrong job's scrape", 60)
-    check("401" in wrong.get("lastError", ""),
-          "a scrape with a wrong password is up 0 in Prometheus, refused 401",
+    # 401, or 429 if its scrape came while the flood's budget was still spent.
+    check(any(code in wrong.get("lastError", "") for code in ("401", "429")),
+          "a scrape with a wrong password is up 0 in Prometheus, refused 401 (or 429)",
           wrong.get("lastError"))
 
 
