@@ -418,6 +418,7 @@ std::string Daemon::metrics(std::optional<AuthRefusals> refusals) {
     std::string error;
     MetricsInput in;
     in.auth_refusals = refusals;
+    in.nic_top_rules = options_.nic_top_rules;
     in.dataplane_up = call(dataplane_request(DataplaneCommand::status), &status, &error) &&
                       status.value("ok", false);
     if (in.dataplane_up) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "control/cluster/store_auth.h"
+#include "control/metrics/metrics.h"
 #include "control/upstream/flowspec.h"
 #include "dataplane/api/control_protocol.h"
 
@@ -47,6 +48,9 @@ struct DaemonOptions {
     uint8_t flowspec_min_source4 = FlowspecOptions{}.min_source_len4;
     uint8_t flowspec_min_source6 = FlowspecOptions{}.min_source_len6;
     std::vector<Prefix> flowspec_never_block;
+    // The NIC tier's rules with most hits that get Prometheus series of their own (1 to
+    // kNicTopRules; control/metrics/nic_tier_metrics.h).
+    size_t nic_top_rules = kDefaultNicTopRules;
 };
 
 // Runs until SIGINT or SIGTERM; returns the exit code.

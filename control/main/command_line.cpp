@@ -14,6 +14,7 @@
 #include "control/common/listen_address.h"
 #include "control/daemon/daemon.h"
 #include "control/main/usage.h"
+#include "dataplane/api/nic_stats.h"
 #include "dataplane/api/numbers.h"
 #include "dataplane/api/prefix.h"
 
@@ -186,6 +187,7 @@ void CommandLine::add_daemon() {
     app->add_option("--dataplane", daemon_.dataplane);
     app->add_option("--metrics", daemon_.metrics);
     app->add_option("--web-config-file", daemon_.web_config_file);
+    app->add_option("--nic-top-rules", daemon_.nic_top_rules)->check(CLI::Range(1u, kNicTopRules));
     app->add_option("--box", daemon_.box);
     app->add_option("--redis", daemon_.redis);
     app->add_option("--redis-user", redis_user_);

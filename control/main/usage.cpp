@@ -16,7 +16,7 @@ struct CommandUsage {
 constexpr CommandUsage kCommands[] = {
     {"daemon",
      "  daemon --config RULES.yaml [--dataplane SOCKET] [--metrics HOST:PORT|none]\n"
-     "         [--web-config-file FILE]\n"
+     "         [--web-config-file FILE] [--nic-top-rules N]\n"
      "         [--box ID] [--redis HOST:PORT] [--redis-user NAME --redis-password-file FILE]\n"
      "         [--redis-tls-ca FILE [--redis-tls-name NAME]\n"
      "          [--redis-tls-cert FILE --redis-tls-key FILE]] [--cluster-key-file FILE]\n"

@@ -458,7 +458,7 @@ void xdp_metrics(const json *stats, std::string &out) {
     }
 }
 
-void stats_metrics(const json *stats, std::string &out) {
+void stats_metrics(const json *stats, size_t nic_top_rules, std::string &out) {
     core_metrics(stats, out);
     malformed_metrics(stats, out);
     answer_metrics(stats, out);
@@ -497,7 +497,7 @@ void stats_metrics(const json *stats, std::string &out) {
     nic_metrics(stats, out);
     direction_metrics(stats, out);
     xdp_metrics(stats, out);
-    nic_tier_metrics(stats, out);
+    nic_tier_metrics(stats, nic_top_rules, out);
 }
 
 }  // namespace
@@ -538,7 +538,7 @@ std::string prometheus_text(const MetricsInput &in) {
     if (usable(in.status)) cluster_metrics(in.status, in.cluster, out);
     if (usable(in.flowspec)) flowspec_metrics(in.flowspec, out);
     if (usable(in.overrides)) overrides_metrics(in.overrides, out);
-    if (usable(in.stats)) stats_metrics(in.stats, out);
+    if (usable(in.stats)) stats_metrics(in.stats, in.nic_top_rules, out);
     if (usable(in.stats)) destination_metrics(in.stats, out);
     return out;
 }

@@ -17,6 +17,7 @@
 // each is documented in its HELP line.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,8 @@
 #include "control/metrics/web_auth.h"
 
 namespace floodgate {
+
+inline constexpr size_t kDefaultNicTopRules = 20;
 
 struct MetricsInput {
     bool dataplane_up = false;
@@ -36,6 +39,9 @@ struct MetricsInput {
     const nlohmann::json *flowspec = nullptr;   // its FlowSpec feed (FlowspecFeed::status), if any
     // The endpoint's own refusals, when a web config asks for credentials (none: not written).
     std::optional<AuthRefusals> auth_refusals;
+    // The NIC tier's rules with most hits that get series of their own (floodctl daemon
+    // --nic-top-rules; at most kNicTopRules, dataplane/api/nic_stats.h).
+    size_t nic_top_rules = kDefaultNicTopRules;
 };
 
 // The whole scrape body, every line ending in "\n". floodgate_dataplane_up and

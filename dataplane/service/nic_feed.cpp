@@ -1,5 +1,6 @@
 #include "dataplane/service/nic_feed.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace floodgate {
@@ -11,6 +12,31 @@ nlohmann::ordered_json by_reason(const uint64_t *counts, unsigned n, Names name)
     nlohmann::ordered_json j = nlohmann::ordered_json::object();
     for (unsigned i = 0; i < n; ++i) j[name(i)] = counts[i];
     return j;
+}
+
+// The kNicTopRules held rules with most hits, ties in prefix order (family, length, address,
+// then origin):
+// the one order Prometheus's top N is cut from (control/metrics/nic_tier_metrics.h), whatever
+// the rules held, where "listed" is the first kListedRules in the policy's order.
+nlohmann::ordered_json top_by_hits(const std::vector<NicPolicy::Held> &held) {
+    std::vector<const NicPolicy::Held *> order;
+    order.reserve(held.size());
+    for (const NicPolicy::Held &h : held) order.push_back(&h);
+    const auto first = [](const NicPolicy::Held *a, const NicPolicy::Held *b) {
+        if (a->hits != b->hits) return a->hits > b->hits;
+        if (a->wanted.source != b->wanted.source) return a->wanted.source < b->wanted.source;
+        return a->wanted.origin < b->wanted.origin;
+    };
+    const size_t n = std::min<size_t>(order.size(), kNicTopRules);
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(n), order.end(), first);
+    nlohmann::ordered_json top = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < n; ++i)
+        top.push_back({{"prefix", format_prefix(order[i]->wanted.source)},
+                       {"origin", nic_origin_name(order[i]->wanted.origin)},
+                       {"rule", order[i]->wanted.rule},
+                       {"hits", order[i]->hits},
+                       {"bytes", order[i]->bytes}});
+    return top;
 }
 
 }  // namespace
@@ -99,12 +125,12 @@ nlohmann::ordered_json NicFeed::stats() const {
     std::lock_guard<std::mutex> guard(lock_);
     const NicPolicy::Counts &c = policy_.counts();
     const NicTierOptions &o = policy_.options();
-    uint64_t hits = c.hits_withdrawn, bytes = c.bytes_withdrawn;
+    uint64_t held_hits = 0, held_bytes = 0;
     uint64_t by_origin[2] = {};
     nlohmann::ordered_json listed = nlohmann::ordered_json::array();
     for (const NicPolicy::Held &h : policy_.held()) {
-        hits += h.hits;
-        bytes += h.bytes;
+        held_hits += h.hits;
+        held_bytes += h.bytes;
         ++by_origin[static_cast<unsigned>(h.wanted.origin)];
         if (listed.size() == kListedRules) continue;
         const uint64_t ttl_end = h.inserted_ns + o.ttl_ns;
@@ -139,8 +165,12 @@ nlohmann::ordered_json NicFeed::stats() const {
         {"waiting", c.waiting},
         {"destroy_failed", c.destroy_failed},
         {"query_failed", c.query_failed},
-        {"hits", hits},
-        {"bytes", bytes},
+        {"hits", held_hits + c.hits_withdrawn},
+        {"bytes", held_bytes + c.bytes_withdrawn},
+        {"held_hits", held_hits},
+        {"held_bytes", held_bytes},
+        {"withdrawn_hits", c.hits_withdrawn},
+        {"withdrawn_bytes", c.bytes_withdrawn},
         {"ticks", ticks_},
         {"flushed_at_start", flushes_},
         {"flush_failed", flush_failed_},
@@ -149,7 +179,8 @@ nlohmann::ordered_json NicFeed::stats() const {
           {"live", escalated_.size()},
           {"tracked", judge_.tracked()},
           {"sampled", judge_.sampled_stats()}}},
-        {"listed", listed}};
+        {"listed", listed},
+        {"top_by_hits", top_by_hits(policy_.held())}};
 }
 
 }  // namespace floodgate

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/api/nic_stats.h"
 #include "dataplane/service/escalation_judge.h"
 #include "dataplane/service/nic_flow_port.h"
 #include "dataplane/service/nic_policy.h"
@@ -39,7 +40,8 @@ class NicFeed {
     // A clean stop: every rule withdrawn. Returns how many.
     size_t stop();
     // The "nic_tier" section of the stats: the bounds, the rules held (the first kListedRules, with
-    // their COUNT), what was inserted, refused, skipped and withdrawn, by reason. Any thread.
+    // their COUNT; the kNicTopRules with most hits; their sums over every rule held), what was
+    // inserted, refused, skipped and withdrawn, by reason. Any thread.
     nlohmann::ordered_json stats() const;
 
   private:

@@ -12,9 +12,10 @@ grows by its source's frames in what floodgate-tx sent, floodgate's own count (p
 new sources' frames, and the rule refuses nothing more. A clean stop (SIGTERM) withdraws the 100
 rules (withdrawn.stopped, "nic: 100 rules withdrawn"); the flush at start was counted once.
 
-While the rules are held, floodctl nic lists them, the daemon's metrics agree with the stats,
-the NIC dashboard's queries are all in that scrape, and an operator's block (floodctl block add)
-evicts one escalation.
+While the rules are held, floodctl nic lists them, the daemon's metrics agree with the stats
+(the per-rule series exactly the 7 rules of floodctl nic's listing with most hits, with its
+counts; the sums over every rule), the NIC dashboard's queries are all in that scrape, and an
+operator's block (floodctl block add) evicts one escalation.
 
 Run B (tier ttl 3s, a port table of 30 under the cap of 100): the same flood for a few seconds;
 never more than 30 rules, the rest refused as full, each escalated source inserted or refused;
@@ -25,6 +26,7 @@ floodgate again.
 import ipaddress
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -41,6 +43,7 @@ TX = os.path.join(BUILD, "perf", "floodgate-tx")
 HEAVY, LIGHT, HEAVY_REPEAT = 150, 9850, 80
 CAP, RATE = 100, 20
 PORT_ROOM = 30  # run B's stand-in table (flow_rules), smaller than the tier's cap
+TOP_RULES = 7  # the daemon's --nic-top-rules: the rules with a series of their own
 FLOOD_PPS = 15000
 RULES = """\
 nic_tier: {{ max_rules: {cap}, inserts_per_second: {rate}, ttl: {ttl} }}
@@ -245,13 +248,49 @@ def run_a(work):
           a.log()[-1500:])
 
 
+def top_rules_agree(nic, body):
+    """The scrape's per-rule series are the TOP_RULES rules of floodctl nic's listing (every
+    rule: fewer than its 10,000) with most hits, ties in prefix order, with their counts; and
+    the sums are every listed rule's."""
+    rows = sorted(nic["listed"], key=lambda r: (
+        -r["hits"], ipaddress.ip_network(r["prefix"]).version,
+        ipaddress.ip_network(r["prefix"]).prefixlen,
+        int(ipaddress.ip_network(r["prefix"]).network_address), r["origin"]))
+    want = {(r["prefix"], r["origin"]): (r["hits"], r["bytes"]) for r in rows[:TOP_RULES]}
+    got = {}
+    for line in body.splitlines():
+        m = re.match(r'floodgate_nic_rule_(hits|bytes)\{port="([^"]*)",prefix="([^"]*)",'
+                     r'origin="([^"]*)"\} (\d+)$', line)
+        if m and m.group(2) == nic["port"]:
+            key = (m.group(3), m.group(4))
+            got.setdefault(key, [0, 0])[m.group(1) == "bytes"] = int(m.group(5))
+    got = {k: tuple(v) for k, v in got.items()}
+    check(len(rows) == nic["rules"] and got == want,
+          "metrics: exactly the %d rules of floodctl nic's %d with most hits, each with its "
+          "frames and bytes (%s)" % (TOP_RULES, len(rows), ", ".join(
+              "%s %d" % (p, h) for (p, _), (h, _) in sorted(want.items(), key=lambda x: -x[1][0]))),
+          "want %s\ngot %s" % (want, got))
+    nic_samples = [x for x in body.splitlines() if x.startswith("floodgate_nic_")]
+    print("# metrics: %d samples of floodgate_nic_* for %d rules, %d of them per rule" %
+          (len(nic_samples), len(rows), sum(x.startswith("floodgate_nic_rule_") and "prefix=" in x
+                                             for x in nic_samples)))
+    held = sum(r["hits"] for r in rows), sum(r["bytes"] for r in rows)
+    sums = ["floodgate_nic_held_hits %d" % held[0], "floodgate_nic_held_bytes %d" % held[1],
+            "floodgate_nic_withdrawn_hits_total %d" % (nic["hits"] - held[0]),
+            "floodgate_nic_hits_total %d" % nic["hits"], "floodgate_nic_rule_rows_unreadable 0"]
+    check(all(x in body.splitlines() for x in sums),
+          "metrics: what the rules held dropped, summed over all %d (%d frames, %d bytes), and "
+          "the withdrawn rules' (%d)" % (len(rows), held[0], held[1], nic["hits"] - held[0]),
+          "\n".join(x for x in sums if x not in body.splitlines()))
+
+
 def watched(work, a, t):
     """What an operator sees of the rules held: floodctl nic through the daemon, its metrics,
     and the NIC dashboard's queries against that scrape."""
     ctl_sock = os.path.join(work, "a.fctl")
     daemon = subprocess.Popen(
         [FLOODCTL, "--socket", ctl_sock, "daemon", "--dataplane", os.path.join(work, "a.ctl"),
-         "--metrics", "127.0.0.1:0"],
+         "--metrics", "127.0.0.1:0", "--nic-top-rules", str(TOP_RULES)],
         stdout=open(os.path.join(work, "daemon.log"), "w"), stderr=subprocess.STDOUT)
     try:
         ctl = Floodctl(ctl_sock)
@@ -278,6 +317,7 @@ def watched(work, a, t):
         check(all(w in body.splitlines() for w in want),
               "metrics: the rules, inserts and the rules' COUNT as the stats have them",
               "\n".join(w for w in want if w not in body.splitlines()))
+        top_rules_agree(ctl.json("nic")["nic_tier"], body)
         queries, names, unknown = grafana_queries.check(
             os.path.join(SRC, "config", "grafana", "floodgate-nic.json"), body)
         check(queries and not unknown,
