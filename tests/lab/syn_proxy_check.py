@@ -215,7 +215,7 @@ def check_ss(run, name, proxied):
 
 
 def part_downloads():
-    print("=== 1-2. 100 MB downloads through syn-proxy and through drop ===")
+    print(f"=== 1-2. {big_mb} MB downloads through syn-proxy and through drop ===")
     speeds = {v: {"proxy": [], "drop": []} for v in VARIANTS}
     connects = {"proxy": [], "drop": []}
     ss_seen = {}
