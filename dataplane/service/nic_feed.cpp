@@ -15,9 +15,9 @@ nlohmann::ordered_json by_reason(const uint64_t *counts, unsigned n, Names name)
 }
 
 // The kNicTopRules held rules with most hits, ties in prefix order (family, length, address,
-// then origin):
-// the one order Prometheus's top N is cut from (control/metrics/nic_tier_metrics.h), whatever
-// the rules held, where "listed" is the first kListedRules in the policy's order.
+// then origin): the one order Prometheus's top N is cut from (control/metrics/
+// nic_tier_metrics.h), whatever the rules held, where "listed" is the first kListedRules in
+// the policy's order.
 nlohmann::ordered_json top_by_hits(const std::vector<NicPolicy::Held> &held) {
     std::vector<const NicPolicy::Held *> order;
     order.reserve(held.size());
