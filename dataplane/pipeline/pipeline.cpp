@@ -148,8 +148,13 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         ahead->prefetched = true;
         ahead = nullptr;
     }
+    // The common case, a check a packet: the i-th packet prefetches the i-th check.
+    const bool one_each = ahead != nullptr && ahead->n_checks == n;
+    if (one_each) ahead_done = n;
     for (uint16_t i = 0; i < n; ++i) {
-        if (ahead != nullptr)
+        if (one_each)
+            prefetch_check(ahead->checks[i]);
+        else if (ahead != nullptr)
             for (budget += ahead->n_checks; budget >= n; budget -= n)
                 prefetch_check(ahead->checks[ahead_done++]);
         const uint64_t now_ns = b.now_ns[i];
