@@ -9,7 +9,8 @@
 //
 // BM_DecideAggregate: the same 1M sources all toward one destination, under a per-source rule
 // (rules 0, the baseline: BM_Decide's), an aggregate rule (key dst, default reserve) alone
-// (rules 1), or both (rules 2). refuse: the aggregate rule (or, alone, the per-source one)
+// (rules 1), both (rules 2) or none (rules 3: the path before any decision, case 1's I/O floor's
+// share of the pipeline). refuse: the aggregate rule (or, alone, the per-source one)
 // refuses every packet, so each refusal also looks up its source's trust class.
 //
 // BM_SynFlood: a SYN flood from 1,048,576 random sources (each once per pass), every SYN
@@ -225,8 +226,9 @@ void BM_DecideAggregate(benchmark::State &state) {
            static_cast<Rules>(state.range(0)));
 }
 BENCHMARK(BM_DecideAggregate)
-    ->ArgNames({"rules", "refuse"})  // rules: 0 per-source, 1 aggregate (dst), 2 both
+    ->ArgNames({"rules", "refuse"})  // rules: 0 per-source, 1 aggregate (dst), 2 both, 3 none
     ->ArgsProduct({{kPerSource, kAggregate, kBoth}, {kAdmit, kRefuse}})
+    ->Args({kNone, kAdmit})
     ->Unit(benchmark::kNanosecond)
     ->UseRealTime();
 BENCHMARK(BM_Decide)

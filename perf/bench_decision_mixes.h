@@ -18,7 +18,8 @@ enum Regime : int64_t { kAdmit = 0, kRefuse = 1 };
 
 // prefixes: how many the rule's src list holds. 1 is 10.0.0.0/8, which holds every source;
 // 100,000 are the 65,536 /24s of 10.0.0.0/8 and 34,464 /32s of 11.0.0.0/8 that no source hits.
-enum Rules : int64_t { kPerSource = 0, kAggregate = 1, kBoth = 2 };
+// none: no rule at all, the path before any decision (case 1's I/O floor, perf-no-rules.yaml).
+enum Rules : int64_t { kPerSource = 0, kAggregate = 1, kBoth = 2, kNone = 3 };
 
 inline Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0,
                            Rules rules = kPerSource) {
@@ -48,8 +49,8 @@ inline Config bench_config(uint64_t keys, Regime regime, unsigned prefixes = 0,
         total.rate_period_ns = 1000000000;
     }
     if (rules == kBoth) r.burst_pkts = kMaxBurstPkts;  // the aggregate rule is the one refusing
-    if (rules != kAggregate) c.rules.push_back(r);
-    if (rules != kPerSource) c.rules.push_back(total);
+    if (rules == kPerSource || rules == kBoth) c.rules.push_back(r);
+    if (rules == kAggregate || rules == kBoth) c.rules.push_back(total);
     return c;
 }
 

@@ -35,6 +35,7 @@ STAGES = [
 OTHER = "pipeline (loops, counters, verdicts)"
 
 CASES = ["BM_Decide/keys:1024/refuse:0/", "BM_Decide/keys:1024/refuse:1/",
+         "BM_DecideAggregate/rules:3/refuse:0/",  # no rules: the path before any decision
          "BM_SynFlood/regime:1/", "BM_SynFlood/regime:2/"]
 
 

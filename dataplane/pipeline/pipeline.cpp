@@ -8,6 +8,7 @@
 #include "dataplane/core/payload_scan.h"
 #include "dataplane/pipeline/pipeline_inline.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace floodgate {
@@ -84,6 +85,12 @@ void Pipeline::stage_one(Burst &b, bool prefetch) {
         b.status[i] = parse_packet(b.frames[i], b.lens[i], &b.infos[i], b.captured[i]);
     rules_->classify_burst(b.infos, b.status, n, b.source, b.dst_rules);
     unsigned n_checks = 0;
+    if (rules.empty()) {  // no rule to match: the burst has no checks (perf-no-rules.yaml)
+        std::fill(b.first_check, b.first_check + n + 1, 0);
+        std::fill(b.proxy_rule, b.proxy_rule + n, kNoProxyRule);
+        b.n_checks = 0;
+        return;
+    }
     for (uint16_t i = 0; i < n; ++i) {
         b.first_check[i] = static_cast<uint16_t>(n_checks);
         b.proxy_rule[i] = kNoProxyRule;
@@ -137,8 +144,17 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
     // passed + dropped and the rest (docs/replay.md, "Counters: what every reading shows").
     uint32_t passed = 0, malformed = 0, non_ip = 0, allow_hits = 0, block_hits = 0,
              syn_auth_replies = 0, rate_limited = 0;
+    if (ahead != nullptr && ahead->n_checks == 0) {  // nothing of it to prefetch
+        ahead->prefetched = true;
+        ahead = nullptr;
+    }
+    // The common case, a check a packet: the i-th packet prefetches the i-th check.
+    const bool one_each = ahead != nullptr && ahead->n_checks == n;
+    if (one_each) ahead_done = n;
     for (uint16_t i = 0; i < n; ++i) {
-        if (ahead != nullptr)
+        if (one_each)
+            prefetch_check(ahead->checks[i]);
+        else if (ahead != nullptr)
             for (budget += ahead->n_checks; budget >= n; budget -= n)
                 prefetch_check(ahead->checks[ahead_done++]);
         const uint64_t now_ns = b.now_ns[i];
@@ -169,11 +185,13 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
                 } else {
                     if (now_ns >= epoch_end_ns_) [[unlikely]]
                         end_epoch(now_ns);
-                    const Frame frame{b.frames[i], b.lens[i], b.captured[i]};
-                    v = decide_one(info, frame, &b.checks[b.first_check[i]],
-                                   b.first_check[i + 1] - b.first_check[i], now_ns, &b.plans[i]);
-                    // A rule's refusal, answered or not (decide_one drops nothing else).
-                    rate_limited += v == Verdict::drop || v == Verdict::answer;
+                    // No rule matched: passed, with nothing to check or commit.
+                    v = Verdict::pass;
+                    if (b.first_check[i + 1] != b.first_check[i]) {
+                        v = decide_one(b, i, now_ns);
+                        // A rule's refusal, answered or not (decide_one drops nothing else).
+                        rate_limited += v == Verdict::drop || v == Verdict::answer;
+                    }
                     // A passed segment toward a syn-proxy rule's servers that may be the
                     // proxy's (a connection it holds, a handshake's ACK) goes through it
                     // (syn_proxy_path.h); the others go on at once.
@@ -189,7 +207,7 @@ void Pipeline::stage_two(Burst &b, Verdict *verdicts, Burst *ahead) {
         // An adaptive rule's sampled connection: the client's handshake end and request.
         if (samples_.active() > 0 && v == Verdict::pass && b.status[i] == ParseStatus::ip &&
             info.l4_proto == kProtoTcp && (info.tcp_flags & kTcpSyn) == 0) [[unlikely]]
-            client_segment(info, Frame{b.frames[i], b.lens[i], b.captured[i]}, now_ns);
+            client_segment(info, b.frame(i), now_ns);
         // answered: dropped; delayed: passed, later
         passed += v == Verdict::pass || v == Verdict::delay || v == Verdict::proxy;
     }

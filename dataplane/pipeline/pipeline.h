@@ -302,6 +302,8 @@ class Pipeline {
         const RuleBits *dst_rules[kMaxBurst];
         AnswerPlan plans[kMaxBurst];
         uint32_t held_item[kMaxBurst];  // delay: the ShapeWheel item holding it
+        // Frame i's bytes, built where an answer or a sample needs them, not for every packet.
+        Frame frame(uint16_t i) const { return Frame{frames[i], lens[i], captured[i]}; }
         void take(const uint8_t *const *in_frames, const uint32_t *in_lens, uint16_t count,
                   const uint64_t *times, const uint32_t *captured_lens) {
             frames = in_frames;
@@ -318,10 +320,9 @@ class Pipeline {
     void prefetch_checks(Burst &b, unsigned from);
     [[gnu::cold]] void adopt(const RuleSet *rules);
 
-    // One packet's verdict from its rules' checks, inlined into stage two (pipeline_inline.h).
-    [[gnu::always_inline]] Verdict decide_one(const PacketInfo &info, const Frame &frame,
-                                              Check *checks, unsigned n_checks, uint64_t now_ns,
-                                              AnswerPlan *plan);
+    // A packet's verdict from its rules' checks (at least one), inlined into stage two
+    // (pipeline_inline.h).
+    [[gnu::always_inline]] Verdict decide_one(Burst &burst, uint16_t packet, uint64_t now_ns);
     [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
                                       Check &c, uint64_t now_ns);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }

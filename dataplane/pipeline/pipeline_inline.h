@@ -83,8 +83,10 @@ inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_ch
 // A packet's verdict from its checks (one per matching rule): every rule checked first, then
 // the first refusing rule blamed and its action's answer planned, or, when every rule admits,
 // each rule's new TAT committed.
-inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, Check *checks,
-                                    unsigned n_checks, uint64_t now_ns, AnswerPlan *plan) {
+inline Verdict Pipeline::decide_one(Burst &burst, uint16_t packet, uint64_t now_ns) {
+    const PacketInfo &info = burst.infos[packet];
+    Check *const checks = &burst.checks[burst.first_check[packet]];
+    const unsigned n_checks = burst.first_check[packet + 1] - burst.first_check[packet];
     const std::vector<CompiledRule> &rules = rules_->rules();
     // The common case, one plain rule: what the loops below do for it, without their
     // bookkeeping (fewer instructions a packet: callgrind on BM_Decide, perf/results/notes.md).
@@ -116,7 +118,7 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
         if (c.reserved) table_->release(c.entry, c.hash);
         note_refusal(info, c);
         ++state.counters.refused;
-        return answer_refusal(info, frame, c, now_ns, plan);
+        return answer_refusal(info, burst.frame(packet), c, now_ns, &burst.plans[packet]);
     }
     int blamed = -1;
     unsigned refusers = 0;  // enforcing rules that refused
@@ -170,7 +172,8 @@ inline Verdict Pipeline::decide_one(const PacketInfo &info, const Frame &frame, 
             if (static_cast<int>(i) != blamed) ++mine(rules[checks[i].rule]).counters.overruled;
             if (checks[i].reserved) table_->release(checks[i].entry, checks[i].hash);
         }
-        return answer_refusal(info, frame, checks[blamed], now_ns, plan);
+        return answer_refusal(info, burst.frame(packet), checks[blamed], now_ns,
+                              &burst.plans[packet]);
     }
     uint64_t known = 0;
     for (unsigned i = 0; i < n_checks; ++i) {
