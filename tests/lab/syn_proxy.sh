@@ -190,15 +190,19 @@ both_closed() {  # both namespaces: no port-80 connection left but in TIME-WAIT 
   in_in "${mine[@]}" closed 80 10
 }
 
-watch_ss() {  # watch_ss PREFIX PID: ss -tino on both ends while PID runs, until both show one
+# watch_ss PREFIX PID GATE: ss -tino on both ends while PID runs, until both show the connection,
+# then opens GATE. The download's reader waits on GATE, so the connection stays established
+# (its windows full) until ss has seen both ends, however fast the transfer would have been.
+watch_ss() {
   local i
   for i in $(seq 1 150); do
-    kill -0 "$2" 2>/dev/null || return 0
+    kill -0 "$2" 2>/dev/null || break
     # -o too: this ss (iproute2 6.1) prints "ts sack" only with it.
     in_out ss -Htino state established '( dport = :80 )' >>"$1-client.txt" 2>/dev/null || true
     in_in ss -Htino state established '( sport = :80 )' >>"$1-server.txt" 2>/dev/null || true
-    if grep -q "wscale:" "$1-client.txt" && grep -q "wscale:" "$1-server.txt"; then return 0; fi
+    if grep -q "wscale:" "$1-client.txt" && grep -q "wscale:" "$1-server.txt"; then break; fi
   done
+  timeout 10 sh -c 'echo go >"$1"' sh "$3" || true
 }
 
 # download DIR NAME SRC HOST FILE: one curl GET of http://HOST/FILE from SRC, its body hashed on
@@ -209,11 +213,13 @@ download() {
   in_in "${tools[@]}" counters "$dir/tcp-$name-server-before.json"
   : >"$dir/ss-$name-client.txt"
   : >"$dir/ss-$name-server.txt"
+  rm -f "$dir/gate-$name" && mkfifo "$dir/gate-$name"
   ( in_out curl -sS -g --interface "$src" --connect-timeout 10 -m 120 -o - \
       -w "%{stderr}curl $name $src %{http_code} %{size_download} %{time_connect} %{time_total} %{speed_download}\n" \
-      "http://$host/$file" 2>"$dir/curl-$name.txt" | sha256sum >"$dir/sha-$name.txt" ) &
+      "http://$host/$file" 2>"$dir/curl-$name.txt" |
+      { read -r _ <"$dir/gate-$name"; sha256sum >"$dir/sha-$name.txt"; } ) &
   pid=$!
-  watch_ss "$dir/ss-$name" "$pid"
+  watch_ss "$dir/ss-$name" "$pid" "$dir/gate-$name"
   wait "$pid" || true
   both_closed
   in_out "${tools[@]}" counters "$dir/tcp-$name-client-after.json"
