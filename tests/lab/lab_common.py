@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -133,12 +134,20 @@ def clock_allowance(dpdk_khz):
                              f"{ratio:.5f}")
 
 
+def _exit_on_term(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
 @contextlib.contextmanager
 def veth_into_namespace(tag):
     """A veth pair, TAG-o here for floodgate's port and TAG-op in the namespace TAG-ns, both up
     with no IPv6 (no router solicitations among the frames); yields the namespace's name, and
     removes both on the way out, also after a failure."""
     ns = tag + "-ns"
+    # meson ends a test that times out with SIGTERM, whose default action would skip the
+    # finally below and leave the pair and the namespace behind.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_term)
     try:
         for cmd in (["ip", "netns", "add", ns],
                     ["ip", "link", "add", tag + "-o", "type", "veth", "peer", "name", tag + "-op"],
