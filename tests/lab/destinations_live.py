@@ -58,8 +58,8 @@ for n, phase in enumerate(sys.argv[2:]):
     start = time.monotonic()
     for k in range(pps * seconds):
         due = start + k / pps
-        while time.monotonic() < due:
-            time.sleep(min(0.002, due - time.monotonic()))
+        while (wait := due - time.monotonic()) > 0:  # read once: a second read may be past due
+            time.sleep(min(0.002, wait))
         s.send(frames[k % sources])
 """
 
