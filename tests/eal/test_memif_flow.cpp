@@ -7,11 +7,11 @@
 #include <rte_flow.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "dataplane/live/nic_drop_rule.h"
-#include "dataplane/live/port_plugins.h"
 
 namespace floodgate {
 namespace {
@@ -31,8 +31,10 @@ class MemifFlow : public ::testing::Test {
             "role=server,socket-abstract=no,socket=" + socket_ + ",flow_rules=3";
         ASSERT_EQ(rte_eal_hotplug_add("vdev", name_.c_str(), args.c_str()), 0);
         ASSERT_EQ(rte_eth_dev_get_port_by_name(name_.c_str(), &port_), 0);
-        // A tree built without -Ddpdk_source (the ASan tree) has DPDK's own memif: no table.
-        if (port_driver_note(port_).find("floodgate's") == std::string::npos)
+        // A tree built without -Ddpdk_source (the ASan tree) has only DPDK's own memif, which
+        // has no flow table; meson says so (FG_MEMIF_FLOW=0). Anywhere else the table must be
+        // there. (The port's driver note cannot tell: it reads a started port's burst function.)
+        if (const char *e = std::getenv("FG_MEMIF_FLOW"); e != nullptr && std::string(e) == "0")
             GTEST_SKIP() << "DPDK's own net_memif (built without -Ddpdk_source): no flow table";
     }
     void TearDown() override {
