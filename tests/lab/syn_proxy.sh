@@ -16,8 +16,9 @@
 #        in turn (proxy, drop; drop, proxy; ...). Each downloads $big_mb MB of random bytes with
 #        curl, hashed on the fly, four ways: IPv4 and IPv6, the client's TCP timestamps on and
 #        off (net.ipv4.tcp_timestamps, which IPv6 follows too). ss -tino is read in both
-#        namespaces while each transfer runs (its reader held until ss saw both); floodgate's stats are read after each download,
-#        and both namespaces' TCP counters before and after it.
+#        namespaces while each transfer runs (its reader held until ss saw both); floodgate's
+#        stats are read after each download, and both namespaces' TCP counters before and
+#        after it.
 #   3-5. One more syn-proxy floodgate ("lab"), a receiver counting the SYNs that reach the
 #        server's veth per source all along:
 #     5. $mid_mb MB over IPv4 and over IPv6 (and once more from the IPv4 source, verified by then:
