@@ -47,8 +47,13 @@ def stage_of(entry):
     return OTHER
 
 
+# Every bench_decision case decides whole bursts of kMaxBurst frames (bench_common.h).
+BURST = 32
+
+
 def packets_in(out_file):
-    """parse_packet's calls: one per packet decided (inside the collected function)."""
+    """parse_burst's calls (one a burst, inside the collected functions) times BURST: the
+    packets decided in every timed loop the benchmark ran, its trial runs included."""
     names, calls, current = {}, 0, None
     with open(out_file) as f:
         for line in f:
@@ -60,9 +65,9 @@ def packets_in(out_file):
                     current = names.get(m.group(2), "")
                 continue
             m = re.match(r"calls=(\d+)", line)
-            if m and current and current.startswith("floodgate::parse_packet("):
+            if m and current and current.startswith("floodgate::parse_burst("):
                 calls += int(m.group(1))
-    return calls
+    return calls * BURST
 
 
 def breakdown(build, case, work):

@@ -146,10 +146,9 @@ ParseStatus parse_ipv6(const uint8_t *ip, uint32_t avail, const uint8_t *cap_end
     return parse_l4(p, left, cap_end, out->l3_offset + static_cast<uint32_t>(p - ip), out);
 }
 
-}  // namespace
-
-ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
-                         uint32_t captured_len) {
+// parse_packet's body, inlined into it and into parse_burst's loop.
+[[gnu::always_inline]] inline ParseStatus parse_one(const uint8_t *frame, uint32_t frame_len,
+                                                    PacketInfo *out, uint32_t captured_len) {
     // Lengths are judged against the frame as it was on the wire; header bytes are read only
     // from what was captured.
     if (captured_len > frame_len) captured_len = frame_len;
@@ -183,6 +182,19 @@ ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *o
         default:
             return ParseStatus::non_ip;
     }
+}
+
+}  // namespace
+
+ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
+                         uint32_t captured_len) {
+    return parse_one(frame, frame_len, out, captured_len);
+}
+
+void parse_burst(const uint8_t *const *frames, const uint32_t *frame_lens,
+                 const uint32_t *captured_lens, uint16_t n, PacketInfo *out, ParseStatus *status) {
+    for (uint16_t i = 0; i < n; ++i)
+        status[i] = parse_one(frames[i], frame_lens[i], &out[i], captured_lens[i]);
 }
 
 }  // namespace floodgate

@@ -60,4 +60,8 @@ struct PacketInfo {
 ParseStatus parse_packet(const uint8_t *frame, uint32_t frame_len, PacketInfo *out,
                          uint32_t captured_len = UINT32_MAX);
 
+// parse_packet over a burst, in one loop (no call a packet: the pipeline's first stage).
+void parse_burst(const uint8_t *const *frames, const uint32_t *frame_lens,
+                 const uint32_t *captured_lens, uint16_t n, PacketInfo *out, ParseStatus *status);
+
 }  // namespace floodgate

@@ -316,13 +316,22 @@ class Pipeline {
     // The decision's stages (pipeline.cpp).
     void stage_one(Burst &b, bool prefetch);
     void stage_two(Burst &b, Verdict *verdicts, Burst *ahead);
+    // Stage two's parts, inlined into it so that its counts stay in registers (pipeline.cpp).
+    struct BurstCounts;
+    [[gnu::always_inline]] bool settled_verdict(const Burst &b, uint16_t i, BurstCounts &counts,
+                                                Verdict *v);
+    [[gnu::always_inline]] void decide_unmatched(const Burst &b, Verdict *verdicts,
+                                                 BurstCounts &counts);
+    [[gnu::always_inline]] unsigned decide_in_order(Burst &b, Verdict *verdicts, Burst *ahead,
+                                                    BurstCounts &counts);
     void prefetch_check(const Check &c);
     void prefetch_checks(Burst &b, unsigned from);
     [[gnu::cold]] void adopt(const RuleSet *rules);
 
-    // A packet's verdict from its rules' checks (at least one), inlined into stage two
-    // (pipeline_inline.h).
-    [[gnu::always_inline]] Verdict decide_one(Burst &burst, uint16_t packet, uint64_t now_ns);
+    // A packet's verdict from its rules' checks (n_checks of them, at least one), inlined into
+    // stage two (pipeline_inline.h).
+    [[gnu::always_inline]] Verdict decide_one(Burst &burst, uint16_t packet, Check *checks,
+                                              unsigned n_checks, uint64_t now_ns);
     [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
                                       Check &c, uint64_t now_ns);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }

@@ -83,10 +83,9 @@ inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_ch
 // A packet's verdict from its checks (one per matching rule): every rule checked first, then
 // the first refusing rule blamed and its action's answer planned, or, when every rule admits,
 // each rule's new TAT committed.
-inline Verdict Pipeline::decide_one(Burst &burst, uint16_t packet, uint64_t now_ns) {
+inline Verdict Pipeline::decide_one(Burst &burst, uint16_t packet, Check *checks, unsigned n_checks,
+                                    uint64_t now_ns) {
     const PacketInfo &info = burst.infos[packet];
-    Check *const checks = &burst.checks[burst.first_check[packet]];
-    const unsigned n_checks = burst.first_check[packet + 1] - burst.first_check[packet];
     const std::vector<CompiledRule> &rules = rules_->rules();
     // The common case, one plain rule: what the loops below do for it, without their
     // bookkeeping (fewer instructions a packet: callgrind on BM_Decide, perf/results/notes.md).
