@@ -4,18 +4,13 @@
 
 namespace floodgate {
 
-// What the blamed rule's action does with a refused packet. Every refusal lands in exactly one
-// of answered, answer_capped, answer_skipped and unanswered.
-Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
-                                 uint64_t now_ns, AnswerPlan *plan) {
+// The answer of a rule that answers (Pipeline::answer_refusal has dropped the others' refusals).
+// Every refusal lands in exactly one of answered, answer_capped, answer_skipped and unanswered.
+Verdict Pipeline::plan_refusal_answer(const PacketInfo &info, const Frame &frame, const Check &c,
+                                      uint64_t now_ns, AnswerPlan *plan) {
     const CompiledRule &r = rules_->rules()[c.rule];
     RuleCoreState &state = mine(r);
     RuleCounters &rc = state.counters;
-    // syn-auth answers only the unproven: a verified source over its limit is just dropped.
-    if (r.answer == AnswerKind::count || (verifies_sources(r.action) && !c.unverified)) {
-        ++rc.unanswered;
-        return Verdict::drop;
-    }
     if (frame.captured < frame.len) {
         plan->kind = AnswerKind::count;
         plan->why = NoAnswer::not_contiguous;

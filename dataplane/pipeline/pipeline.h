@@ -354,10 +354,14 @@ class Pipeline {
                         uint64_t now_ns);
     void sweep_samples(uint64_t now_ns, unsigned slots);
     void feed(const ResponseSamples::Sample &s, uint64_t now_ns);
-    // What the checks call out of line (rule_checks.cpp): a key meeting a full table, and a
-    // refusal's place among the rule's top offenders.
+    // A refusal noted: sampled for escalation, and counted among the rule's top offenders
+    // (pipeline_inline.h). What the checks call out of line (rule_checks.cpp): a key meeting
+    // a full table, the escalation's sample, and a refusal's place among the top offenders.
+    [[gnu::always_inline]] void note_refusal(const PacketInfo &info, const Check &c);
     [[gnu::cold]] bool check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns);
-    void note_refusal(const PacketInfo &info, const Check &c);
+    void sample_for_escalation(const CompiledRule &r, const PacketInfo &info, const Check &c);
+    void add_top_offender(const CompiledRule &r, RuleCoreState &state, const PacketInfo &info,
+                          const Check &c, uint32_t weight);
     // Where the rule's packet goes (its destinations, per epoch; rule_checks.cpp ends epochs).
     [[gnu::always_inline]] void note_destination(const CompiledRule &r, RuleCoreState &state,
                                                  const PacketInfo &info, const Check &c);
@@ -369,9 +373,13 @@ class Pipeline {
         return shaper_.hold_refused(r, mine(r), c.entry != nullptr, c.new_tat_ns, c.cls, now_ns);
     }
 
-    // The refusal's answer and the answer caps (answer_refusal.cpp).
-    Verdict answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
-                           uint64_t now_ns, AnswerPlan *plan);
+    // The refusal's answer: a rule that answers nothing drops it here (pipeline_inline.h);
+    // an answer and the answer caps are planned out of line (answer_refusal.cpp).
+    [[gnu::always_inline]] Verdict answer_refusal(const PacketInfo &info, const Frame &frame,
+                                                  const Check &c, uint64_t now_ns,
+                                                  AnswerPlan *plan);
+    Verdict plan_refusal_answer(const PacketInfo &info, const Frame &frame, const Check &c,
+                                uint64_t now_ns, AnswerPlan *plan);
     bool answer_cap_admits(const PacketInfo &info, uint64_t now_ns);
 
     // syn-auth verification (syn_auth.cpp).

@@ -49,6 +49,36 @@ inline void Pipeline::note_destination(const CompiledRule &r, RuleCoreState &sta
                            [&] { return destination_hash(hi, lo, info.family); });
 }
 
+// A refusal: sampled for escalation, and counted among the rule's top offenders. Sampled top
+// offenders (top_offenders: sampled) count every refusal of the first of an epoch, then one in
+// about kMeanGap counting for kMeanGap, so that a flood's refusals cost a decrement each, here,
+// not a summary update (172 instructions, perf/results/notes.md).
+inline void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    RuleCoreState &state = mine(r);
+    if (r.escalates && refusal_samples_ != nullptr && refusal_samples_->due()) [[unlikely]]
+        sample_for_escalation(r, info, c);
+    uint32_t weight = 1;
+    if (!r.exact_top && ++state.refusals_in_epoch > kCountedRefusalsPerEpoch) {
+        if (!top_samples_.due()) [[likely]]
+            return;
+        weight = GeometricSampler::kMeanGap;
+    }
+    add_top_offender(r, state, info, c, weight);
+}
+
+// What the blamed rule's action does with a refused packet: a rule that answers nothing (and
+// syn-auth for a verified source over its limit) drops it; the others plan their answer.
+inline Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &frame, const Check &c,
+                                        uint64_t now_ns, AnswerPlan *plan) {
+    const CompiledRule &r = rules_->rules()[c.rule];
+    if (r.answer == AnswerKind::count || (verifies_sources(r.action) && !c.unverified)) {
+        ++mine(r).counters.unanswered;
+        return Verdict::drop;
+    }
+    return plan_refusal_answer(info, frame, c, now_ns, plan);
+}
+
 // One rule's check of a packet: whether its limit admits it, nothing stored yet.
 inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
                             uint64_t now_ns) {

@@ -25,21 +25,14 @@ bool Pipeline::check_table_full(const CompiledRule &r, Check *c, uint64_t now_ns
                        allowance_of(r, TrustClass::fresh), &c->new_tat_ns);
 }
 
-void Pipeline::note_refusal(const PacketInfo &info, const Check &c) {
-    const CompiledRule &r = rules_->rules()[c.rule];
-    RuleCoreState &state = mine(r);
-    if (r.escalates && refusal_samples_ != nullptr && refusal_samples_->due()) [[unlikely]]
-        refusal_samples_->take({c.key.addr_hi, c.key.addr_lo,
-                                static_cast<uint32_t>(rules_->serial()), r.index, info.family,
-                                r.key_len[info.family == 6]});
-    // Sampled top offenders (top_offenders: sampled): every refusal of the first of an epoch,
-    // then one in about kMeanGap counting for kMeanGap, so that a flood's refusals cost a
-    // decrement each, not a summary update (172 instructions, perf/results/notes.md).
-    uint32_t weight = 1;
-    if (!r.exact_top && ++state.refusals_in_epoch > kCountedRefusalsPerEpoch) {
-        if (!top_samples_.due()) return;
-        weight = GeometricSampler::kMeanGap;
-    }
+void Pipeline::sample_for_escalation(const CompiledRule &r, const PacketInfo &info,
+                                     const Check &c) {
+    refusal_samples_->take({c.key.addr_hi, c.key.addr_lo, static_cast<uint32_t>(rules_->serial()),
+                            r.index, info.family, r.key_len[info.family == 6]});
+}
+
+void Pipeline::add_top_offender(const CompiledRule &r, RuleCoreState &state, const PacketInfo &info,
+                                const Check &c, uint32_t weight) {
     // The summary tells sources apart by hash, so the hash must name what it reports: a
     // src_dst key's hash names the pair (one source toward two destinations would be listed
     // twice under its one address), a none key's both families (every refusal would go to
