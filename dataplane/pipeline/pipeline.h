@@ -334,6 +334,7 @@ class Pipeline {
                                               unsigned n_checks, uint64_t now_ns);
     [[gnu::always_inline]] void check(const PacketInfo &info, Check *checks, unsigned n_checks,
                                       Check &c, uint64_t now_ns);
+    [[gnu::always_inline]] uint64_t check_limit(const CompiledRule &r, Check &c, uint64_t now_ns);
     RuleCoreState &mine(const CompiledRule &r) const { return *mine_[r.index]; }
     // The limit a rule holds packets to on this core: its own, or an adaptive rule's learned
     // one (refresh_adaptive), and a class's allowance of it.

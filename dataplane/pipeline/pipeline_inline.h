@@ -79,6 +79,19 @@ inline Verdict Pipeline::answer_refusal(const PacketInfo &info, const Frame &fra
     return plan_refusal_answer(info, frame, c, now_ns, plan);
 }
 
+// The limit's part of a rule's check: the key's entry, and whether the limit admits the packet
+// at the fresh class's allowance. Returns the key's TAT (meaningless without an entry).
+inline uint64_t Pipeline::check_limit(const CompiledRule &r, Check &c, uint64_t now_ns) {
+    uint64_t tat_ns = 0;
+    c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
+    c.reserved = c.entry != nullptr && tat_ns == 0;
+    c.admitted = c.entry == nullptr
+                     ? check_table_full(r, &c, now_ns)
+                     : limit_admit(limit_of(r), tat_ns, now_ns, allowance_of(r, TrustClass::fresh),
+                                   &c.new_tat_ns);
+    return tat_ns;
+}
+
 // One rule's check of a packet: whether its limit admits it, nothing stored yet.
 inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_checks, Check &c,
                             uint64_t now_ns) {
@@ -95,19 +108,13 @@ inline void Pipeline::check(const PacketInfo &info, Check *checks, unsigned n_ch
             unverified_table_full(r, &c, now_ns);
         return;
     }
-    uint64_t tat_ns;
-    c.entry = table_->acquire(c.hash, now_ns, &tat_ns);
-    c.reserved = c.entry != nullptr && tat_ns == 0;
-    if (c.entry == nullptr) {
-        c.admitted = check_table_full(r, &c, now_ns);
-        if (!c.admitted && is_aggregate(r.key_kind))
+    const uint64_t tat_ns = check_limit(r, c, now_ns);
+    if (!c.admitted && is_aggregate(r.key_kind)) [[unlikely]] {
+        if (c.entry == nullptr)
             c.cls = trust_class(info, c, checks, n_checks, now_ns);
-        return;
+        else
+            admit_by_class(r, info, checks, n_checks, tat_ns, now_ns, &c);
     }
-    c.admitted =
-        limit_admit(limit_of(r), tat_ns, now_ns, allowance_of(r, TrustClass::fresh), &c.new_tat_ns);
-    if (!c.admitted && is_aggregate(r.key_kind)) [[unlikely]]
-        admit_by_class(r, info, checks, n_checks, tat_ns, now_ns, &c);
 }
 
 // A packet's verdict from its checks (one per matching rule): every rule checked first, then
@@ -122,7 +129,10 @@ inline Verdict Pipeline::decide_one(Burst &burst, uint16_t packet, Check *checks
     if (n_checks == 1 && rules[checks[0].rule].plain) [[likely]] {
         Check &c = checks[0];
         const CompiledRule &r = rules[c.rule];
-        check(info, checks, 1, c, now_ns);
+        // A plain rule verifies no source and has no classes: its limit alone.
+        c.unverified = false;
+        c.cls = TrustClass::fresh;
+        check_limit(r, c, now_ns);
         RuleCoreState &state = mine(r);
         ++state.counters.matched;
         note_destination(r, state, info, c);
