@@ -73,7 +73,7 @@ struct ClusterSync::Round {
     double last_round_ms = 0;
     std::optional<KeyFileWatch> key_file;  // with --cluster-key-file: the keys in use
     const ClusterKeys &keys() const { return key_file ? key_file->in_use() : no_keys; }
-    const ClusterKeys no_keys;  // without it
+    const ClusterKeys no_keys{};  // without it (clang asks a const member for an initializer)
     uint64_t key_reloads = 0;
     std::string key_refused;  // why the key file as it is now is not in use
     SyncLatency latency;      // each sync's round trip to the store
